@@ -1,0 +1,122 @@
+// Jobs: a gang of identical replicas, all placed or none (DESIGN.md §4).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/ids.h"
+#include "core/quantity.h"
+#include "core/time.h"
+#include "model/catalogue.h"
+#include "model/node.h"
+
+namespace gpupool {
+
+enum class ShapeKind : uint8_t { kWholeGpus, kMigProfile, kGpuFraction };
+
+// What one replica needs on one node.
+struct ReplicaShape {
+  ShapeKind kind = ShapeKind::kWholeGpus;
+  FlavorId flavor;
+  uint8_t gpus = 1;            // kWholeGpus: GPUs on one node
+  uint8_t mig_profile = 0;     // kMigProfile: index into GpuModel::profiles
+  uint16_t milli = 0;          // kGpuFraction: 1..999 milli-GPUs
+  uint32_t gpu_memory_mib = 0; // kGpuFraction: memory bound on the shared GPU
+  int64_t cpu_milli = 0;       // host resources on the node
+  int64_t memory_mib = 0;
+
+  // GPU-equivalents of one replica. REQUIRES: flavor valid in catalogue.
+  GpuEq Eq(const Catalogue& catalogue) const;
+  friend bool operator==(const ReplicaShape&, const ReplicaShape&) = default;
+};
+
+std::string Describe(const Catalogue& catalogue, const ReplicaShape& shape);
+
+struct TopologyConstraint {
+  TopologyLevel level = TopologyLevel::kNone;
+  bool required = true;  // false: preferred, fall back to anywhere
+};
+
+enum class JobState : uint8_t { kPending, kAdmitted, kRunning, kSucceeded, kFailed, kCancelled };
+std::string_view JobStateName(JobState s);
+inline bool IsTerminal(JobState s) { return s >= JobState::kSucceeded; }
+inline bool HoldsResources(JobState s) {
+  return s == JobState::kAdmitted || s == JobState::kRunning;
+}
+
+// How an admitted job counts against quota: inside the tenant's guarantee, on capacity
+// borrowed from others, or on nodes dedicated to the tenant (outside the shared pool).
+enum class AdmissionKind : uint8_t { kGuaranteed, kBorrowed, kDedicated };
+std::string_view AdmissionKindName(AdmissionKind k);
+
+// One grant on one GPU: the whole GPU, one MIG instance (by its start slice), or a fraction.
+struct GpuGrant {
+  uint16_t gpu = 0;
+  int8_t mig_start = -1;
+  uint16_t milli = 0;
+  uint32_t memory_mib = 0;
+  friend bool operator==(const GpuGrant&, const GpuGrant&) = default;
+};
+
+struct ReplicaPlacement {
+  NodeId node;
+  std::vector<GpuGrant> grants;
+  friend bool operator==(const ReplicaPlacement&, const ReplicaPlacement&) = default;
+};
+
+enum class ReasonCode : uint8_t {
+  kNone,
+  kNotYetConsidered,
+  kMayNotBorrow,       // priority class limited to the guarantee
+  kBorrowLimit,        // tenant at guaranteed + borrow_limit
+  kNoLendableCapacity, // others' unused guarantees are not lendable
+  kNoQuota,            // tenant has no quota for the flavor
+  kInsufficientCapacity,
+  kTopology,
+  kNoEligibleNodes,    // nothing matches flavor, mode, labels or pool
+  kHeldForBackfill,    // capacity is held for an earlier job
+  kNeverFits,          // shape larger than any node
+  kPreemptionBudget,   // would need preemption, but the cycle's budget is spent
+};
+std::string_view ReasonCodeName(ReasonCode c);
+
+struct PendingReason {
+  ReasonCode code = ReasonCode::kNone;
+  std::string message;
+  friend bool operator==(const PendingReason&, const PendingReason&) = default;
+};
+
+struct JobSpec {
+  TenantId tenant;
+  std::string name;
+  PriorityClassId priority_class;
+  uint16_t replicas = 1;
+  ReplicaShape shape;
+  TopologyConstraint topology;
+  Duration estimated_duration = Duration::Infinite();
+  std::vector<std::string> command;
+  bool checkpointable = false;
+};
+
+struct Job {
+  JobId id;
+  JobSpec spec;
+  JobState state = JobState::kPending;
+  Time submitted, admitted, started;
+  std::vector<ReplicaPlacement> placement;  // replicas entries while HoldsResources(state)
+  AdmissionKind admitted_as = AdmissionKind::kGuaranteed;
+  std::vector<JobId> preempted_by;          // never preempt these back (no cycles)
+  uint32_t preemptions = 0;
+  PendingReason reason;
+
+  GpuEq Eq(const Catalogue& c) const { return spec.shape.Eq(c) * spec.replicas; }
+  // Expected end: start (or admission, before the start) plus the estimate; Never() without an
+  // estimate.
+  Time ExpectedEnd() const {
+    return (state == JobState::kRunning ? started : admitted) + spec.estimated_duration;
+  }
+};
+
+}  // namespace gpupool

@@ -1,0 +1,125 @@
+// Names of the model's enums and the human-readable shape description.
+#include <string>
+
+#include "model/job.h"
+#include "model/node.h"
+
+namespace gpupool {
+
+std::string_view GpuModeName(GpuMode m) {
+  switch (m) {
+    case GpuMode::kWhole: return "whole";
+    case GpuMode::kMig: return "mig";
+    case GpuMode::kShared: return "shared";
+  }
+  return "?";
+}
+
+std::string_view NodeConditionName(NodeCondition c) {
+  switch (c) {
+    case NodeCondition::kReady: return "ready";
+    case NodeCondition::kCordoned: return "cordoned";
+    case NodeCondition::kDraining: return "draining";
+    case NodeCondition::kMaintenance: return "maintenance";
+    case NodeCondition::kUnhealthy: return "unhealthy";
+    case NodeCondition::kUnreachable: return "unreachable";
+  }
+  return "?";
+}
+
+std::string_view TopologyLevelName(TopologyLevel l) {
+  switch (l) {
+    case TopologyLevel::kNone: return "none";
+    case TopologyLevel::kNode: return "node";
+    case TopologyLevel::kNvlinkDomain: return "nvlink-domain";
+    case TopologyLevel::kBlock: return "block";
+  }
+  return "?";
+}
+
+std::string_view JobStateName(JobState s) {
+  switch (s) {
+    case JobState::kPending: return "pending";
+    case JobState::kAdmitted: return "admitted";
+    case JobState::kRunning: return "running";
+    case JobState::kSucceeded: return "succeeded";
+    case JobState::kFailed: return "failed";
+    case JobState::kCancelled: return "cancelled";
+  }
+  return "?";
+}
+
+std::string_view AdmissionKindName(AdmissionKind k) {
+  switch (k) {
+    case AdmissionKind::kGuaranteed: return "guaranteed";
+    case AdmissionKind::kBorrowed: return "borrowed";
+    case AdmissionKind::kDedicated: return "dedicated";
+  }
+  return "?";
+}
+
+std::string_view ReasonCodeName(ReasonCode c) {
+  switch (c) {
+    case ReasonCode::kNone: return "none";
+    case ReasonCode::kNotYetConsidered: return "not_yet_considered";
+    case ReasonCode::kMayNotBorrow: return "may_not_borrow";
+    case ReasonCode::kBorrowLimit: return "borrow_limit";
+    case ReasonCode::kNoLendableCapacity: return "no_lendable_capacity";
+    case ReasonCode::kNoQuota: return "no_quota";
+    case ReasonCode::kInsufficientCapacity: return "insufficient_capacity";
+    case ReasonCode::kTopology: return "topology";
+    case ReasonCode::kNoEligibleNodes: return "no_eligible_nodes";
+    case ReasonCode::kHeldForBackfill: return "held_for_backfill";
+    case ReasonCode::kNeverFits: return "never_fits";
+    case ReasonCode::kPreemptionBudget: return "preemption_budget";
+  }
+  return "?";
+}
+
+bool Gpu::idle() const {
+  switch (mode) {
+    case GpuMode::kWhole: return !occupant.valid();
+    case GpuMode::kMig:
+      for (int i = 0; i < layout.size(); ++i) {
+        if (instance_occupant[i].valid()) return false;
+      }
+      return true;
+    case GpuMode::kShared: return shared.empty();
+  }
+  return true;
+}
+
+std::string_view Node::DomainAt(TopologyLevel level) const {
+  switch (level) {
+    case TopologyLevel::kNvlinkDomain:
+      return nvlink_domain.empty() ? std::string_view(name) : std::string_view(nvlink_domain);
+    case TopologyLevel::kBlock: return block.empty() ? std::string_view(name) : block;
+    case TopologyLevel::kNone:
+    case TopologyLevel::kNode: return name;
+  }
+  return name;
+}
+
+GpuEq ReplicaShape::Eq(const Catalogue& catalogue) const {
+  switch (kind) {
+    case ShapeKind::kWholeGpus: return GpuEq::Gpus(gpus);
+    case ShapeKind::kMigProfile:
+      return GpuEq::MigSlices(catalogue.model(flavor).profiles[mig_profile].compute_slices);
+    case ShapeKind::kGpuFraction: return GpuEq::MilliGpus(milli);
+  }
+  return GpuEq();
+}
+
+std::string Describe(const Catalogue& catalogue, const ReplicaShape& shape) {
+  const GpuModel& m = catalogue.model(shape.flavor);
+  switch (shape.kind) {
+    case ShapeKind::kWholeGpus: return std::to_string(shape.gpus) + " " + m.name;
+    case ShapeKind::kMigProfile: return m.name + " MIG " + m.profiles[shape.mig_profile].name;
+    case ShapeKind::kGpuFraction:
+      return ToString(GpuEq::MilliGpus(shape.milli)) + " of a shared " + m.name + " with " +
+             std::to_string(shape.gpu_memory_mib) + " MiB";
+  }
+  return "?";
+}
+
+}  // namespace gpupool

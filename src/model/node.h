@@ -1,0 +1,76 @@
+// Nodes and their GPUs.
+//
+// Each GPU is used in one mode: whole (one job owns it), MIG (hardware partitions; each GPU
+// instance holds at most one job) or shared (time-sliced fractions bounded by milli-GPUs,
+// GPU memory and a client count). The occupant fields are an index over the jobs' placements,
+// kept consistent by Apply (model/apply.cc) and checked by CheckInvariants.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/ids.h"
+#include "model/mig.h"
+
+namespace gpupool {
+
+enum class GpuMode : uint8_t { kWhole, kMig, kShared };
+std::string_view GpuModeName(GpuMode m);
+
+struct SharedOccupant {
+  JobId job;
+  TenantId tenant;
+  uint16_t milli = 0;
+  uint32_t memory_mib = 0;
+};
+
+struct Gpu {
+  GpuMode mode = GpuMode::kWhole;
+  bool healthy = true;
+  JobId occupant;                                         // kWhole
+  MigLayout layout;                                       // kMig
+  std::array<JobId, MigLayout::kMaxInstances> instance_occupant{};  // kMig, by layout index
+  uint8_t max_clients = 0;                                // kShared; 0 = no client cap
+  std::vector<SharedOccupant> shared;                     // kShared
+
+  // True when no job holds any part of this GPU.
+  bool idle() const;
+};
+
+enum class NodeCondition : uint8_t {
+  kReady,        // schedulable
+  kCordoned,     // no new work; running work stays
+  kDraining,     // no new work; running work is being moved off
+  kMaintenance,  // out of service by plan
+  kUnhealthy,    // failed a health check
+  kUnreachable,  // lost heartbeats
+};
+std::string_view NodeConditionName(NodeCondition c);
+
+enum class TopologyLevel : uint8_t { kNone, kNode, kNvlinkDomain, kBlock };
+std::string_view TopologyLevelName(TopologyLevel l);
+
+struct Node {
+  NodeId id;
+  std::string name;
+  FlavorId flavor;  // every GPU of a node is of one model
+  std::vector<Gpu> gpus;
+  // Topology: an NVLink domain may span nodes (GB200 NVL72); empty means the node alone.
+  std::string nvlink_domain;
+  std::string block;
+  NodeCondition condition = NodeCondition::kReady;
+  TenantId dedicated_to;            // valid: a node pool bound to that tenant
+  std::vector<std::string> labels;  // sorted "key=value"
+  // Host resources. A capacity of 0 means "not tracked": any demand fits.
+  int64_t cpu_milli = 0, memory_mib = 0;
+  int64_t cpu_used = 0, memory_used = 0;
+
+  bool schedulable() const { return condition == NodeCondition::kReady; }
+  // The domain key at a level: the node name, its NVLink domain or its block.
+  std::string_view DomainAt(TopologyLevel level) const;
+};
+
+}  // namespace gpupool

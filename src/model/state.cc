@@ -1,0 +1,201 @@
+#include "model/state.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace gpupool {
+
+State::State(Catalogue catalogue, Duration usage_half_life)
+    : catalogue_(std::move(catalogue)), usage_half_life_(usage_half_life) {}
+
+Result<TenantId> State::AddTenant(Tenant t) {
+  if (t.name.empty()) return InvalidArgument("tenant needs a name");
+  if (FindTenant(t.name).ok()) return AlreadyExists("tenant " + t.name + " already exists");
+  t.id = TenantId(static_cast<uint32_t>(tenants_.size()));
+  tenants_.push_back(std::move(t));
+  Status s = UpdateTenant(tenants_.back());
+  if (!s.ok()) {
+    tenants_.pop_back();
+    return s.error();
+  }
+  return tenants_.back().id;
+}
+
+Status State::UpdateTenant(const Tenant& t) {
+  if (!t.id.valid() || t.id.value() >= tenants_.size()) return NotFound("no such tenant");
+  if (t.weight_milli <= 0) return InvalidArgument("tenant weight must be positive");
+  for (const auto& [flavor, q] : t.quotas) {
+    if (!flavor.valid() || flavor.value() >= catalogue_.size()) {
+      return InvalidArgument("quota names an unknown flavor");
+    }
+    if (q.guaranteed < GpuEq() || (q.borrow_limit && *q.borrow_limit < GpuEq()) ||
+        (q.lend_limit && *q.lend_limit < GpuEq())) {
+      return InvalidArgument("quota values must not be negative");
+    }
+  }
+  Tenant copy = t;
+  std::sort(copy.required_labels.begin(), copy.required_labels.end());
+  // Usage history is state, not configuration: keep it.
+  copy.decayed_usage = tenants_[t.id.value()].decayed_usage;
+  copy.decayed_usage_at = tenants_[t.id.value()].decayed_usage_at;
+  tenants_[t.id.value()] = std::move(copy);
+  return Ok();
+}
+
+Result<PriorityClassId> State::AddPriorityClass(PriorityClass pc) {
+  if (pc.name.empty()) return InvalidArgument("priority class needs a name");
+  if (FindPriorityClass(pc.name).ok()) {
+    return AlreadyExists("priority class " + pc.name + " already exists");
+  }
+  pc.id = PriorityClassId(static_cast<uint16_t>(classes_.size()));
+  classes_.push_back(std::move(pc));
+  return classes_.back().id;
+}
+
+Result<NodeId> State::AddNode(Node n) {
+  if (n.name.empty()) return InvalidArgument("node needs a name");
+  if (FindNode(n.name).ok()) return AlreadyExists("node " + n.name + " already exists");
+  if (!n.flavor.valid() || n.flavor.value() >= catalogue_.size()) {
+    return InvalidArgument("node " + n.name + " has an unknown GPU model");
+  }
+  if (n.gpus.empty() || n.gpus.size() > 16) {
+    return InvalidArgument("node " + n.name + " must have 1 to 16 GPUs");
+  }
+  if (n.dedicated_to.valid() && n.dedicated_to.value() >= tenants_.size()) {
+    return InvalidArgument("node " + n.name + " is dedicated to an unknown tenant");
+  }
+  const GpuModel& model = catalogue_.model(n.flavor);
+  for (Gpu& g : n.gpus) {
+    if (!g.idle()) return InvalidArgument("node " + n.name + " must join with idle GPUs");
+    if (g.mode == GpuMode::kMig) GP_RETURN_IF_ERROR(ValidateLayout(model, g.layout));
+    g.instance_occupant.fill(JobId());
+  }
+  std::sort(n.labels.begin(), n.labels.end());
+  n.cpu_used = n.memory_used = 0;
+  n.id = NodeId(static_cast<uint32_t>(nodes_.size()));
+  nodes_.push_back(std::move(n));
+  return nodes_.back().id;
+}
+
+const Tenant& State::tenant(TenantId id) const {
+  GP_CHECK(id.valid() && id.value() < tenants_.size());
+  return tenants_[id.value()];
+}
+
+Result<TenantId> State::FindTenant(std::string_view name) const {
+  for (const Tenant& t : tenants_) {
+    if (t.name == name) return t.id;
+  }
+  return NotFound("unknown tenant '" + std::string(name) + "'");
+}
+
+const PriorityClass& State::priority_class(PriorityClassId id) const {
+  GP_CHECK(id.valid() && id.value() < classes_.size());
+  return classes_[id.value()];
+}
+
+Result<PriorityClassId> State::FindPriorityClass(std::string_view name) const {
+  for (const PriorityClass& pc : classes_) {
+    if (pc.name == name) return pc.id;
+  }
+  return NotFound("unknown priority class '" + std::string(name) + "'");
+}
+
+const Node& State::node(NodeId id) const {
+  GP_CHECK(id.valid() && id.value() < nodes_.size());
+  return nodes_[id.value()];
+}
+
+Result<NodeId> State::FindNode(std::string_view name) const {
+  for (const Node& n : nodes_) {
+    if (n.name == name) return n.id;
+  }
+  return NotFound("unknown node '" + std::string(name) + "'");
+}
+
+const Job* State::FindJob(JobId id) const {
+  auto it = jobs_.find(id);
+  return it == jobs_.end() ? nullptr : &it->second;
+}
+
+Result<JobSpec> State::ValidateSpec(JobSpec spec) const {
+  if (!spec.tenant.valid() || spec.tenant.value() >= tenants_.size()) {
+    return InvalidArgument("unknown tenant");
+  }
+  if (!spec.priority_class.valid() || spec.priority_class.value() >= classes_.size()) {
+    return InvalidArgument("unknown priority class");
+  }
+  const ReplicaShape& s = spec.shape;
+  if (!s.flavor.valid() || s.flavor.value() >= catalogue_.size()) {
+    return InvalidArgument("unknown GPU model");
+  }
+  const GpuModel& model = catalogue_.model(s.flavor);
+  if (spec.replicas < 1) return InvalidArgument("replicas must be at least 1");
+  switch (s.kind) {
+    case ShapeKind::kWholeGpus:
+      if (s.gpus < 1 || s.gpus > 16) return InvalidArgument("gpus must be 1..16");
+      break;
+    case ShapeKind::kMigProfile:
+      if (!model.mig_capable()) return InvalidArgument(model.name + " has no MIG profiles");
+      if (s.mig_profile >= model.profiles.size()) return InvalidArgument("unknown MIG profile");
+      break;
+    case ShapeKind::kGpuFraction:
+      if (s.milli < 1 || s.milli > 1000) {
+        return InvalidArgument("gpu_fraction must be in (0, 1]");
+      }
+      if (s.gpu_memory_mib > model.memory_mib) {
+        return InvalidArgument("memory bound exceeds the GPU's " +
+                               std::to_string(model.memory_mib) + " MiB");
+      }
+      break;
+  }
+  if (s.cpu_milli < 0 || s.memory_mib < 0) return InvalidArgument("negative host resources");
+  const Tenant& t = tenant(spec.tenant);
+  const JobLimits& lim = t.limits;
+  if (spec.estimated_duration.is_infinite()) spec.estimated_duration = lim.default_duration;
+  if (spec.estimated_duration <= Duration()) {
+    return InvalidArgument("duration estimate must be positive");
+  }
+  if (!lim.max_duration.is_infinite() && spec.estimated_duration > lim.max_duration) {
+    return InvalidArgument("duration estimate " + ToString(spec.estimated_duration) +
+                           " exceeds the tenant's maximum " + ToString(lim.max_duration));
+  }
+  if (lim.max_replicas && spec.replicas > lim.max_replicas) {
+    return InvalidArgument("replicas exceed the tenant's maximum of " +
+                           std::to_string(lim.max_replicas));
+  }
+  const GpuEq eq = s.Eq(catalogue_) * spec.replicas;
+  if (lim.max_job_gpu_eq > GpuEq() && eq > lim.max_job_gpu_eq) {
+    return InvalidArgument("job needs " + ToString(eq) + " GPUs; the tenant's maximum is " +
+                           ToString(lim.max_job_gpu_eq));
+  }
+  return spec;
+}
+
+double DecayFactor(Duration dt, Duration half_life) {
+  if (half_life <= Duration()) return 0.0;
+  if (dt <= Duration()) return 1.0;
+  return std::exp2(-static_cast<double>(dt.millis()) / static_cast<double>(half_life.millis()));
+}
+
+double DecayedIntegral(double gpus, Time from, Time to, Duration half_life) {
+  if (to <= from || half_life <= Duration()) return 0.0;
+  const double h_s = static_cast<double>(half_life.millis()) / 1000.0;
+  return gpus * h_s / std::log(2.0) * (1.0 - DecayFactor(to - from, half_life));
+}
+
+std::vector<double> State::DecayedUsages(Time now) const {
+  std::vector<double> u(tenants_.size());
+  for (const Tenant& t : tenants_) {
+    u[t.id.value()] = t.decayed_usage * DecayFactor(now - t.decayed_usage_at, usage_half_life_);
+  }
+  for (JobId id : active_) {
+    const Job& j = jobs_.at(id);
+    if (j.state != JobState::kRunning) continue;
+    u[j.spec.tenant.value()] +=
+        DecayedIntegral(j.Eq(catalogue_).ToGpus(), j.started, now, usage_half_life_);
+  }
+  return u;
+}
+
+}  // namespace gpupool

@@ -1,0 +1,91 @@
+// The cluster state: catalogue, tenants, priority classes, nodes and jobs.
+//
+// Configuration (tenants, classes, nodes) is added through the Add* calls; everything that
+// happens afterwards arrives as an Event and goes through Apply (model/events.h), which
+// validates first and changes nothing on error. The scheduler reads a State and never writes
+// it.
+//
+// Thread-safety: none; one owner (the daemon's event loop or the simulator) mutates it.
+#pragma once
+
+#include <map>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/result.h"
+#include "model/catalogue.h"
+#include "model/job.h"
+#include "model/node.h"
+#include "model/tenant.h"
+
+namespace gpupool {
+
+class State {
+ public:
+  explicit State(Catalogue catalogue = Catalogue::BuiltIn(),
+                 Duration usage_half_life = Duration::Hours(24));
+
+  const Catalogue& catalogue() const { return catalogue_; }
+  Duration usage_half_life() const { return usage_half_life_; }
+
+  // --- configuration ---------------------------------------------------------------------
+  Result<TenantId> AddTenant(Tenant t);
+  Result<PriorityClassId> AddPriorityClass(PriorityClass pc);
+  // The node's GPUs must be idle; MIG layouts must be valid for the node's model.
+  Result<NodeId> AddNode(Node n);
+  // Replaces quotas, weight, limits and sharing flags of an existing tenant.
+  Status UpdateTenant(const Tenant& t);
+
+  const std::vector<Tenant>& tenants() const { return tenants_; }
+  const Tenant& tenant(TenantId id) const;
+  Result<TenantId> FindTenant(std::string_view name) const;
+  const std::vector<PriorityClass>& priority_classes() const { return classes_; }
+  const PriorityClass& priority_class(PriorityClassId id) const;
+  Result<PriorityClassId> FindPriorityClass(std::string_view name) const;
+  const std::vector<Node>& nodes() const { return nodes_; }
+  const Node& node(NodeId id) const;
+  Result<NodeId> FindNode(std::string_view name) const;
+
+  // --- jobs --------------------------------------------------------------------------------
+  const std::map<JobId, Job>& jobs() const { return jobs_; }
+  const Job* FindJob(JobId id) const;
+  // Ids of pending jobs, and of jobs holding resources (admitted or running), in id order.
+  const std::set<JobId>& pending() const { return pending_; }
+  const std::set<JobId>& active() const { return active_; }
+  JobId NextJobId() const { return JobId(next_job_id_); }
+
+  // Checks a job spec against the catalogue, the tenant's quotas-independent limits and the
+  // priority classes; fills the default duration. Used before JobSubmitted.
+  Result<JobSpec> ValidateSpec(JobSpec spec) const;
+
+  // Decayed usage (GPU-seconds) of every tenant at `now`, indexed by tenant id, including the
+  // running jobs' contribution so far. One pass over the active jobs.
+  std::vector<double> DecayedUsages(Time now) const;
+
+ private:
+  friend class StateMutator;  // model/apply.cc
+
+  Catalogue catalogue_;
+  Duration usage_half_life_;
+  std::vector<Tenant> tenants_;
+  std::vector<PriorityClass> classes_;
+  std::vector<Node> nodes_;
+  std::map<JobId, Job> jobs_;
+  std::set<JobId> pending_, active_;
+  uint64_t next_job_id_ = 1;
+};
+
+// Rebuilds every index from the jobs' placements and checks it: no GPU slice held twice,
+// shared GPUs within milli, memory and client caps, host resources within capacity, every
+// MIG layout valid, admitted and running jobs holding exactly `replicas` placements of their
+// shape, shared GPUs never mixing tenants that do not both allow it.
+Status CheckInvariants(const State& state);
+
+// Integral over [from, to] of gpus * 2^(-(to - t) / half_life) dt, in GPU-seconds.
+double DecayedIntegral(double gpus, Time from, Time to, Duration half_life);
+// 2^(-dt / half_life); 0 when half_life is 0 (no memory).
+double DecayFactor(Duration dt, Duration half_life);
+
+}  // namespace gpupool
