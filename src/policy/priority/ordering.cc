@@ -1,0 +1,23 @@
+#include "policy/priority/ordering.h"
+
+namespace gpupool {
+
+bool QueueBefore(const State& state, const Job& a, const Job& b) {
+  const int32_t pa = state.priority_class(a.spec.priority_class).value;
+  const int32_t pb = state.priority_class(b.spec.priority_class).value;
+  if (pa != pb) return pa > pb;
+  if (a.submitted != b.submitted) return a.submitted < b.submitted;
+  return a.id < b.id;
+}
+
+bool VictimBefore(const State& state, const Job& a, const Job& b) {
+  const int32_t pa = state.priority_class(a.spec.priority_class).value;
+  const int32_t pb = state.priority_class(b.spec.priority_class).value;
+  if (pa != pb) return pa < pb;
+  const Time sa = a.state == JobState::kRunning ? a.started : a.admitted;
+  const Time sb = b.state == JobState::kRunning ? b.started : b.admitted;
+  if (sa != sb) return sa > sb;
+  return a.id > b.id;
+}
+
+}  // namespace gpupool

@@ -1,0 +1,72 @@
+// QuotaBook: per-tenant, per-flavor usage of the shared pool against guarantees, borrow limits
+// and lend limits (DESIGN.md §3; the math is in docs/design/quota.md).
+//
+// For tenant t and flavor f, with G guaranteed, U used, B borrow limit, L lend limit, C the
+// healthy capacity of ready shared-pool nodes and T the sum of all usage:
+//   protected(t) = max(0, G - U - L)   (unused guarantee t does not lend; 0 when L is none)
+//   t may take d more within its guarantee  iff U + d <= G
+//   t may borrow d                          iff may_borrow, U + d <= G + B (when B is set) and
+//                                               d <= C - T - sum over others of protected
+// Nodes dedicated to a tenant are outside the pool: neither their capacity nor their usage
+// appears here.
+//
+// Thread-safety: none. A value type: the scheduler copies it into its session.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "model/state.h"
+
+namespace gpupool {
+
+struct QuotaVerdict {
+  ReasonCode code = ReasonCode::kNone;  // kNone: admissible
+  AdmissionKind kind = AdmissionKind::kGuaranteed;
+  bool ok() const { return code == ReasonCode::kNone; }
+};
+
+class QuotaBook {
+ public:
+  // Capacity from ready, shared-pool nodes' healthy GPUs; usage from the active jobs admitted
+  // to the shared pool.
+  explicit QuotaBook(const State& state);
+
+  QuotaVerdict Check(TenantId t, FlavorId f, GpuEq demand, bool may_borrow) const;
+  void Add(TenantId t, FlavorId f, GpuEq amount);
+  void Remove(TenantId t, FlavorId f, GpuEq amount) { Add(t, f, GpuEq() - amount); }
+
+  GpuEq usage(TenantId t, FlavorId f) const { return cell(t, f).usage; }
+  GpuEq guaranteed(TenantId t, FlavorId f) const { return cell(t, f).guaranteed; }
+  GpuEq borrowed(TenantId t, FlavorId f) const {
+    return Max(GpuEq(), usage(t, f) - guaranteed(t, f));
+  }
+  bool borrowing(TenantId t, FlavorId f) const { return usage(t, f) > guaranteed(t, f); }
+  bool has_quota(TenantId t, FlavorId f) const { return cell(t, f).has_quota; }
+  GpuEq capacity(FlavorId f) const { return capacity_[f.value()]; }
+  GpuEq total_usage(FlavorId f) const { return total_usage_[f.value()]; }
+  // Capacity tenant t could borrow right now: C - T - others' protected capacity.
+  GpuEq lendable_to(TenantId t, FlavorId f) const;
+
+  // A sentence explaining a failed verdict, with the numbers.
+  std::string Explain(const State& state, TenantId t, FlavorId f, GpuEq demand,
+                      ReasonCode code) const;
+
+ private:
+  struct Cell {
+    GpuEq guaranteed, usage, borrow_limit, lend_limit;
+    bool has_quota = false, borrow_capped = false, lend_capped = false;
+    GpuEq Protected() const {
+      if (!lend_capped) return GpuEq();
+      return Max(GpuEq(), guaranteed - usage - lend_limit);
+    }
+  };
+  const Cell& cell(TenantId t, FlavorId f) const { return cells_[t.value() * flavors_ + f.value()]; }
+  Cell& cell(TenantId t, FlavorId f) { return cells_[t.value() * flavors_ + f.value()]; }
+
+  size_t flavors_;
+  std::vector<Cell> cells_;             // tenant-major
+  std::vector<GpuEq> capacity_, total_usage_, protected_;  // per flavor
+};
+
+}  // namespace gpupool

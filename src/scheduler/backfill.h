@@ -1,0 +1,48 @@
+// Backfill holds (EASY backfilling, as Slurm's backfill plugin does it): a job blocked only by
+// running work gets the earliest time its replicas fit, computed from the running jobs' expected
+// ends, and the GPUs it will use that are free now are held for it until then. Later jobs in the
+// cycle may use held GPUs only if they end before the hold starts, so a large gang at the head
+// of its queue is not starved by a stream of small jobs.
+//
+// Simplifications, documented in docs/design/backfill.md: one replica per node; the held GPU
+// is held whole (for a MIG or fractional replica too); nodes already holding for one job are
+// not considered for another; jobs without a duration estimate never end.
+#pragma once
+
+#include <vector>
+
+#include "scheduler/placer.h"
+
+namespace gpupool {
+
+class Backfill {
+ public:
+  Backfill(Session& session, Placer& placer);
+
+  // Records a placement made earlier in this cycle (it runs from now for its estimate).
+  void AddPlaced(const Job& job, const std::vector<ReplicaPlacement>& placement);
+  // Records a job released (preempted) in this cycle: its end no longer frees anything.
+  void AddReleased(JobId id) { released_.push_back(id); }
+
+  // Holds capacity for `job` and returns when it is expected to start; Time::Never() if no
+  // hold could be made.
+  Time HoldFor(const Job& job, const std::vector<uint32_t>& pools);
+
+ private:
+  struct End {
+    Time at;
+    JobId job;
+    const Job* spec;  // the job's shape
+    const ReplicaPlacement* replica;
+  };
+  void BuildTimeline();
+
+  Session& s_;
+  Placer& placer_;
+  bool built_ = false;
+  std::vector<End> timeline_;
+  std::vector<std::pair<const Job*, std::vector<ReplicaPlacement>>> placed_;
+  std::vector<JobId> released_;
+};
+
+}  // namespace gpupool

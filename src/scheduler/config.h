@@ -1,0 +1,37 @@
+// Scheduler configuration: which policies and how much work per cycle. Validated once, at
+// start-up: an unknown policy name is an error there, not a log line later (STYLE.md habit 6).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "core/result.h"
+#include "core/time.h"
+#include "policy/fair_share/fair_share.h"
+
+namespace gpupool {
+
+struct PreemptionConfig {
+  bool enabled = true;
+  Duration min_runtime = Duration::Minutes(5);  // a victim must have run this long
+  int max_attempts_per_cycle = 64;              // pending jobs that may try preemption
+  int max_victims = 64;                         // per preemptor
+};
+
+struct BackfillConfig {
+  bool enabled = true;
+  int max_holds = 8;  // blocked jobs per cycle that hold the capacity they wait for
+};
+
+struct SchedulerConfig {
+  std::string placement = "fgd";
+  FairShareConfig fair_share;
+  PreemptionConfig preemption;
+  BackfillConfig backfill;
+  bool mig_reconfigure = true;  // re-partition idle MIG GPUs when a profile fits nowhere
+  size_t max_workload_types = 64;
+};
+
+Status Validate(const SchedulerConfig& cfg);
+
+}  // namespace gpupool

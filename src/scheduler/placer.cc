@@ -1,0 +1,306 @@
+#include "scheduler/placer.h"
+
+#include <algorithm>
+
+namespace gpupool {
+namespace {
+
+// Added to the score of re-partitioning options: larger than any score difference a policy
+// produces, so an existing instance anywhere always wins over a reconfiguration.
+constexpr int64_t kReconfigurePenalty = int64_t{1} << 50;
+
+bool Better(int64_t score, uint32_t node, int64_t best_score, uint32_t best_node) {
+  if (best_node == Session::kNone) return true;
+  if (score != best_score) return score < best_score;
+  return node < best_node;
+}
+
+}  // namespace
+
+Placer::Placer(Session& session, bool mig_reconfigure)
+    : s_(session), reconfigure_(mig_reconfigure) {}
+
+TaskShape Placer::TaskOf(const State& state, const Job& job) {
+  const ReplicaShape& s = job.spec.shape;
+  TaskShape t;
+  t.kind = s.kind;
+  switch (s.kind) {
+    case ShapeKind::kWholeGpus: t.gpus = s.gpus; break;
+    case ShapeKind::kMigProfile: t.mig_profile = s.mig_profile; break;
+    case ShapeKind::kGpuFraction:
+      t.milli = s.milli;
+      t.memory_mib = s.gpu_memory_mib;
+      t.tenant = job.spec.tenant;
+      t.tenant_allows_cotenancy = state.tenant(job.spec.tenant).allow_gpu_cotenancy;
+      break;
+  }
+  return t;
+}
+
+uint32_t Placer::ShapeId(const TaskShape& t) {
+  for (size_t i = 0; i < shapes_.size(); ++i) {
+    if (shapes_[i] == t) return static_cast<uint32_t>(i);
+  }
+  shapes_.push_back(t);
+  memo_.emplace_back();
+  return static_cast<uint32_t>(shapes_.size() - 1);
+}
+
+const Placer::Option& Placer::OptionFor(uint32_t shape, uint32_t cls) {
+  std::vector<Option>& row = memo_[shape];
+  if (row.size() <= cls) row.resize(std::max<size_t>(s_.num_classes(), cls + 1));
+  if (!row[cls].computed) {
+    Option o = Compute(shapes_[shape], cls);
+    memo_[shape][cls] = o;  // Compute may have grown the class table, not this row
+  }
+  return memo_[shape][cls];
+}
+
+Placer::Option Placer::Compute(const TaskShape& t, uint32_t cls) {
+  Option best;
+  best.computed = true;
+  const Session::ClassInfo info = s_.cls(cls);  // copy: interning below may reallocate
+  const GpuModel& m = s_.model(s_.pool(info.pool).flavor);
+  const int64_t before_value = s_.Value(cls);
+  auto consider = [&](GpuKey before, GpuKey after, int64_t penalty, int count) {
+    Session::Keys keys = info.keys;
+    int replaced = 0;
+    for (int i = 0; i < info.n && replaced < count; ++i) {
+      if (keys[i] == before) {
+        keys[i] = after;
+        ++replaced;
+      }
+    }
+    const uint32_t after_cls = s_.Intern(info.pool, keys, info.n);
+    const int64_t score = s_.policy().Score(before_value, s_.Value(after_cls)) + penalty;
+    if (!best.fits || score < best.score ||
+        (score == best.score && std::pair(before, after) < std::pair(best.before, best.after))) {
+      best.fits = true;
+      best.score = score;
+      best.before = before;
+      best.after = after;
+    }
+  };
+  if (t.kind == ShapeKind::kWholeGpus) {
+    int free = 0;
+    for (int i = 0; i < info.n; ++i) free += info.keys[i].whole_free();
+    if (free >= t.gpus) consider(GpuKey::Whole(false), GpuKey::Whole(true), 0, t.gpus);
+    return best;
+  }
+  for (int i = 0; i < info.n; ++i) {
+    const GpuKey k = info.keys[i];
+    if (i > 0 && k == info.keys[i - 1]) continue;  // sorted: same state, same options
+    if (t.kind == ShapeKind::kGpuFraction) {
+      if (SharedFits(k, t)) consider(k, SharedAfter(k, t), 0, 1);
+      continue;
+    }
+    if (k.mode() != KeyMode::kMig) continue;
+    const int idx = FreeInstanceOf(k, t.mig_profile);
+    if (idx >= 0) consider(k, MigAfterTake(k, idx), 0, 1);
+    if (reconfigure_ && MigIdle(k)) {
+      for (GpuKey after : ReconfigOptions(m, k, t.mig_profile)) {
+        if (after.layout() == k.layout()) continue;  // same as taking the instance
+        consider(k, after, kReconfigurePenalty, 1);
+      }
+    }
+  }
+  return best;
+}
+
+bool Placer::HostFits(const Session::NodeSlot& s, const ReplicaShape& shape) const {
+  return s.cpu_free >= shape.cpu_milli && s.mem_free >= shape.memory_mib;
+}
+
+void Placer::Consider(uint32_t node, uint32_t cls, uint32_t shape_id, const ReplicaShape& rs,
+                      Candidate& best) {
+  const Option& o = OptionFor(shape_id, cls);
+  if (!o.fits || !HostFits(s_.slot(node), rs)) return;
+  if (Better(o.score, node, best.option.score, best.node)) best = {node, o};
+}
+
+bool Placer::PlaceReplica(const Job& job, uint32_t shape_id, const std::vector<uint32_t>& pools,
+                          const std::vector<uint32_t>* domain, Time end, Outcome& out) {
+  const ReplicaShape& rs = job.spec.shape;
+  Candidate best;
+  auto in_pools = [&](uint32_t p) { return std::find(pools.begin(), pools.end(), p) != pools.end(); };
+  if (domain != nullptr) {
+    for (uint32_t node : *domain) {
+      const Session::NodeSlot& s = s_.slot(node);
+      if (in_pools(s.pool)) Consider(node, s_.EffectiveClass(node, end), shape_id, rs, best);
+    }
+  } else {
+    const bool host = rs.cpu_milli > 0 || rs.memory_mib > 0;
+    for (uint32_t p : pools) {
+      for (uint32_t cls : s_.active(p)) {
+        const Option& o = OptionFor(shape_id, cls);
+        if (!o.fits) continue;
+        if (best.node != Session::kNone && o.score > best.option.score) continue;
+        const std::set<uint32_t>& members = s_.members(cls);
+        uint32_t node = *members.begin();
+        if (host) {
+          auto it = std::find_if(members.begin(), members.end(),
+                                 [&](uint32_t n) { return HostFits(s_.slot(n), rs); });
+          if (it == members.end()) continue;
+          node = *it;
+        }
+        if (Better(o.score, node, best.option.score, best.node)) best = {node, o};
+      }
+    }
+    for (uint32_t node : s_.held_nodes()) {
+      if (in_pools(s_.slot(node).pool)) {
+        Consider(node, s_.EffectiveClass(node, end), shape_id, rs, best);
+      }
+    }
+  }
+  if (best.node == Session::kNone) return false;
+  Apply(best.node, best.option, job, shapes_[shape_id], out);
+  return true;
+}
+
+void Placer::Apply(uint32_t node, const Option& opt, const Job& job, const TaskShape& t,
+                   Outcome& out) {
+  const Session::NodeSlot& slot = s_.slot(node);
+  ReplicaPlacement rp;
+  rp.node = NodeId(node);
+  if (t.kind == ShapeKind::kWholeGpus) {
+    for (int g = 0; g < slot.n && static_cast<int>(rp.grants.size()) < t.gpus; ++g) {
+      if (slot.keys[g].whole_free() && (slot.hold_mask >> g & 1) == 0) {
+        rp.grants.push_back({.gpu = static_cast<uint16_t>(g)});
+      }
+    }
+    // A job that ends before a hold may also use the held GPUs.
+    for (int g = 0; g < slot.n && static_cast<int>(rp.grants.size()) < t.gpus; ++g) {
+      if (slot.keys[g].whole_free() && (slot.hold_mask >> g & 1)) {
+        rp.grants.push_back({.gpu = static_cast<uint16_t>(g)});
+      }
+    }
+    GP_CHECK(static_cast<int>(rp.grants.size()) == t.gpus);
+    for (const GpuGrant& g : rp.grants) s_.SetKey(node, g.gpu, GpuKey::Whole(true));
+  } else {
+    int gpu = -1;
+    for (int g = 0; g < slot.n && gpu < 0; ++g) {
+      if (slot.keys[g] == opt.before && (slot.hold_mask >> g & 1) == 0) gpu = g;
+    }
+    for (int g = 0; g < slot.n && gpu < 0; ++g) {
+      if (slot.keys[g] == opt.before) gpu = g;
+    }
+    GP_CHECK(gpu >= 0);
+    GpuGrant grant{.gpu = static_cast<uint16_t>(gpu)};
+    if (t.kind == ShapeKind::kMigProfile) {
+      const MigLayout from = opt.before.layout(), to = opt.after.layout();
+      int taken = -1;
+      for (int i = 0; i < to.size(); ++i) {
+        const bool now_busy = !((opt.after.free_mask() >> i) & 1);
+        const bool was_free = !(from == to) || ((opt.before.free_mask() >> i) & 1);
+        if (now_busy && was_free) taken = i;
+      }
+      GP_CHECK(taken >= 0);
+      grant.mig_start = static_cast<int8_t>(to.at(taken).start);
+      if (!(from == to)) {
+        out.reconfigurations.push_back({NodeId(node), static_cast<uint16_t>(gpu), from, to});
+      }
+      s_.SetKey(node, gpu, opt.after);
+    } else {
+      grant.milli = t.milli;
+      grant.memory_mib = t.memory_mib;
+      s_.AddShared(node, {static_cast<uint16_t>(gpu), job.id, job.spec.tenant, t.milli,
+                          t.memory_mib});
+    }
+    rp.grants.push_back(grant);
+  }
+  s_.TakeHost(node, job.spec.shape.cpu_milli, job.spec.shape.memory_mib);
+  out.placement.push_back(std::move(rp));
+}
+
+Placer::Outcome Placer::PlaceInDomains(const Job& job, uint32_t shape_id,
+                                       const std::vector<uint32_t>& pools, Time end) {
+  Outcome out;
+  const TopologyLevel level = job.spec.topology.level;
+  const GpuEq demand = job.Eq(s_.state().catalogue());
+  // Tightest domain first: the least free capacity that still covers the demand.
+  std::vector<std::pair<GpuEq, const std::vector<uint32_t>*>> order;
+  for (const auto& [name, nodes] : s_.Domains(level)) {
+    GpuEq free;
+    for (uint32_t n : nodes) {
+      const uint32_t p = s_.slot(n).pool;
+      if (std::find(pools.begin(), pools.end(), p) == pools.end()) continue;
+      free += s_.cls(s_.EffectiveClass(n, end)).free;
+    }
+    if (free >= demand) order.push_back({free, &nodes});
+  }
+  std::stable_sort(order.begin(), order.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (const auto& [free, nodes] : order) {
+    const size_t mark = s_.Mark();
+    Outcome attempt;
+    bool ok = true;
+    for (int r = 0; r < job.spec.replicas && ok; ++r) {
+      ok = PlaceReplica(job, shape_id, pools, nodes, end, attempt);
+    }
+    if (ok) {
+      attempt.ok = true;
+      return attempt;
+    }
+    s_.RollbackTo(mark);
+  }
+  out.code = ReasonCode::kTopology;
+  out.detail = "no single " + std::string(TopologyLevelName(level)) + " has room for all " +
+               std::to_string(job.spec.replicas) + " replicas";
+  return out;
+}
+
+Placer::Outcome Placer::PlaceGang(const Job& job, const std::vector<uint32_t>& pools, Time end) {
+  const uint32_t shape_id = ShapeId(TaskOf(s_.state(), job));
+  const TopologyConstraint& topo = job.spec.topology;
+  if (topo.level != TopologyLevel::kNone) {
+    Outcome o = PlaceInDomains(job, shape_id, pools, end);
+    if (o.ok || topo.required) return o;
+  }
+  Outcome out;
+  const size_t mark = s_.Mark();
+  for (int r = 0; r < job.spec.replicas; ++r) {
+    if (!PlaceReplica(job, shape_id, pools, nullptr, end, out)) {
+      s_.RollbackTo(mark);
+      out.placement.clear();
+      out.reconfigurations.clear();
+      out.code = ReasonCode::kInsufficientCapacity;
+      out.detail = job.spec.replicas == 1
+                       ? "no node has room"
+                       : std::to_string(r) + " of " + std::to_string(job.spec.replicas) +
+                             " replicas fit";
+      return out;
+    }
+  }
+  out.ok = true;
+  return out;
+}
+
+bool Placer::FitsKeys(const Job& job, const Session::Keys& keys, int n, int64_t cpu_free,
+                      int64_t mem_free) const {
+  const ReplicaShape& rs = job.spec.shape;
+  if (cpu_free < rs.cpu_milli || mem_free < rs.memory_mib) return false;
+  return !GpusFor(job, keys, n).empty();
+}
+
+std::vector<int> Placer::GpusFor(const Job& job, const Session::Keys& keys, int n) const {
+  const TaskShape t = TaskOf(s_.state(), job);
+  std::vector<int> out;
+  for (int g = 0; g < n; ++g) {
+    const GpuKey k = keys[g];
+    bool fits = false;
+    switch (t.kind) {
+      case ShapeKind::kWholeGpus: fits = k.whole_free(); break;
+      case ShapeKind::kMigProfile:
+        fits = k.mode() == KeyMode::kMig &&
+               (FreeInstanceOf(k, t.mig_profile) >= 0 || (reconfigure_ && MigIdle(k)));
+        break;
+      case ShapeKind::kGpuFraction: fits = SharedFits(k, t); break;
+    }
+    if (!fits) continue;
+    out.push_back(g);
+    if (t.kind != ShapeKind::kWholeGpus || static_cast<int>(out.size()) == t.gpus) return out;
+  }
+  return {};
+}
+
+}  // namespace gpupool

@@ -1,0 +1,76 @@
+// Placer: finds where a job's replicas go, on a Session, all or none.
+//
+// For each replica it looks at every active node class of the eligible pools (plus held nodes,
+// one by one), takes the class's best single-node option from a memo keyed by (shape, class),
+// and picks the lowest (score, node id). Options per class: for whole GPUs, the first free
+// ones; for a MIG profile, a free instance of it, or (with a large penalty, so only when no
+// instance fits anywhere) re-partitioning an idle MIG GPU; for a fraction, a shared GPU with
+// room whose occupants allow this tenant. Topology constraints restrict the search to one
+// domain at a time, tightest-fitting domain first.
+//
+// The placements are applied to the session; the caller commits or rolls back to its mark.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "scheduler/plan.h"
+#include "scheduler/session.h"
+
+namespace gpupool {
+
+class Placer {
+ public:
+  Placer(Session& session, bool mig_reconfigure);
+
+  struct Outcome {
+    bool ok = false;
+    std::vector<ReplicaPlacement> placement;
+    std::vector<ReconfigureDecision> reconfigurations;
+    ReasonCode code = ReasonCode::kNone;
+    std::string detail;  // why not, when !ok
+  };
+
+  // Places all replicas of `job` within `pools`; a job ending at `end` may use held GPUs whose
+  // hold starts at or after `end`.
+  Outcome PlaceGang(const Job& job, const std::vector<uint32_t>& pools, Time end);
+
+  // Whether one replica fits on a node whose GPU keys are `keys` (no memo; for timelines).
+  bool FitsKeys(const Job& job, const Session::Keys& keys, int n, int64_t cpu_free,
+                int64_t mem_free) const;
+  // The GPU indices one replica would use on those keys, or empty.
+  std::vector<int> GpusFor(const Job& job, const Session::Keys& keys, int n) const;
+
+  static TaskShape TaskOf(const State& state, const Job& job);
+
+ private:
+  struct Option {
+    bool computed = false, fits = false;
+    int64_t score = 0;
+    GpuKey before, after;  // for whole GPUs: one of `gpus` identical transitions
+  };
+  struct Candidate {
+    uint32_t node = Session::kNone;
+    Option option;  // by value: memo rows grow while the search goes on
+  };
+
+  uint32_t ShapeId(const TaskShape& t);
+  const Option& OptionFor(uint32_t shape, uint32_t cls);
+  Option Compute(const TaskShape& t, uint32_t cls);
+  bool HostFits(const Session::NodeSlot& s, const ReplicaShape& shape) const;
+  void Consider(uint32_t node, uint32_t cls, uint32_t shape_id, const ReplicaShape& rs,
+                Candidate& best);
+  bool PlaceReplica(const Job& job, uint32_t shape_id, const std::vector<uint32_t>& pools,
+                    const std::vector<uint32_t>* domain, Time end, Outcome& out);
+  void Apply(uint32_t node, const Option& opt, const Job& job, const TaskShape& t,
+             Outcome& out);
+  Outcome PlaceInDomains(const Job& job, uint32_t shape_id, const std::vector<uint32_t>& pools,
+                         Time end);
+
+  Session& s_;
+  bool reconfigure_;
+  std::vector<TaskShape> shapes_;
+  std::vector<std::vector<Option>> memo_;  // [shape][class]
+};
+
+}  // namespace gpupool

@@ -1,0 +1,84 @@
+#include "scheduler/plan.h"
+
+#include "policy/placement/policies.h"
+#include "scheduler/config.h"
+
+namespace gpupool {
+
+Status Validate(const SchedulerConfig& cfg) {
+  bool known = false;
+  for (std::string_view n : PlacementPolicyNames()) known = known || n == cfg.placement;
+  if (!known) return InvalidArgument("unknown placement policy '" + cfg.placement + "'");
+  if (cfg.fair_share.usage_blend < 0.0 || cfg.fair_share.usage_blend > 1.0) {
+    return InvalidArgument("fair_share.usage_blend must be in [0, 1]");
+  }
+  if (cfg.preemption.max_attempts_per_cycle < 0 || cfg.preemption.max_victims < 1) {
+    return InvalidArgument("preemption budgets must be positive");
+  }
+  if (cfg.preemption.min_runtime < Duration()) {
+    return InvalidArgument("preemption.min_runtime must not be negative");
+  }
+  if (cfg.backfill.max_holds < 0) return InvalidArgument("backfill.max_holds must be >= 0");
+  if (cfg.max_workload_types < 1) return InvalidArgument("max_workload_types must be >= 1");
+  return Ok();
+}
+
+std::vector<Event> PlanToEvents(const Plan& plan, Time now) {
+  std::vector<Event> out;
+  for (const ReconfigureDecision& r : plan.reconfigurations) {
+    out.push_back(MigReconfigured{r.node, r.gpu, r.to, now});
+  }
+  for (const PreemptDecision& p : plan.preemptions) {
+    out.push_back(JobPreempted{p.victim, p.preemptor, now});
+  }
+  for (const PlaceDecision& p : plan.placements) {
+    out.push_back(JobAdmitted{p.job, p.placement, p.kind, now});
+  }
+  return out;
+}
+
+namespace {
+
+std::string DescribePlacement(const State& s, const std::vector<ReplicaPlacement>& placement) {
+  std::string out;
+  for (const ReplicaPlacement& rp : placement) {
+    out += " " + s.node(rp.node).name + "[";
+    for (size_t i = 0; i < rp.grants.size(); ++i) {
+      const GpuGrant& g = rp.grants[i];
+      if (i) out += ",";
+      out += std::to_string(g.gpu);
+      if (g.mig_start >= 0) out += "@" + std::to_string(g.mig_start);
+      if (g.milli) out += ":" + std::to_string(g.milli) + "m";
+    }
+    out += "]";
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string Describe(const State& s, const Plan& plan) {
+  std::string out;
+  for (const ReconfigureDecision& r : plan.reconfigurations) {
+    const GpuModel& m = s.catalogue().model(s.node(r.node).flavor);
+    out += "reconfigure " + s.node(r.node).name + " gpu " + std::to_string(r.gpu) + " [" +
+           ToString(m, r.from) + "] -> [" + ToString(m, r.to) + "]\n";
+  }
+  for (const PreemptDecision& p : plan.preemptions) {
+    out += std::string("preempt ") + std::to_string(p.victim.value()) + " for " +
+           std::to_string(p.preemptor.value()) +
+           (p.kind == PreemptKind::kReclaim ? " (reclaim)\n" : " (priority)\n");
+  }
+  for (const PlaceDecision& p : plan.placements) {
+    out += "place " + std::to_string(p.job.value()) + " as " +
+           std::string(AdmissionKindName(p.kind)) + " on" + DescribePlacement(s, p.placement) +
+           "\n";
+  }
+  for (const PendingNote& n : plan.pending) {
+    out += "wait " + std::to_string(n.job.value()) + " " +
+           std::string(ReasonCodeName(n.reason.code)) + ": " + n.reason.message + "\n";
+  }
+  return out;
+}
+
+}  // namespace gpupool

@@ -1,0 +1,72 @@
+// A Plan: what one scheduling cycle decided, as values (STYLE.md habit 4). The daemon journals
+// it as events and applies them; the simulator applies the same events.
+//
+// Order of application: reconfigurations, then preemptions, then placements. A placement that
+// needed preemptions names them; an executor starts it once its victims have stopped.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "model/events.h"
+
+namespace gpupool {
+
+struct ReconfigureDecision {
+  NodeId node;
+  uint16_t gpu = 0;
+  MigLayout from, to;
+  friend bool operator==(const ReconfigureDecision&, const ReconfigureDecision&) = default;
+};
+
+enum class PreemptKind : uint8_t { kReclaim, kPriority };
+
+struct PreemptDecision {
+  JobId victim;
+  JobId preemptor;
+  PreemptKind kind = PreemptKind::kReclaim;
+  friend bool operator==(const PreemptDecision&, const PreemptDecision&) = default;
+};
+
+struct PlaceDecision {
+  JobId job;
+  std::vector<ReplicaPlacement> placement;
+  AdmissionKind kind = AdmissionKind::kGuaranteed;
+  friend bool operator==(const PlaceDecision&, const PlaceDecision&) = default;
+};
+
+struct PendingNote {
+  JobId job;
+  PendingReason reason;
+  friend bool operator==(const PendingNote&, const PendingNote&) = default;
+};
+
+struct PlanStats {
+  int considered = 0;        // pending jobs looked at
+  int placement_attempts = 0;
+  int preemption_attempts = 0;
+  int holds = 0;             // backfill holds taken
+  int node_classes = 0;      // distinct node states seen
+};
+
+struct Plan {
+  std::vector<ReconfigureDecision> reconfigurations;
+  std::vector<PreemptDecision> preemptions;
+  std::vector<PlaceDecision> placements;
+  std::vector<PendingNote> pending;  // one per job left waiting, in job-id order
+  PlanStats stats;
+
+  friend bool operator==(const Plan& a, const Plan& b) {
+    return a.reconfigurations == b.reconfigurations && a.preemptions == b.preemptions &&
+           a.placements == b.placements && a.pending == b.pending;
+  }
+};
+
+// The events that carry out the plan at `now`, in application order. Placements become
+// JobAdmitted; starting them is the executor's business (JobStarted).
+std::vector<Event> PlanToEvents(const Plan& plan, Time now);
+
+// A deterministic, human-readable rendering (one decision per line).
+std::string Describe(const State& state, const Plan& plan);
+
+}  // namespace gpupool

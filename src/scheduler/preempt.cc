@@ -1,0 +1,134 @@
+#include "scheduler/preempt.h"
+
+#include <algorithm>
+
+#include "policy/priority/ordering.h"
+
+namespace gpupool {
+namespace {
+
+struct Candidate {
+  const Job* job;
+  bool reclaim;  // another tenant's job
+};
+
+std::vector<Candidate> Candidates(const Session& s, const Job& job,
+                                  const std::vector<uint32_t>& pools, const PreemptionConfig& cfg,
+                                  bool within_guarantee, const std::vector<JobId>& released) {
+  const State& state = s.state();
+  const FlavorId f = job.spec.shape.flavor;
+  const int32_t prio = state.priority_class(job.spec.priority_class).value;
+  std::vector<Candidate> out;
+  for (JobId id : state.active()) {
+    const Job& v = *state.FindJob(id);
+    if (v.spec.shape.flavor != f || v.admitted_as == AdmissionKind::kDedicated) continue;
+    if (std::find(released.begin(), released.end(), id) != released.end()) continue;
+    if (std::find(job.preempted_by.begin(), job.preempted_by.end(), id) !=
+        job.preempted_by.end()) {
+      continue;
+    }
+    const PriorityClass& pc = state.priority_class(v.spec.priority_class);
+    if (!pc.preemptible) continue;
+    const Time since = v.state == JobState::kRunning ? v.started : v.admitted;
+    if (s.now() - since < cfg.min_runtime) continue;
+    const bool same = v.spec.tenant == job.spec.tenant;
+    if (same && pc.value >= prio) continue;
+    if (!same && !within_guarantee) continue;
+    bool useful = false;
+    for (const ReplicaPlacement& rp : v.placement) {
+      const uint32_t p = s.slot(rp.node.value()).pool;
+      useful = useful || std::find(pools.begin(), pools.end(), p) != pools.end();
+    }
+    if (useful) out.push_back({&v, !same});
+  }
+  std::sort(out.begin(), out.end(), [&](const Candidate& a, const Candidate& b) {
+    if (a.reclaim != b.reclaim) return a.reclaim;
+    return VictimBefore(state, *a.job, *b.job);
+  });
+  return out;
+}
+
+// Releases `victims` and tries to admit and place the job. Leaves the session changed only on
+// success.
+bool TryWith(Session& s, Placer& placer, const Job& job, const std::vector<uint32_t>& pools,
+             const std::vector<Candidate>& victims, PreemptOutcome& out) {
+  const size_t mark = s.Mark();
+  const FlavorId f = job.spec.shape.flavor;
+  for (const Candidate& c : victims) {
+    if (c.reclaim && !s.quota().borrowing(c.job->spec.tenant, f)) {
+      s.RollbackTo(mark);
+      return false;  // that tenant is back within its guarantee: never preempt it
+    }
+    s.Release(*c.job, c.job->placement);
+  }
+  const GpuEq eq = job.Eq(s.state().catalogue());
+  const bool may_borrow = s.state().priority_class(job.spec.priority_class).may_borrow;
+  const QuotaVerdict v = s.quota().Check(job.spec.tenant, f, eq, may_borrow);
+  if (v.ok()) {
+    Placer::Outcome o = placer.PlaceGang(job, pools, s.now() + job.spec.estimated_duration);
+    if (o.ok) {
+      s.QuotaAdd(job.spec.tenant, f, eq);
+      out.placement = std::move(o);
+      out.kind = v.kind;
+      return true;
+    }
+  }
+  s.RollbackTo(mark);
+  return false;
+}
+
+}  // namespace
+
+PreemptOutcome TryPreempt(Session& s, Placer& placer, const Job& job,
+                          const std::vector<uint32_t>& pools, const PreemptionConfig& cfg,
+                          const std::vector<JobId>& released_before) {
+  PreemptOutcome out;
+  const FlavorId f = job.spec.shape.flavor;
+  const GpuEq eq = job.Eq(s.state().catalogue());
+  const bool within =
+      s.quota().has_quota(job.spec.tenant, f) &&
+      s.quota().usage(job.spec.tenant, f) + eq <= s.quota().guaranteed(job.spec.tenant, f);
+  const std::vector<Candidate> all =
+      Candidates(s, job, pools, cfg, within, released_before);
+  if (all.empty()) return out;
+
+  // Greedy: add victims in order until the job fits.
+  const size_t mark = s.Mark();
+  std::vector<Candidate> chosen;
+  bool fits = false;
+  for (const Candidate& c : all) {
+    if (static_cast<int>(chosen.size()) >= cfg.max_victims) break;
+    if (c.reclaim && !s.quota().borrowing(c.job->spec.tenant, f)) continue;
+    s.Release(*c.job, c.job->placement);
+    chosen.push_back(c);
+    const size_t inner = s.Mark();
+    PreemptOutcome probe;
+    if (TryWith(s, placer, job, pools, {}, probe)) {
+      fits = true;
+      s.RollbackTo(inner);
+      break;
+    }
+  }
+  s.RollbackTo(mark);
+  if (!fits) return out;
+
+  // Minimise: give back each victim, newest choice first, if the job still fits without it.
+  for (size_t i = chosen.size(); i-- > 0 && chosen.size() > 1;) {
+    std::vector<Candidate> without = chosen;
+    without.erase(without.begin() + static_cast<long>(i));
+    PreemptOutcome probe;
+    if (TryWith(s, placer, job, pools, without, probe)) {
+      chosen = std::move(without);
+      s.RollbackTo(mark);
+    }
+  }
+  GP_CHECK(TryWith(s, placer, job, pools, chosen, out));
+  for (const Candidate& c : chosen) {
+    out.victims.push_back({c.job->id, job.id,
+                           c.reclaim ? PreemptKind::kReclaim : PreemptKind::kPriority});
+  }
+  out.ok = true;
+  return out;
+}
+
+}  // namespace gpupool

@@ -1,0 +1,32 @@
+// Preemption: reclaim (a tenant within its guarantee takes back capacity from tenants above
+// theirs) and priority (a job preempts lower-priority, preemptible jobs of its own tenant).
+//
+// Candidates: running jobs of the flavor on nodes the preemptor may use, preemptible, past the
+// minimum runtime, and not a job that once preempted this one (no cycles: a job preempted to
+// make room never preempts its preemptor). Reclaim candidates come first, and a job of another
+// tenant is taken only while that tenant is still above its guarantee, so a tenant within its
+// guarantee is never preempted by another. Within each group: lowest priority, then most
+// recently started. Greedy until the preemptor fits, then each victim is given back if the
+// preemptor still fits without it: the smallest set this search finds.
+#pragma once
+
+#include <vector>
+
+#include "scheduler/config.h"
+#include "scheduler/placer.h"
+
+namespace gpupool {
+
+struct PreemptOutcome {
+  bool ok = false;
+  std::vector<PreemptDecision> victims;
+  Placer::Outcome placement;
+  AdmissionKind kind = AdmissionKind::kGuaranteed;
+};
+
+// On success the session holds the victims' release and the preemptor's placement.
+PreemptOutcome TryPreempt(Session& session, Placer& placer, const Job& job,
+                          const std::vector<uint32_t>& pools, const PreemptionConfig& cfg,
+                          const std::vector<JobId>& released_before);
+
+}  // namespace gpupool

@@ -1,0 +1,325 @@
+#include "scheduler/session.h"
+
+#include <algorithm>
+
+namespace gpupool {
+
+size_t Session::ClassKeyHash::operator()(const ClassKey& k) const {
+  uint64_t h = 0x9e3779b97f4a7c15ull ^ k.pool;
+  for (const GpuKey& g : k.keys) {
+    h ^= g.bits() + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+  }
+  return static_cast<size_t>(h);
+}
+
+Session::Session(const State& state, const PlacementPolicy& policy, Time now)
+    : state_(state), policy_(policy), now_(now), quota_(state) {
+  const size_t n = state.nodes().size();
+  slots_.resize(n);
+  shared_.resize(n);
+  for (JobId id : state.active()) {
+    const Job& j = *state.FindJob(id);
+    if (j.spec.shape.kind != ShapeKind::kGpuFraction) continue;
+    for (const ReplicaPlacement& rp : j.placement) {
+      for (const GpuGrant& g : rp.grants) {
+        shared_[rp.node.value()].push_back(
+            {g.gpu, j.id, j.spec.tenant, g.milli, g.memory_mib});
+      }
+    }
+  }
+  for (const Node& node : state.nodes()) {
+    const uint32_t i = node.id.value();
+    NodeSlot& s = slots_[i];
+    s.n = static_cast<uint8_t>(node.gpus.size());
+    if (node.cpu_milli) s.cpu_free = node.cpu_milli - node.cpu_used;
+    if (node.memory_mib) s.mem_free = node.memory_mib - node.memory_used;
+    for (size_t g = 0; g < node.gpus.size(); ++g) {
+      const Gpu& gpu = node.gpus[g];
+      GpuKey key = GpuKey::Unusable();
+      if (gpu.healthy) {
+        switch (gpu.mode) {
+          case GpuMode::kWhole: key = GpuKey::Whole(gpu.occupant.valid()); break;
+          case GpuMode::kMig: {
+            uint8_t free = 0;
+            for (int k = 0; k < gpu.layout.size(); ++k) {
+              if (!gpu.instance_occupant[k].valid()) free |= static_cast<uint8_t>(1u << k);
+            }
+            key = GpuKey::Mig(gpu.layout, free);
+            break;
+          }
+          case GpuMode::kShared: key = SharedKey(i, static_cast<int>(g)); break;
+        }
+      }
+      s.keys[g] = key;
+    }
+    if (node.schedulable()) s.pool = PoolOf(node);
+    s.cls = s.pool == kNone ? kNone : Intern(s.pool, s.keys, s.n);
+    Link(i, s);
+  }
+}
+
+uint32_t Session::PoolOf(const Node& n) {
+  for (uint32_t p = 0; p < pools_.size(); ++p) {
+    if (pools_[p].flavor == n.flavor && pools_[p].dedicated == n.dedicated_to &&
+        pools_[p].labels == n.labels) {
+      return p;
+    }
+  }
+  pools_.push_back({n.flavor, n.dedicated_to, n.labels});
+  active_.emplace_back();
+  return static_cast<uint32_t>(pools_.size() - 1);
+}
+
+const std::vector<uint32_t>& Session::EligiblePools(TenantId t, FlavorId f) {
+  auto key = std::make_pair(t.value(), f.value());
+  auto it = eligible_.find(key);
+  if (it != eligible_.end()) return it->second;
+  const Tenant& ten = state_.tenant(t);
+  std::vector<uint32_t> dedicated, shared;
+  for (uint32_t p = 0; p < pools_.size(); ++p) {
+    const Pool& pool = pools_[p];
+    if (pool.flavor != f) continue;
+    if (pool.dedicated.valid() && pool.dedicated != t) continue;
+    if (!std::includes(pool.labels.begin(), pool.labels.end(), ten.required_labels.begin(),
+                       ten.required_labels.end())) {
+      continue;
+    }
+    (pool.dedicated.valid() ? dedicated : shared).push_back(p);
+  }
+  dedicated.insert(dedicated.end(), shared.begin(), shared.end());
+  return eligible_.emplace(key, std::move(dedicated)).first->second;
+}
+
+uint32_t Session::Intern(uint32_t pool, Keys keys, int n) {
+  std::sort(keys.begin(), keys.begin() + n);
+  ClassKey k{pool, keys};
+  auto it = intern_.find(k);
+  if (it != intern_.end()) return it->second;
+  const uint32_t id = static_cast<uint32_t>(classes_.size());
+  ClassInfo info;
+  info.pool = pool;
+  info.n = static_cast<uint8_t>(n);
+  info.keys = keys;
+  const GpuModel& m = model(pools_[pool].flavor);
+  for (int i = 0; i < n; ++i) info.free += FreeEq(m, keys[i]);
+  classes_.push_back(info);
+  members_.emplace_back();
+  active_pos_.push_back(-1);
+  intern_.emplace(k, id);
+  return id;
+}
+
+NodeClassView Session::View(uint32_t c) const {
+  const ClassInfo& info = classes_[c];
+  const FlavorId f = pools_[info.pool].flavor;
+  return NodeClassView{f, &model(f), info.keys.data(), info.n};
+}
+
+int64_t Session::Value(uint32_t c) {
+  ClassInfo& info = classes_[c];
+  if (!info.value_ready) {
+    info.value = policy_.Value(View(c));
+    info.value_ready = true;
+  }
+  return info.value;
+}
+
+uint32_t Session::EffectiveClass(uint32_t node, Time end) const {
+  const NodeSlot& s = slots_[node];
+  if (s.hold_mask == 0 || end <= s.hold_until) return s.cls;
+  return s.held_cls;
+}
+
+const std::map<std::string, std::vector<uint32_t>>& Session::Domains(TopologyLevel level) {
+  auto it = domains_.find(level);
+  if (it != domains_.end()) return it->second;
+  std::map<std::string, std::vector<uint32_t>> d;
+  for (const Node& n : state_.nodes()) {
+    if (slots_[n.id.value()].pool == kNone) continue;
+    d[std::string(n.DomainAt(level))].push_back(n.id.value());
+  }
+  return domains_.emplace(level, std::move(d)).first->second;
+}
+
+void Session::Unlink(uint32_t node, const NodeSlot& s) {
+  if (s.pool == kNone) return;
+  if (s.hold_mask) {
+    held_.erase(std::find(held_.begin(), held_.end(), node));
+    return;
+  }
+  std::set<uint32_t>& m = members_[s.cls];
+  m.erase(node);
+  if (m.empty()) {
+    std::vector<uint32_t>& act = active_[s.pool];
+    const int32_t pos = active_pos_[s.cls];
+    act[pos] = act.back();
+    active_pos_[act[pos]] = pos;
+    act.pop_back();
+    active_pos_[s.cls] = -1;
+  }
+}
+
+void Session::Link(uint32_t node, const NodeSlot& s) {
+  if (s.pool == kNone) return;
+  if (s.hold_mask) {
+    held_.push_back(node);
+    return;
+  }
+  std::set<uint32_t>& m = members_[s.cls];
+  if (m.empty()) {
+    active_pos_[s.cls] = static_cast<int32_t>(active_[s.pool].size());
+    active_[s.pool].push_back(s.cls);
+  }
+  m.insert(node);
+}
+
+void Session::SaveNode(uint32_t node) {
+  Undo u;
+  u.node = node;
+  u.slot = slots_[node];
+  u.shared = shared_[node];
+  undo_.push_back(std::move(u));
+}
+
+void Session::Reindex(uint32_t node, const NodeSlot& before) {
+  NodeSlot& s = slots_[node];
+  if (s.pool != kNone) {
+    s.cls = Intern(s.pool, s.keys, s.n);
+    if (s.hold_mask) {
+      Keys held = s.keys;
+      for (int g = 0; g < s.n; ++g) {
+        if ((s.hold_mask >> g) & 1) held[g] = GpuKey::Unusable();
+      }
+      s.held_cls = Intern(s.pool, held, s.n);
+    } else {
+      s.held_cls = kNone;
+    }
+  }
+  if (before.cls != s.cls || before.hold_mask != s.hold_mask || before.pool != s.pool) {
+    Unlink(node, before);
+    Link(node, s);
+  }
+}
+
+void Session::RollbackTo(size_t mark) {
+  GP_CHECK(mark <= undo_.size());
+  while (undo_.size() > mark) {
+    Undo& u = undo_.back();
+    if (u.is_quota) {
+      quota_.Remove(u.tenant, u.flavor, u.amount);
+    } else {
+      const NodeSlot before = slots_[u.node];
+      slots_[u.node] = u.slot;
+      shared_[u.node] = std::move(u.shared);
+      Reindex(u.node, before);
+    }
+    undo_.pop_back();
+  }
+}
+
+void Session::SetKey(uint32_t node, int gpu, GpuKey key) {
+  SaveNode(node);
+  const NodeSlot before = slots_[node];
+  slots_[node].keys[gpu] = key;
+  Reindex(node, before);
+}
+
+void Session::TakeHost(uint32_t node, int64_t cpu_milli, int64_t memory_mib) {
+  if (cpu_milli == 0 && memory_mib == 0) return;
+  SaveNode(node);
+  NodeSlot& s = slots_[node];
+  if (s.cpu_free != kUntracked) s.cpu_free -= cpu_milli;
+  if (s.mem_free != kUntracked) s.mem_free -= memory_mib;
+}
+
+GpuKey Session::SharedKey(uint32_t node, int gpu) const {
+  const Node& n = state_.node(NodeId(node));
+  const Gpu& g = n.gpus[gpu];
+  if (!g.healthy) return GpuKey::Unusable();
+  uint32_t milli = 0, mem = 0, count = 0, owner = 0;
+  bool allows = true;
+  for (const SharedOcc& o : shared_[node]) {
+    if (o.gpu != gpu) continue;
+    milli += o.milli;
+    mem += o.memory_mib;
+    ++count;
+    const uint32_t who = o.tenant.value() + 1;
+    owner = owner == 0 || owner == who ? who : GpuKey::kMultiOwner;
+    allows = allows && state_.tenant(o.tenant).allow_gpu_cotenancy;
+  }
+  const uint32_t clients = g.max_clients == 0 ? GpuKey::kUncappedClients
+                                              : (count >= g.max_clients ? 0 : g.max_clients - count);
+  const uint32_t mem_total = model(n.flavor).memory_mib;
+  return GpuKey::Shared(1000 - std::min(milli, 1000u), mem_total - std::min(mem, mem_total),
+                        std::min(clients, uint32_t{GpuKey::kUncappedClients}), owner,
+                        count == 0 ? true : allows);
+}
+
+void Session::AddShared(uint32_t node, const SharedOcc& occ) {
+  SaveNode(node);
+  const NodeSlot before = slots_[node];
+  shared_[node].push_back(occ);
+  slots_[node].keys[occ.gpu] = SharedKey(node, occ.gpu);
+  Reindex(node, before);
+}
+
+void Session::QuotaAdd(TenantId t, FlavorId f, GpuEq amount) {
+  Undo u;
+  u.is_quota = true;
+  u.tenant = t;
+  u.flavor = f;
+  u.amount = amount;
+  undo_.push_back(std::move(u));
+  quota_.Add(t, f, amount);
+}
+
+void Session::Release(const Job& job, const std::vector<ReplicaPlacement>& placement) {
+  const ReplicaShape& shape = job.spec.shape;
+  for (const ReplicaPlacement& rp : placement) {
+    const uint32_t node = rp.node.value();
+    SaveNode(node);
+    const NodeSlot before = slots_[node];
+    NodeSlot& s = slots_[node];
+    const Node& n = state_.node(rp.node);
+    for (const GpuGrant& g : rp.grants) {
+      if (!n.gpus[g.gpu].healthy) continue;  // stays unusable
+      GpuKey& key = s.keys[g.gpu];
+      switch (shape.kind) {
+        case ShapeKind::kWholeGpus: key = GpuKey::Whole(false); break;
+        case ShapeKind::kMigProfile: {
+          const int idx = key.layout().IndexOfStart(g.mig_start);
+          GP_CHECK(idx >= 0);
+          key = GpuKey::Mig(key.layout(), static_cast<uint8_t>(key.free_mask() | (1u << idx)));
+          break;
+        }
+        case ShapeKind::kGpuFraction: {
+          std::vector<SharedOcc>& occ = shared_[node];
+          auto it = std::find_if(occ.begin(), occ.end(), [&](const SharedOcc& o) {
+            return o.job == job.id && o.gpu == g.gpu;
+          });
+          GP_CHECK(it != occ.end());
+          occ.erase(it);
+          key = SharedKey(node, g.gpu);
+          break;
+        }
+      }
+    }
+    if (s.cpu_free != kUntracked) s.cpu_free += shape.cpu_milli;
+    if (s.mem_free != kUntracked) s.mem_free += shape.memory_mib;
+    Reindex(node, before);
+  }
+  if (job.admitted_as != AdmissionKind::kDedicated) {
+    QuotaAdd(job.spec.tenant, shape.flavor, GpuEq() - job.Eq(state_.catalogue()));
+  }
+}
+
+void Session::Hold(uint32_t node, uint16_t mask, Time until) {
+  SaveNode(node);
+  const NodeSlot before = slots_[node];
+  NodeSlot& s = slots_[node];
+  s.hold_mask = mask;
+  s.hold_until = until;
+  Reindex(node, before);
+}
+
+}  // namespace gpupool

@@ -1,0 +1,161 @@
+// Session: the scheduler's working copy of one snapshot, with undo (KAI's Statement;
+// STYLE.md habit 5).
+//
+// Each node's free state is its GPUs' keys (policy/placement/gpu_state.h). Nodes with equal
+// sorted keys in the same pool form a node class; classes are interned, and every schedulable,
+// unheld node sits in its class's member set. Placement scores classes, not nodes, so a cycle
+// over 10,000 nodes evaluates a few hundred states per job (docs/design/placement.md).
+//
+// A pool is (flavor, dedicated tenant, labels): the unit of eligibility. A held node (backfill)
+// is kept out of the class sets and evaluated on its own: as if unheld for jobs that end before
+// the hold, with its held GPUs unusable for the rest.
+//
+// Invariants:
+//  1. slot(n).cls is the interned class of (slot(n).pool, sorted keys of n).
+//  2. n is in members(slot(n).cls) iff slot(n).pool != kNone and slot(n).hold_mask == 0.
+//  3. active(p) lists exactly the classes of pool p with non-empty member sets.
+//  4. Rolling back to a mark restores slots, shared occupants and quota exactly.
+//
+// Thread-safety: none; one cycle, one thread.
+#pragma once
+
+#include <array>
+#include <map>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "policy/placement/policies.h"
+#include "policy/quota/quota.h"
+
+namespace gpupool {
+
+class Session {
+ public:
+  static constexpr uint32_t kNone = UINT32_MAX;
+  static constexpr int kMaxGpus = 16;
+  static constexpr int64_t kUntracked = INT64_MAX;
+  using Keys = std::array<GpuKey, kMaxGpus>;
+
+  struct NodeSlot {
+    uint32_t pool = kNone;      // kNone: not schedulable
+    uint32_t cls = kNone;
+    uint32_t held_cls = kNone;  // class with held GPUs unusable; kNone without a hold
+    uint16_t hold_mask = 0;
+    uint8_t n = 0;
+    Time hold_until;
+    int64_t cpu_free = kUntracked, mem_free = kUntracked;
+    Keys keys{};
+  };
+  struct ClassInfo {
+    uint32_t pool = kNone;
+    uint8_t n = 0;
+    Keys keys{};  // sorted
+    GpuEq free;
+    int64_t value = 0;
+    bool value_ready = false;
+  };
+  struct Pool {
+    FlavorId flavor;
+    TenantId dedicated;
+    std::vector<std::string> labels;
+  };
+  struct SharedOcc {
+    uint16_t gpu = 0;
+    JobId job;
+    TenantId tenant;
+    uint16_t milli = 0;
+    uint32_t memory_mib = 0;
+  };
+
+  Session(const State& state, const PlacementPolicy& policy, Time now);
+
+  const State& state() const { return state_; }
+  const GpuModel& model(FlavorId f) const { return state_.catalogue().model(f); }
+  Time now() const { return now_; }
+  const QuotaBook& quota() const { return quota_; }
+  const PlacementPolicy& policy() const { return policy_; }
+
+  // Pools a tenant's job of this flavor may use: the tenant's dedicated pools first, then the
+  // shared ones, each in pool-id order.
+  const std::vector<uint32_t>& EligiblePools(TenantId t, FlavorId f);
+  const Pool& pool(uint32_t p) const { return pools_[p]; }
+
+  size_t num_nodes() const { return slots_.size(); }
+  const NodeSlot& slot(uint32_t node) const { return slots_[node]; }
+  // The class a job ending at `end` sees for this node (held GPUs unusable if end > hold).
+  uint32_t EffectiveClass(uint32_t node, Time end) const;
+  size_t num_classes() const { return classes_.size(); }
+  const ClassInfo& cls(uint32_t c) const { return classes_[c]; }
+  NodeClassView View(uint32_t c) const;
+  int64_t Value(uint32_t c);  // the policy's value, memoised
+  uint32_t Intern(uint32_t pool, Keys keys, int n);
+  const std::set<uint32_t>& members(uint32_t c) const { return members_[c]; }
+  const std::vector<uint32_t>& active(uint32_t pool) const { return active_[pool]; }
+  const std::vector<uint32_t>& held_nodes() const { return held_; }
+  // Schedulable nodes grouped by their domain at a level, domain names in order.
+  const std::map<std::string, std::vector<uint32_t>>& Domains(TopologyLevel level);
+
+  // --- undoable mutation -------------------------------------------------------------------
+  size_t Mark() const { return undo_.size(); }
+  void RollbackTo(size_t mark);
+  // Forgets undo history. REQUIRES: no caller holds a mark.
+  void Commit() { undo_.clear(); }
+
+  void SetKey(uint32_t node, int gpu, GpuKey key);
+  void TakeHost(uint32_t node, int64_t cpu_milli, int64_t memory_mib);
+  void AddShared(uint32_t node, const SharedOcc& occ);
+  void QuotaAdd(TenantId t, FlavorId f, GpuEq amount);
+  // Frees everything `job` holds under `placement` (a running job being preempted).
+  void Release(const Job& job, const std::vector<ReplicaPlacement>& placement);
+  // Holds the GPUs in `mask` until `until` for a blocked job (backfill).
+  void Hold(uint32_t node, uint16_t mask, Time until);
+
+  // Recomputes a shared GPU's key from its occupants.
+  GpuKey SharedKey(uint32_t node, int gpu) const;
+
+ private:
+  struct Undo {
+    bool is_quota = false;
+    uint32_t node = 0;
+    NodeSlot slot;
+    std::vector<SharedOcc> shared;
+    TenantId tenant;
+    FlavorId flavor;
+    GpuEq amount;
+  };
+  struct ClassKey {
+    uint32_t pool = kNone;
+    Keys keys{};  // sorted; entries past the node's GPU count stay zero
+    friend bool operator==(const ClassKey&, const ClassKey&) = default;
+  };
+  struct ClassKeyHash {
+    size_t operator()(const ClassKey& k) const;
+  };
+
+  void SaveNode(uint32_t node);
+  void Reindex(uint32_t node, const NodeSlot& before);
+  void Unlink(uint32_t node, const NodeSlot& s);
+  void Link(uint32_t node, const NodeSlot& s);
+  uint32_t PoolOf(const Node& n);
+
+  const State& state_;
+  const PlacementPolicy& policy_;
+  Time now_;
+  QuotaBook quota_;
+  std::vector<NodeSlot> slots_;
+  std::vector<std::vector<SharedOcc>> shared_;  // by node
+  std::vector<Pool> pools_;
+  std::vector<ClassInfo> classes_;
+  std::vector<std::set<uint32_t>> members_;
+  std::vector<std::vector<uint32_t>> active_;  // by pool
+  std::vector<int32_t> active_pos_;            // by class; -1 when inactive
+  std::vector<uint32_t> held_;
+  std::unordered_map<ClassKey, uint32_t, ClassKeyHash> intern_;
+  std::map<std::pair<uint32_t, uint16_t>, std::vector<uint32_t>> eligible_;
+  std::map<TopologyLevel, std::map<std::string, std::vector<uint32_t>>> domains_;
+  std::vector<Undo> undo_;
+};
+
+}  // namespace gpupool
