@@ -1,6 +1,7 @@
 #include "scheduler/preempt.h"
 
 #include <algorithm>
+#include <map>
 
 #include "policy/priority/ordering.h"
 
@@ -77,27 +78,18 @@ bool TryWith(Session& s, Placer& placer, const Job& job, const std::vector<uint3
   return false;
 }
 
-}  // namespace
-
-PreemptOutcome TryPreempt(Session& s, Placer& placer, const Job& job,
-                          const std::vector<uint32_t>& pools, const PreemptionConfig& cfg,
-                          const std::vector<JobId>& released_before) {
-  PreemptOutcome out;
-  const FlavorId f = job.spec.shape.flavor;
-  const GpuEq eq = job.Eq(s.state().catalogue());
-  const bool within =
-      s.quota().has_quota(job.spec.tenant, f) &&
-      s.quota().usage(job.spec.tenant, f) + eq <= s.quota().guaranteed(job.spec.tenant, f);
-  const std::vector<Candidate> all =
-      Candidates(s, job, pools, cfg, within, released_before);
-  if (all.empty()) return out;
-
-  // Greedy: add victims in order until the job fits.
+// Greedy over `cands` until the job fits, then gives back every victim it can do without,
+// newest choice first. Returns the set (empty if the job never fits). Leaves the session as
+// it found it.
+std::vector<Candidate> GreedyThenMinimise(Session& s, Placer& placer, const Job& job,
+                                          const std::vector<uint32_t>& pools,
+                                          const std::vector<Candidate>& cands, int max_victims) {
   const size_t mark = s.Mark();
+  const FlavorId f = job.spec.shape.flavor;
   std::vector<Candidate> chosen;
   bool fits = false;
-  for (const Candidate& c : all) {
-    if (static_cast<int>(chosen.size()) >= cfg.max_victims) break;
+  for (const Candidate& c : cands) {
+    if (static_cast<int>(chosen.size()) >= max_victims) break;
     if (c.reclaim && !s.quota().borrowing(c.job->spec.tenant, f)) continue;
     s.Release(*c.job, c.job->placement);
     chosen.push_back(c);
@@ -110,9 +102,7 @@ PreemptOutcome TryPreempt(Session& s, Placer& placer, const Job& job,
     }
   }
   s.RollbackTo(mark);
-  if (!fits) return out;
-
-  // Minimise: give back each victim, newest choice first, if the job still fits without it.
+  if (!fits) return {};
   for (size_t i = chosen.size(); i-- > 0 && chosen.size() > 1;) {
     std::vector<Candidate> without = chosen;
     without.erase(without.begin() + static_cast<long>(i));
@@ -122,6 +112,83 @@ PreemptOutcome TryPreempt(Session& s, Placer& placer, const Job& job,
       s.RollbackTo(mark);
     }
   }
+  return chosen;
+}
+
+// Fewer victims first, then lower priorities, then the more recently started (the order
+// VictimBefore defines, compared victim by victim).
+bool BetterSet(const State& state, const std::vector<Candidate>& a,
+               const std::vector<Candidate>& b) {
+  if (b.empty()) return !a.empty();
+  if (a.size() != b.size()) return a.size() < b.size();
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (a[i].job == b[i].job) continue;
+    return VictimBefore(state, *a[i].job, *b[i].job);
+  }
+  return false;
+}
+
+// A single-node replica: search node by node (the victims that free one node), nodes whose
+// lower bound on the victim count is smallest first, and keep the best set.
+std::vector<Candidate> NodeLocal(Session& s, Placer& placer, const Job& job,
+                                 const std::vector<uint32_t>& pools,
+                                 const std::vector<Candidate>& all, int max_victims) {
+  std::map<uint32_t, std::vector<Candidate>> by_node;
+  for (const Candidate& c : all) {
+    for (const ReplicaPlacement& rp : c.job->placement) {
+      std::vector<Candidate>& v = by_node[rp.node.value()];
+      if (v.empty() || v.back().job != c.job) v.push_back(c);
+    }
+  }
+  const Catalogue& cat = s.state().catalogue();
+  const GpuEq need = job.spec.shape.Eq(cat);
+  std::vector<std::pair<size_t, uint32_t>> order;  // (lower bound on victims, node)
+  for (const auto& [node, cands] : by_node) {
+    GpuEq free = s.cls(s.slot(node).cls).free;
+    size_t k = 0;
+    while (free < need && k < cands.size()) free += cands[k++].job->spec.shape.Eq(cat);
+    if (free >= need) order.push_back({std::max<size_t>(k, 1), node});
+  }
+  std::sort(order.begin(), order.end());
+  std::vector<Candidate> best;
+  int evaluated = 0;
+  for (const auto& [bound, node] : order) {
+    if (!best.empty() && best.size() < bound) break;  // no later node can do better
+    if (++evaluated > 16) break;
+    std::vector<Candidate> set =
+        GreedyThenMinimise(s, placer, job, pools, by_node[node], max_victims);
+    std::sort(set.begin(), set.end(), [&](const Candidate& a, const Candidate& b) {
+      return VictimBefore(s.state(), *a.job, *b.job);
+    });
+    if (BetterSet(s.state(), set, best)) best = std::move(set);
+  }
+  return best;
+}
+
+}  // namespace
+
+PreemptOutcome TryPreempt(Session& s, Placer& placer, const Job& job,
+                          const std::vector<uint32_t>& pools, const PreemptionConfig& cfg,
+                          const std::vector<JobId>& released_before) {
+  PreemptOutcome out;
+  const FlavorId f = job.spec.shape.flavor;
+  const GpuEq eq = job.Eq(s.state().catalogue());
+  const bool within =
+      s.quota().has_quota(job.spec.tenant, f) &&
+      s.quota().usage(job.spec.tenant, f) + eq <= s.quota().guaranteed(job.spec.tenant, f);
+  const std::vector<Candidate> all = Candidates(s, job, pools, cfg, within, released_before);
+  if (all.empty()) return out;
+  const bool one_node = job.spec.replicas == 1 || job.spec.topology.level == TopologyLevel::kNode;
+  std::vector<Candidate> chosen =
+      one_node ? NodeLocal(s, placer, job, pools, all, cfg.max_victims)
+               : GreedyThenMinimise(s, placer, job, pools, all, cfg.max_victims);
+  if (chosen.empty()) return out;
+  // Reclaim victims first, in the candidates' order, so each is released while its tenant is
+  // still above its guarantee.
+  std::stable_sort(chosen.begin(), chosen.end(), [&](const Candidate& a, const Candidate& b) {
+    if (a.reclaim != b.reclaim) return a.reclaim;
+    return VictimBefore(s.state(), *a.job, *b.job);
+  });
   GP_CHECK(TryWith(s, placer, job, pools, chosen, out));
   for (const Candidate& c : chosen) {
     out.victims.push_back({c.job->id, job.id,
