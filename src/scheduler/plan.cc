@@ -25,11 +25,11 @@ Status Validate(const SchedulerConfig& cfg) {
 
 std::vector<Event> PlanToEvents(const Plan& plan, Time now) {
   std::vector<Event> out;
-  for (const ReconfigureDecision& r : plan.reconfigurations) {
-    out.push_back(MigReconfigured{r.node, r.gpu, r.to, now});
-  }
   for (const PreemptDecision& p : plan.preemptions) {
     out.push_back(JobPreempted{p.victim, p.preemptor, now});
+  }
+  for (const ReconfigureDecision& r : plan.reconfigurations) {
+    out.push_back(MigReconfigured{r.node, r.gpu, r.to, now});
   }
   for (const PlaceDecision& p : plan.placements) {
     out.push_back(JobAdmitted{p.job, p.placement, p.kind, now});

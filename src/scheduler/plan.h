@@ -1,8 +1,9 @@
 // A Plan: what one scheduling cycle decided, as values (STYLE.md habit 4). The daemon journals
 // it as events and applies them; the simulator applies the same events.
 //
-// Order of application: reconfigurations, then preemptions, then placements. A placement that
-// needed preemptions names them; an executor starts it once its victims have stopped.
+// Order of application: preemptions, then reconfigurations (a GPU may become idle only because
+// its jobs were preempted), then placements. An executor starts a placement that needed
+// preemptions once its victims have stopped.
 #pragma once
 
 #include <string>

@@ -56,7 +56,7 @@ bool TryWith(Session& s, Placer& placer, const Job& job, const std::vector<uint3
   const size_t mark = s.Mark();
   const FlavorId f = job.spec.shape.flavor;
   for (const Candidate& c : victims) {
-    if (c.reclaim && !s.quota().borrowing(c.job->spec.tenant, f)) {
+    if (c.reclaim && !s.running_quota().borrowing(c.job->spec.tenant, f)) {
       s.RollbackTo(mark);
       return false;  // that tenant is back within its guarantee: never preempt it
     }
@@ -90,7 +90,7 @@ std::vector<Candidate> GreedyThenMinimise(Session& s, Placer& placer, const Job&
   bool fits = false;
   for (const Candidate& c : cands) {
     if (static_cast<int>(chosen.size()) >= max_victims) break;
-    if (c.reclaim && !s.quota().borrowing(c.job->spec.tenant, f)) continue;
+    if (c.reclaim && !s.running_quota().borrowing(c.job->spec.tenant, f)) continue;
     s.Release(*c.job, c.job->placement);
     chosen.push_back(c);
     const size_t inner = s.Mark();
@@ -136,6 +136,8 @@ std::vector<Candidate> NodeLocal(Session& s, Placer& placer, const Job& job,
   std::map<uint32_t, std::vector<Candidate>> by_node;
   for (const Candidate& c : all) {
     for (const ReplicaPlacement& rp : c.job->placement) {
+      const uint32_t pool = s.slot(rp.node.value()).pool;
+      if (std::find(pools.begin(), pools.end(), pool) == pools.end()) continue;
       std::vector<Candidate>& v = by_node[rp.node.value()];
       if (v.empty() || v.back().job != c.job) v.push_back(c);
     }

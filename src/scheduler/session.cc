@@ -13,7 +13,7 @@ size_t Session::ClassKeyHash::operator()(const ClassKey& k) const {
 }
 
 Session::Session(const State& state, const PlacementPolicy& policy, Time now)
-    : state_(state), policy_(policy), now_(now), quota_(state) {
+    : state_(state), policy_(policy), now_(now), quota_(state), running_(quota_) {
   const size_t n = state.nodes().size();
   slots_.resize(n);
   shared_.resize(n);
@@ -205,8 +205,10 @@ void Session::RollbackTo(size_t mark) {
   GP_CHECK(mark <= undo_.size());
   while (undo_.size() > mark) {
     Undo& u = undo_.back();
-    if (u.is_quota) {
+    if (u.kind == Undo::kQuota) {
       quota_.Remove(u.tenant, u.flavor, u.amount);
+    } else if (u.kind == Undo::kRunningQuota) {
+      running_.Remove(u.tenant, u.flavor, u.amount);
     } else {
       const NodeSlot before = slots_[u.node];
       slots_[u.node] = u.slot;
@@ -265,7 +267,7 @@ void Session::AddShared(uint32_t node, const SharedOcc& occ) {
 
 void Session::QuotaAdd(TenantId t, FlavorId f, GpuEq amount) {
   Undo u;
-  u.is_quota = true;
+  u.kind = Undo::kQuota;
   u.tenant = t;
   u.flavor = f;
   u.amount = amount;
@@ -309,7 +311,15 @@ void Session::Release(const Job& job, const std::vector<ReplicaPlacement>& place
     Reindex(node, before);
   }
   if (job.admitted_as != AdmissionKind::kDedicated) {
-    QuotaAdd(job.spec.tenant, shape.flavor, GpuEq() - job.Eq(state_.catalogue()));
+    const GpuEq eq = job.Eq(state_.catalogue());
+    QuotaAdd(job.spec.tenant, shape.flavor, GpuEq() - eq);
+    Undo u;
+    u.kind = Undo::kRunningQuota;
+    u.tenant = job.spec.tenant;
+    u.flavor = shape.flavor;
+    u.amount = GpuEq() - eq;
+    undo_.push_back(u);
+    running_.Add(job.spec.tenant, shape.flavor, GpuEq() - eq);
   }
 }
 

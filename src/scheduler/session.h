@@ -75,6 +75,9 @@ class Session {
   const GpuModel& model(FlavorId f) const { return state_.catalogue().model(f); }
   Time now() const { return now_; }
   const QuotaBook& quota() const { return quota_; }
+  // Usage of the jobs that were running when the cycle began, less those released since:
+  // what decides whether a tenant is borrowing and so may lose work to a reclaim.
+  const QuotaBook& running_quota() const { return running_; }
   const PlacementPolicy& policy() const { return policy_; }
 
   // Pools a tenant's job of this flavor may use: the tenant's dedicated pools first, then the
@@ -117,7 +120,7 @@ class Session {
 
  private:
   struct Undo {
-    bool is_quota = false;
+    enum Kind : uint8_t { kNode, kQuota, kRunningQuota } kind = kNode;
     uint32_t node = 0;
     NodeSlot slot;
     std::vector<SharedOcc> shared;
@@ -144,6 +147,7 @@ class Session {
   const PlacementPolicy& policy_;
   Time now_;
   QuotaBook quota_;
+  QuotaBook running_;
   std::vector<NodeSlot> slots_;
   std::vector<std::vector<SharedOcc>> shared_;  // by node
   std::vector<Pool> pools_;

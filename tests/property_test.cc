@@ -1,0 +1,281 @@
+// Seeded property tests: random clusters and workloads, thousands of steps, invariants checked
+// after every applied plan. A failure prints the seed and the step.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "model/builder.h"
+#include "policy/quota/quota.h"
+#include "scheduler/schedule.h"
+
+namespace gpupool {
+namespace {
+
+class Sim {
+ public:
+  explicit Sim(uint64_t seed) : rng_(seed) {}
+
+  int Uniform(int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng_); }
+  bool Chance(double p) { return std::bernoulli_distribution(p)(rng_); }
+
+  MigLayout RandomLayout(const GpuModel& m) {
+    if (Chance(0.5)) return AllBalancedLayout(m);
+    MigLayout l;
+    for (int tries = 0; tries < 12; ++tries) {
+      const int p = Uniform(0, static_cast<int>(m.profiles.size()) - 1);
+      const int start = Uniform(0, 7);
+      if (!m.profiles[p].ValidStart(start) || l.size() == MigLayout::kMaxInstances) continue;
+      MigLayout next = l;
+      next.Add({static_cast<uint8_t>(p), static_cast<uint8_t>(start)});
+      if (ValidateLayout(m, next).ok()) l = next;
+    }
+    return l;
+  }
+
+  void BuildCluster() {
+    AddDefaultPriorityClasses(state_);
+    const std::vector<std::string> flavors = {"h100-80gb", "a100-40gb"};
+    const int tenants = Uniform(2, 5);
+    for (int t = 0; t < tenants; ++t) {
+      Tenant ten;
+      ten.name = "t" + std::to_string(t);
+      ten.weight_milli = Uniform(1, 3) * 1000;
+      ten.allow_gpu_cotenancy = Chance(0.5);
+      ASSERT_TRUE(state_.AddTenant(ten).ok());
+    }
+    const int nodes = Uniform(3, 12);
+    for (int n = 0; n < nodes; ++n) {
+      Node node;
+      node.name = "n" + std::to_string(n);
+      node.flavor = *state_.catalogue().Find(flavors[Uniform(0, 1)]);
+      node.nvlink_domain = "d" + std::to_string(Uniform(0, 2));
+      node.block = "b" + std::to_string(Uniform(0, 1));
+      if (Chance(0.15)) node.dedicated_to = TenantId(static_cast<uint32_t>(Uniform(0, tenants - 1)));
+      if (Chance(0.3)) node.cpu_milli = 64000;
+      const GpuModel& m = state_.catalogue().model(node.flavor);
+      const int gpus = Uniform(1, 8);
+      for (int g = 0; g < gpus; ++g) {
+        Gpu gpu;
+        const int mode = Uniform(0, 5);
+        if (mode == 0) {
+          gpu.mode = GpuMode::kMig;
+          gpu.layout = RandomLayout(m);
+        } else if (mode == 1) {
+          gpu.mode = GpuMode::kShared;
+          gpu.max_clients = static_cast<uint8_t>(Uniform(0, 4));
+        }
+        node.gpus.push_back(gpu);
+      }
+      ASSERT_TRUE(state_.AddNode(node).ok());
+    }
+    // Guarantees: split at most the healthy capacity of each flavor among the tenants.
+    QuotaBook book(state_);
+    for (uint16_t f = 0; f < 2; ++f) {
+      const FlavorId fid = *state_.catalogue().Find(flavors[f]);
+      int64_t left = book.capacity(fid).whole_gpus();
+      for (int t = 0; t < tenants; ++t) {
+        Tenant ten = state_.tenant(TenantId(t));
+        FlavorQuota q;
+        const int64_t g = left > 0 ? Uniform(0, static_cast<int>(left)) : 0;
+        left -= g;
+        q.guaranteed = GpuEq::Gpus(g);
+        if (Chance(0.5)) q.borrow_limit = GpuEq::Gpus(Uniform(0, 8));
+        if (Chance(0.3)) q.lend_limit = GpuEq::Gpus(Uniform(0, 4));
+        ten.quotas[fid] = q;
+        ASSERT_TRUE(state_.UpdateTenant(ten).ok());
+      }
+    }
+  }
+
+  ReplicaShape RandomShape() {
+    const FlavorId f = Chance(0.5) ? *state_.catalogue().Find("h100-80gb")
+                                   : *state_.catalogue().Find("a100-40gb");
+    const GpuModel& m = state_.catalogue().model(f);
+    ReplicaShape s;
+    s.flavor = f;
+    switch (Uniform(0, 2)) {
+      case 0:
+        s.kind = ShapeKind::kWholeGpus;
+        s.gpus = static_cast<uint8_t>(std::array{1, 1, 2, 4, 8}[Uniform(0, 4)]);
+        break;
+      case 1:
+        s.kind = ShapeKind::kMigProfile;
+        s.mig_profile = static_cast<uint8_t>(Uniform(0, static_cast<int>(m.profiles.size()) - 1));
+        break;
+      default:
+        s.kind = ShapeKind::kGpuFraction;
+        s.milli = static_cast<uint16_t>(Uniform(1, 10) * 100);
+        s.gpu_memory_mib = static_cast<uint32_t>(Uniform(1, 8) * 4096);
+        break;
+    }
+    if (Chance(0.2)) s.cpu_milli = Uniform(1, 32) * 1000;
+    return s;
+  }
+
+  void SubmitSome(Time now) {
+    const int k = Uniform(0, 4);
+    for (int i = 0; i < k; ++i) {
+      JobSubmitted e;
+      e.id = state_.NextJobId();
+      e.at = now;
+      e.spec.tenant = TenantId(static_cast<uint32_t>(Uniform(0, static_cast<int>(state_.tenants().size()) - 1)));
+      e.spec.priority_class = PriorityClassId(static_cast<uint16_t>(Uniform(0, 2)));
+      e.spec.shape = RandomShape();
+      e.spec.replicas = static_cast<uint16_t>(Chance(0.75) ? 1 : Uniform(2, 3));
+      e.spec.estimated_duration =
+          Chance(0.8) ? Duration::Seconds(Uniform(1, 40) * 60) : Duration::Infinite();
+      if (Chance(0.2)) {
+        e.spec.topology.level = static_cast<TopologyLevel>(Uniform(1, 3));
+        e.spec.topology.required = Chance(0.5);
+      }
+      e.spec.name = "j" + std::to_string(e.id.value());
+      ASSERT_TRUE(Apply(state_, e).ok());
+    }
+  }
+
+  void FinishSome(Time now) {
+    std::vector<JobId> done;
+    for (JobId id : state_.active()) {
+      const Job& j = *state_.FindJob(id);
+      if (j.state == JobState::kRunning && (j.ExpectedEnd() <= now || Chance(0.05))) {
+        done.push_back(id);
+      }
+    }
+    for (JobId id : done) {
+      ASSERT_TRUE(Apply(state_, JobFinished{id, Chance(0.9) ? JobState::kSucceeded
+                                                             : JobState::kFailed, now})
+                      .ok());
+    }
+    if (!state_.pending().empty() && Chance(0.05)) {
+      ASSERT_TRUE(Apply(state_, JobFinished{*state_.pending().begin(), JobState::kCancelled, now}).ok());
+    }
+  }
+
+  void Disturb(Time now) {
+    if (Chance(0.05)) {
+      const NodeId n(static_cast<uint32_t>(Uniform(0, static_cast<int>(state_.nodes().size()) - 1)));
+      const auto c = Chance(0.5) ? NodeCondition::kReady : NodeCondition::kCordoned;
+      ASSERT_TRUE(Apply(state_, NodeConditionChanged{n, c, now}).ok());
+    }
+    if (Chance(0.03)) {
+      const NodeId n(static_cast<uint32_t>(Uniform(0, static_cast<int>(state_.nodes().size()) - 1)));
+      const auto g = static_cast<uint16_t>(Uniform(0, static_cast<int>(state_.node(n).gpus.size()) - 1));
+      ASSERT_TRUE(Apply(state_, GpuHealthChanged{n, g, Chance(0.5), now}).ok());
+    }
+  }
+
+  // Checks what the plan does against the state it was made from, then applies it.
+  void CheckAndApply(const Plan& plan, const SchedulerConfig& cfg, Time now) {
+    QuotaBook book(state_);
+    const Catalogue& cat = state_.catalogue();
+    for (const PreemptDecision& d : plan.preemptions) {
+      const Job& v = *state_.FindJob(d.victim);
+      const Job& p = *state_.FindJob(d.preemptor);
+      const FlavorId f = v.spec.shape.flavor;
+      ASSERT_TRUE(state_.priority_class(v.spec.priority_class).preemptible);
+      const Time since = v.state == JobState::kRunning ? v.started : v.admitted;
+      ASSERT_GE(now - since, cfg.preemption.min_runtime);
+      ASSERT_EQ(std::count(p.preempted_by.begin(), p.preempted_by.end(), v.id), 0)
+          << "a job preempted its own preemptor";
+      if (v.spec.tenant != p.spec.tenant) {
+        // Never preempt another tenant inside its guarantee.
+        ASSERT_GT(book.usage(v.spec.tenant, f), book.guaranteed(v.spec.tenant, f));
+        ASSERT_LE(book.usage(p.spec.tenant, f) + p.Eq(cat), book.guaranteed(p.spec.tenant, f))
+            << "reclaim by a tenant that would be above its guarantee";
+      } else {
+        ASSERT_LT(state_.priority_class(v.spec.priority_class).value,
+                  state_.priority_class(p.spec.priority_class).value);
+      }
+      if (v.admitted_as != AdmissionKind::kDedicated) book.Remove(v.spec.tenant, f, v.Eq(cat));
+    }
+    // No tenant goes above guaranteed + borrow_limit through this plan.
+    std::map<std::pair<uint32_t, uint16_t>, GpuEq> before;
+    for (const Tenant& t : state_.tenants()) {
+      for (const auto& [f, q] : t.quotas) before[{t.id.value(), f.value()}] = book.usage(t.id, f);
+    }
+    for (const PlaceDecision& d : plan.placements) {
+      const Job& j = *state_.FindJob(d.job);
+      if (d.kind != AdmissionKind::kDedicated) book.Add(j.spec.tenant, j.spec.shape.flavor, j.Eq(cat));
+      if (d.kind == AdmissionKind::kGuaranteed) {
+        ASSERT_LE(book.usage(j.spec.tenant, j.spec.shape.flavor),
+                  book.guaranteed(j.spec.tenant, j.spec.shape.flavor));
+      }
+    }
+    for (const Tenant& t : state_.tenants()) {
+      for (const auto& [f, q] : t.quotas) {
+        if (!q.borrow_limit) continue;
+        const GpuEq cap = Max(before[{t.id.value(), f.value()}], q.guaranteed + *q.borrow_limit);
+        ASSERT_LE(book.usage(t.id, f), cap) << "tenant " << t.name << " above its borrow limit";
+      }
+    }
+    for (const Event& e : PlanToEvents(plan, now)) {
+      Status s = Apply(state_, e);
+      ASSERT_TRUE(s.ok()) << s.error().message << "\n" << Describe(state_, plan);
+    }
+    std::vector<JobId> admitted;
+    for (JobId id : state_.active()) {
+      if (state_.FindJob(id)->state == JobState::kAdmitted) admitted.push_back(id);
+    }
+    for (JobId id : admitted) ASSERT_TRUE(Apply(state_, JobStarted{id, now}).ok());
+    Status inv = CheckInvariants(state_);
+    ASSERT_TRUE(inv.ok()) << inv.error().message;
+  }
+
+  State& state() { return state_; }
+
+ private:
+  std::mt19937_64 rng_;
+  State state_;
+};
+
+void RunSeed(uint64_t seed, int steps, const SchedulerConfig& cfg) {
+  SCOPED_TRACE("seed=" + std::to_string(seed));
+  Sim sim(seed);
+  sim.BuildCluster();
+  Time now = Time::FromSeconds(0);
+  for (int step = 0; step < steps; ++step) {
+    SCOPED_TRACE("step=" + std::to_string(step));
+    now = now + Duration::Seconds(sim.Uniform(30, 600));
+    sim.FinishSome(now);
+    sim.SubmitSome(now);
+    sim.Disturb(now);
+    if (::testing::Test::HasFatalFailure()) return;
+    const Plan plan = Schedule(sim.state(), cfg, now);
+    const Plan again = Schedule(sim.state(), cfg, now);
+    ASSERT_TRUE(plan == again) << "same input, different plan";
+    ASSERT_EQ(plan.pending.size() + plan.placements.size(), sim.state().pending().size())
+        << "every pending job is placed or has a reason";
+    for (const PendingNote& n : plan.pending) ASSERT_FALSE(n.reason.message.empty());
+    sim.CheckAndApply(plan, cfg, now);
+    if (::testing::Test::HasFatalFailure()) return;
+  }
+}
+
+class PropertyTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(PropertyTest, InvariantsHoldOverRandomSteps) {
+  SchedulerConfig cfg;
+  cfg.placement = GetParam();
+  cfg.preemption.min_runtime = Duration::Minutes(2);
+  for (uint64_t seed = 1; seed <= 12; ++seed) {
+    RunSeed(seed, 250, cfg);
+    if (HasFatalFailure()) return;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Policies, PropertyTest,
+                         ::testing::Values("fgd", "bestfit", "spread", "firstfit"));
+
+TEST(PropertyTest, InvariantsHoldWithUsageBlendAndNoBackfill) {
+  SchedulerConfig cfg;
+  cfg.fair_share.usage_blend = 0.5;
+  cfg.backfill.enabled = false;
+  cfg.mig_reconfigure = false;
+  for (uint64_t seed = 100; seed < 106; ++seed) {
+    RunSeed(seed, 250, cfg);
+    if (HasFatalFailure()) return;
+  }
+}
+
+}  // namespace
+}  // namespace gpupool
