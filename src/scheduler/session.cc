@@ -5,7 +5,7 @@
 namespace gpupool {
 
 size_t Session::ClassKeyHash::operator()(const ClassKey& k) const {
-  uint64_t h = 0x9e3779b97f4a7c15ull ^ k.pool;
+  uint64_t h = 0x9e3779b97f4a7c15ull ^ k.pool ^ (uint64_t{k.n} << 32);
   for (const GpuKey& g : k.keys) {
     h ^= g.bits() + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
   }
@@ -92,7 +92,7 @@ const std::vector<uint32_t>& Session::EligiblePools(TenantId t, FlavorId f) {
 
 uint32_t Session::Intern(uint32_t pool, Keys keys, int n) {
   std::sort(keys.begin(), keys.begin() + n);
-  ClassKey k{pool, keys};
+  ClassKey k{pool, static_cast<uint32_t>(n), keys};
   auto it = intern_.find(k);
   if (it != intern_.end()) return it->second;
   const uint32_t id = static_cast<uint32_t>(classes_.size());

@@ -130,7 +130,8 @@ class Session {
   };
   struct ClassKey {
     uint32_t pool = kNone;
-    Keys keys{};  // sorted; entries past the node's GPU count stay zero
+    uint32_t n = 0;  // needed: a free whole GPU's key is 0, like the padding after n
+    Keys keys{};     // sorted; entries past n stay zero
     friend bool operator==(const ClassKey&, const ClassKey&) = default;
   };
   struct ClassKeyHash {

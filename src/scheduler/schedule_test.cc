@@ -1,0 +1,116 @@
+#include "scheduler/schedule.h"
+
+#include <gtest/gtest.h>
+
+#include "model/builder.h"
+#include "scheduler/session.h"
+
+namespace gpupool {
+namespace {
+
+class ScheduleTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    AddDefaultPriorityClasses(s_);
+    t_ = *AddTenant(s_, "t", {{"h100-80gb", {4}}});
+    v_ = *AddTenant(s_, "v", {{"h100-80gb", {4}}});
+    ASSERT_TRUE(AddNode(s_, "n0", NodeTemplate{.flavor = "h100-80gb"}).ok());
+  }
+  // Submits, admits on the given GPUs and starts a job.
+  JobId Run(const std::string& tenant, const std::string& pc, std::vector<uint16_t> gpus,
+            int started_s) {
+    const JobId id = *Submit(s_, {.tenant = tenant, .priority_class = pc,
+                                  .shape = *WholeGpus(s_, "h100-80gb", static_cast<int>(gpus.size()))},
+                             Time());
+    std::vector<GpuGrant> grants;
+    for (uint16_t g : gpus) grants.push_back({.gpu = g});
+    const bool within = QuotaBook(s_).usage(*s_.FindTenant(tenant), *s_.catalogue().Find("h100-80gb")) +
+                            GpuEq::Gpus(static_cast<int64_t>(gpus.size())) <=
+                        GpuEq::Gpus(4);
+    EXPECT_TRUE(Apply(s_, JobAdmitted{id, {{NodeId(0), grants}},
+                                      within ? AdmissionKind::kGuaranteed : AdmissionKind::kBorrowed,
+                                      Time()})
+                    .ok());
+    EXPECT_TRUE(Apply(s_, JobStarted{id, Time::FromSeconds(started_s)}).ok());
+    return id;
+  }
+  State s_;
+  TenantId t_, v_;
+};
+
+TEST_F(ScheduleTest, APreemptedJobNeverPreemptsItsPreemptor) {
+  // j (tenant v) was once preempted by p (tenant t). Now t borrows 4 with p and q; j is within
+  // v's guarantee and may reclaim 4 GPUs from t. p started last, so it would be the first
+  // victim, but j may not preempt its own preemptor: q goes instead.
+  const JobId j = Run("v", "training", {0, 1, 2, 3}, 0);
+  const JobId q = Run("t", "training", {4, 5, 6, 7}, 100);
+  const JobId p = *Submit(s_, {.tenant = "t", .shape = *WholeGpus(s_, "h100-80gb", 4)}, Time());
+  ASSERT_TRUE(Apply(s_, JobPreempted{j, p, Time::FromSeconds(500)}).ok());
+  ASSERT_TRUE(Apply(s_, JobAdmitted{p, {{NodeId(0), {{.gpu = 0}, {.gpu = 1}, {.gpu = 2}, {.gpu = 3}}}},
+                                    AdmissionKind::kBorrowed, Time::FromSeconds(500)})
+                  .ok());
+  ASSERT_TRUE(Apply(s_, JobStarted{p, Time::FromSeconds(500)}).ok());
+  const Plan plan = Schedule(s_, SchedulerConfig{}, Time::FromSeconds(3600));
+  ASSERT_EQ(plan.preemptions.size(), 1u) << Describe(s_, plan);
+  EXPECT_EQ(plan.preemptions[0].victim, q);
+  EXPECT_EQ(plan.preemptions[0].preemptor, j);
+  EXPECT_EQ(plan.preemptions[0].kind, PreemptKind::kReclaim);
+}
+
+TEST_F(ScheduleTest, WithOnlyThePreemptorAsVictimTheJobWaits) {
+  const JobId j = Run("v", "training", {0, 1, 2, 3}, 0);
+  Run("t", "inference", {4, 5, 6, 7}, 100);  // within t's guarantee, not preemptible
+  const JobId p = *Submit(s_, {.tenant = "t", .shape = *WholeGpus(s_, "h100-80gb", 4)}, Time());
+  ASSERT_TRUE(Apply(s_, JobPreempted{j, p, Time::FromSeconds(500)}).ok());
+  ASSERT_TRUE(Apply(s_, JobAdmitted{p, {{NodeId(0), {{.gpu = 0}, {.gpu = 1}, {.gpu = 2}, {.gpu = 3}}}},
+                                    AdmissionKind::kBorrowed, Time::FromSeconds(500)})
+                  .ok());
+  ASSERT_TRUE(Apply(s_, JobStarted{p, Time::FromSeconds(500)}).ok());
+  const Plan plan = Schedule(s_, SchedulerConfig{}, Time::FromSeconds(3600));
+  EXPECT_TRUE(plan.preemptions.empty()) << Describe(s_, plan);
+  ASSERT_EQ(plan.pending.size(), 1u);
+  EXPECT_EQ(plan.pending[0].job, j);
+}
+
+TEST_F(ScheduleTest, SessionRollbackRestoresClassesAndQuota) {
+  Run("t", "training", {0, 1}, 0);
+  SchedulerConfig cfg;
+  auto policy = MakePlacementPolicy("fgd", WorkloadMixOf(s_), true);
+  ASSERT_TRUE(policy.ok());
+  Session session(s_, **policy, Time::FromSeconds(10));
+  const FlavorId f = *s_.catalogue().Find("h100-80gb");
+  const uint32_t cls = session.slot(0).cls;
+  const GpuEq usage = session.quota().usage(t_, f);
+  const size_t mark = session.Mark();
+  session.SetKey(0, 5, GpuKey::Whole(true));
+  session.QuotaAdd(t_, f, GpuEq::Gpus(1));
+  session.Release(*s_.FindJob(JobId(1)), s_.FindJob(JobId(1))->placement);
+  EXPECT_NE(session.slot(0).cls, cls);
+  session.RollbackTo(mark);
+  EXPECT_EQ(session.slot(0).cls, cls);
+  EXPECT_EQ(session.quota().usage(t_, f), usage);
+  EXPECT_EQ(session.members(cls).count(0), 1u);
+}
+
+TEST_F(ScheduleTest, EveryWaitingJobHasAReasonAndThePlanIsStable) {
+  for (int i = 0; i < 5; ++i) {
+    ASSERT_TRUE(Submit(s_, {.tenant = "t", .shape = *WholeGpus(s_, "h100-80gb", 4)}, Time()).ok());
+  }
+  const Plan a = Schedule(s_, SchedulerConfig{}, Time::FromSeconds(1));
+  const Plan b = Schedule(s_, SchedulerConfig{}, Time::FromSeconds(1));
+  EXPECT_EQ(Describe(s_, a), Describe(s_, b));
+  EXPECT_EQ(a.placements.size() + a.pending.size(), 5u);
+  for (const PendingNote& n : a.pending) EXPECT_FALSE(n.reason.message.empty());
+}
+
+TEST(ConfigTest, UnknownPolicyIsRejectedUpFront) {
+  SchedulerConfig cfg;
+  cfg.placement = "magic";
+  EXPECT_FALSE(Validate(cfg).ok());
+  cfg.placement = "bestfit";
+  cfg.fair_share.usage_blend = 1.5;
+  EXPECT_FALSE(Validate(cfg).ok());
+}
+
+}  // namespace
+}  // namespace gpupool
