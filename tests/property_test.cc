@@ -245,7 +245,7 @@ void RunSeed(uint64_t seed, int steps, const SchedulerConfig& cfg) {
     ASSERT_TRUE(plan == again) << "same input, different plan";
     ASSERT_EQ(plan.pending.size() + plan.placements.size(), sim.state().pending().size())
         << "every pending job is placed or has a reason";
-    for (const PendingNote& n : plan.pending) ASSERT_FALSE(n.reason.message.empty());
+    for (const PendingNote& n : plan.pending) ASSERT_FALSE(plan.ReasonOf(n).message.empty());
     sim.CheckAndApply(plan, cfg, now);
     if (::testing::Test::HasFatalFailure()) return;
   }

@@ -9,6 +9,7 @@
 // not considered for another; jobs without a duration estimate never end.
 #pragma once
 
+#include <deque>
 #include <vector>
 
 #include "scheduler/placer.h"
@@ -28,20 +29,24 @@ class Backfill {
   // hold could be made.
   Time HoldFor(const Job& job, const std::vector<uint32_t>& pools);
 
- private:
   struct End {
     Time at;
     JobId job;
     const Job* spec;  // the job's shape
     const ReplicaPlacement* replica;
   };
+
+ private:
   void BuildTimeline();
+  void SortPlaced();
 
   Session& s_;
   Placer& placer_;
   bool built_ = false;
-  std::vector<End> timeline_;
-  std::vector<std::pair<const Job*, std::vector<ReplicaPlacement>>> placed_;
+  std::vector<End> timeline_;  // running jobs' ends, sorted once per cycle
+  std::vector<End> placed_;    // ends of this cycle's placements, sorted when needed
+  size_t placed_sorted_ = 0;   // placed_[0, placed_sorted_) is sorted
+  std::deque<std::vector<ReplicaPlacement>> placements_;  // stable storage for placed_
   std::vector<JobId> released_;
 };
 

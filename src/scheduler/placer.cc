@@ -47,32 +47,37 @@ uint32_t Placer::ShapeId(const TaskShape& t) {
 }
 
 const Placer::Option& Placer::OptionFor(uint32_t shape, uint32_t cls) {
+  // Rows are indexed by the class's dense index for the shape's kind: a fraction shape's row
+  // only spans classes that have shared GPUs.
+  static const Option kNoFit{true, false};
+  const int32_t idx = s_.cls(cls).kind_index[Session::KindIndex(shapes_[shape].kind)];
+  if (idx < 0) return kNoFit;
   std::vector<Option>& row = memo_[shape];
-  if (row.size() <= cls) row.resize(std::max<size_t>(s_.num_classes(), cls + 1));
-  if (!row[cls].computed) {
-    Option o = Compute(shapes_[shape], cls);
-    memo_[shape][cls] = o;  // Compute may have grown the class table, not this row
-  }
-  return memo_[shape][cls];
+  if (row.size() <= static_cast<size_t>(idx)) row.resize(static_cast<size_t>(idx) * 2 + 16);
+  if (!row[idx].computed) row[idx] = Compute(shapes_[shape], cls);
+  return row[idx];
 }
 
 Placer::Option Placer::Compute(const TaskShape& t, uint32_t cls) {
   Option best;
   best.computed = true;
-  const Session::ClassInfo info = s_.cls(cls);  // copy: interning below may reallocate
+  const Session::ClassInfo& info = s_.cls(cls);
   const GpuModel& m = s_.model(s_.pool(info.pool).flavor);
   const int64_t before_value = s_.Value(cls);
+  const PlacementPolicy& policy = s_.policy();
+  const FlavorId flavor = s_.pool(info.pool).flavor;
+  int free_whole = 0;
+  for (int i = 0; i < info.n; ++i) free_whole += info.keys[i].whole_free();
+  // `count` GPUs go from `before` to `after`; the value changes by the keys' difference, plus
+  // the whole-GPU term when whole GPUs are taken (PlacementPolicy's additive form).
   auto consider = [&](GpuKey before, GpuKey after, int64_t penalty, int count) {
-    Session::Keys keys = info.keys;
-    int replaced = 0;
-    for (int i = 0; i < info.n && replaced < count; ++i) {
-      if (keys[i] == before) {
-        keys[i] = after;
-        ++replaced;
-      }
+    int64_t after_value = before_value + count * (policy.KeyValue(flavor, m, after) -
+                                                  policy.KeyValue(flavor, m, before));
+    if (before.whole_free()) {
+      after_value += policy.WholeTerm(flavor, free_whole - count) -
+                     policy.WholeTerm(flavor, free_whole);
     }
-    const uint32_t after_cls = s_.Intern(info.pool, keys, info.n);
-    const int64_t score = s_.policy().Score(before_value, s_.Value(after_cls)) + penalty;
+    const int64_t score = policy.Score(before_value, after_value) + penalty;
     if (!best.fits || score < best.score ||
         (score == best.score && std::pair(before, after) < std::pair(best.before, best.after))) {
       best.fits = true;
@@ -82,9 +87,7 @@ Placer::Option Placer::Compute(const TaskShape& t, uint32_t cls) {
     }
   };
   if (t.kind == ShapeKind::kWholeGpus) {
-    int free = 0;
-    for (int i = 0; i < info.n; ++i) free += info.keys[i].whole_free();
-    if (free >= t.gpus) consider(GpuKey::Whole(false), GpuKey::Whole(true), 0, t.gpus);
+    if (free_whole >= t.gpus) consider(GpuKey::Whole(false), GpuKey::Whole(true), 0, t.gpus);
     return best;
   }
   for (int i = 0; i < info.n; ++i) {
@@ -131,7 +134,7 @@ bool Placer::PlaceReplica(const Job& job, uint32_t shape_id, const std::vector<u
   } else {
     const bool host = rs.cpu_milli > 0 || rs.memory_mib > 0;
     for (uint32_t p : pools) {
-      for (uint32_t cls : s_.active(p)) {
+      for (uint32_t cls : s_.active(p, rs.kind)) {
         const Option& o = OptionFor(shape_id, cls);
         if (!o.fits) continue;
         if (best.node != Session::kNone && o.score > best.option.score) continue;
@@ -175,7 +178,7 @@ void Placer::Apply(uint32_t node, const Option& opt, const Job& job, const TaskS
       }
     }
     GP_CHECK(static_cast<int>(rp.grants.size()) == t.gpus);
-    for (const GpuGrant& g : rp.grants) s_.SetKey(node, g.gpu, GpuKey::Whole(true));
+    s_.SetKeys(node, rp.grants, GpuKey::Whole(true));
   } else {
     int gpu = -1;
     for (int g = 0; g < slot.n && gpu < 0; ++g) {
@@ -275,15 +278,7 @@ Placer::Outcome Placer::PlaceGang(const Job& job, const std::vector<uint32_t>& p
   return out;
 }
 
-bool Placer::FitsKeys(const Job& job, const Session::Keys& keys, int n, int64_t cpu_free,
-                      int64_t mem_free) const {
-  const ReplicaShape& rs = job.spec.shape;
-  if (cpu_free < rs.cpu_milli || mem_free < rs.memory_mib) return false;
-  return !GpusFor(job, keys, n).empty();
-}
-
-std::vector<int> Placer::GpusFor(const Job& job, const Session::Keys& keys, int n) const {
-  const TaskShape t = TaskOf(s_.state(), job);
+std::vector<int> Placer::GpusFor(const TaskShape& t, const Session::Keys& keys, int n) const {
   std::vector<int> out;
   for (int g = 0; g < n; ++g) {
     const GpuKey k = keys[g];

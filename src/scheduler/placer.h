@@ -35,11 +35,9 @@ class Placer {
   // hold starts at or after `end`.
   Outcome PlaceGang(const Job& job, const std::vector<uint32_t>& pools, Time end);
 
-  // Whether one replica fits on a node whose GPU keys are `keys` (no memo; for timelines).
-  bool FitsKeys(const Job& job, const Session::Keys& keys, int n, int64_t cpu_free,
-                int64_t mem_free) const;
-  // The GPU indices one replica would use on those keys, or empty.
-  std::vector<int> GpusFor(const Job& job, const Session::Keys& keys, int n) const;
+  // The GPU indices one replica of this shape would use on a node whose GPU keys are `keys`,
+  // or empty if it does not fit (no memo; for timelines).
+  std::vector<int> GpusFor(const TaskShape& t, const Session::Keys& keys, int n) const;
 
   static TaskShape TaskOf(const State& state, const Job& job);
 

@@ -75,8 +75,9 @@ std::string Describe(const State& s, const Plan& plan) {
            "\n";
   }
   for (const PendingNote& n : plan.pending) {
-    out += "wait " + std::to_string(n.job.value()) + " " +
-           std::string(ReasonCodeName(n.reason.code)) + ": " + n.reason.message + "\n";
+    const PendingReason& r = plan.ReasonOf(n);
+    out += "wait " + std::to_string(n.job.value()) + " " + std::string(ReasonCodeName(r.code)) +
+           ": " + r.message + "\n";
   }
   return out;
 }

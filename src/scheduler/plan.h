@@ -38,7 +38,7 @@ struct PlaceDecision {
 
 struct PendingNote {
   JobId job;
-  PendingReason reason;
+  uint32_t reason = 0;  // index into Plan::reasons: many waiting jobs share one reason
   friend bool operator==(const PendingNote&, const PendingNote&) = default;
 };
 
@@ -55,11 +55,13 @@ struct Plan {
   std::vector<PreemptDecision> preemptions;
   std::vector<PlaceDecision> placements;
   std::vector<PendingNote> pending;  // one per job left waiting, in job-id order
+  std::vector<PendingReason> reasons;
   PlanStats stats;
 
+  const PendingReason& ReasonOf(const PendingNote& n) const { return reasons[n.reason]; }
   friend bool operator==(const Plan& a, const Plan& b) {
     return a.reconfigurations == b.reconfigurations && a.preemptions == b.preemptions &&
-           a.placements == b.placements && a.pending == b.pending;
+           a.placements == b.placements && a.pending == b.pending && a.reasons == b.reasons;
   }
 };
 

@@ -13,16 +13,17 @@ struct Candidate {
   bool reclaim;  // another tenant's job
 };
 
-std::vector<Candidate> Candidates(const Session& s, const Job& job,
+std::vector<Candidate> Candidates(Session& s, const Job& job,
                                   const std::vector<uint32_t>& pools, const PreemptionConfig& cfg,
                                   bool within_guarantee, const std::vector<JobId>& released) {
   const State& state = s.state();
   const FlavorId f = job.spec.shape.flavor;
   const int32_t prio = state.priority_class(job.spec.priority_class).value;
   std::vector<Candidate> out;
-  for (JobId id : state.active()) {
-    const Job& v = *state.FindJob(id);
-    if (v.spec.shape.flavor != f || v.admitted_as == AdmissionKind::kDedicated) continue;
+  for (const Job* vp : s.ActiveJobs(f)) {
+    const Job& v = *vp;
+    const JobId id = v.id;
+    if (v.admitted_as == AdmissionKind::kDedicated) continue;
     if (std::find(released.begin(), released.end(), id) != released.end()) continue;
     if (std::find(job.preempted_by.begin(), job.preempted_by.end(), id) !=
         job.preempted_by.end()) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <unordered_map>
 #include <queue>
 #include <tuple>
 
@@ -13,10 +14,33 @@
 namespace gpupool {
 namespace {
 
-// What identifies "the same request" within one cycle: if one such job found no room, the
-// next one will not either until something is freed.
-using FailKey = std::tuple<uint32_t, uint16_t, int, int, int, int, int, int, uint16_t, int,
-                           bool, int64_t, int64_t, int64_t>;
+// What identifies "the same request" within one cycle: if one such job found no room (and no
+// victims), the next one will not either until something is freed.
+struct FailKey {
+  uint32_t tenant;
+  uint16_t flavor, priority_class;
+  uint8_t kind, gpus, mig_profile, topology;  // topology: level * 2 + required
+  uint16_t milli, replicas;
+  uint32_t gpu_memory_mib;
+  int64_t cpu_milli, memory_mib;
+  int64_t end_ms;  // only while holds exist: a shorter job may fit where a longer one did not
+  friend bool operator==(const FailKey&, const FailKey&) = default;
+};
+struct FailKeyHash {
+  size_t operator()(const FailKey& k) const {
+    uint64_t h = 0xcbf29ce484222325ull;
+    auto mix = [&h](uint64_t v) { h = (h ^ v) * 0x100000001b3ull; };
+    mix(k.tenant);
+    mix((uint64_t{k.flavor} << 16) | k.priority_class);
+    mix((uint64_t{k.kind} << 24) | (uint64_t{k.gpus} << 16) | (uint64_t{k.mig_profile} << 8) |
+        k.topology);
+    mix((uint64_t{k.milli} << 48) | (uint64_t{k.replicas} << 32) | k.gpu_memory_mib);
+    mix(static_cast<uint64_t>(k.cpu_milli));
+    mix(static_cast<uint64_t>(k.memory_mib));
+    mix(static_cast<uint64_t>(k.end_ms));
+    return static_cast<size_t>(h);
+  }
+};
 
 class Cycle {
  public:
@@ -45,7 +69,9 @@ class Cycle {
   bool Commit(const Job& job, Placer::Outcome& o, AdmissionKind kind);
   FailKey KeyOf(const Job& job, Time end) const;
   PendingReason CapacityReason(const Job& job, const Placer::Outcome& o, Time end);
+  uint32_t AddReason(PendingReason reason);
   void Wait(const Job& job, PendingReason reason);
+  void WaitWith(const Job& job, uint32_t reason);
 
   const State& state_;
   const SchedulerConfig& cfg_;
@@ -57,11 +83,13 @@ class Cycle {
   std::vector<std::vector<const Job*>> queues_;
   std::vector<size_t> next_;
   std::vector<double> history_;
-  std::map<FailKey, PendingReason> failed_;
-  std::map<JobId, PendingReason> waiting_;
+  std::unordered_map<FailKey, uint32_t, FailKeyHash> failed_;  // -> reason index
+  std::map<std::tuple<uint32_t, uint16_t, int64_t, int, int64_t, int64_t>, uint32_t>
+      quota_reasons_;
   std::vector<JobId> released_;
   int preempt_budget_ = 0;
   int holds_left_ = 0;
+  int hold_attempts_left_ = 0;  // a failed attempt also costs a timeline walk
 };
 
 Cycle::TenantTurn Cycle::TurnOf(uint32_t t) const {
@@ -78,13 +106,30 @@ Cycle::TenantTurn Cycle::TurnOf(uint32_t t) const {
 FailKey Cycle::KeyOf(const Job& job, Time end) const {
   const ReplicaShape& s = job.spec.shape;
   const bool holds = !session_.held_nodes().empty();
-  return {job.spec.tenant.value(), s.flavor.value(), static_cast<int>(s.kind), s.gpus,
-          s.mig_profile, s.milli, static_cast<int>(s.gpu_memory_mib), job.spec.replicas,
-          static_cast<uint16_t>(job.spec.topology.level), 0, job.spec.topology.required,
-          s.cpu_milli, s.memory_mib, holds ? end.millis() : 0};
+  return {job.spec.tenant.value(),
+          s.flavor.value(),
+          job.spec.priority_class.value(),
+          static_cast<uint8_t>(s.kind),
+          s.gpus,
+          s.mig_profile,
+          static_cast<uint8_t>(static_cast<int>(job.spec.topology.level) * 2 +
+                               job.spec.topology.required),
+          s.milli,
+          job.spec.replicas,
+          s.gpu_memory_mib,
+          s.cpu_milli,
+          s.memory_mib,
+          holds ? end.millis() : 0};
 }
 
-void Cycle::Wait(const Job& job, PendingReason reason) { waiting_[job.id] = std::move(reason); }
+uint32_t Cycle::AddReason(PendingReason reason) {
+  plan_.reasons.push_back(std::move(reason));
+  return static_cast<uint32_t>(plan_.reasons.size() - 1);
+}
+
+void Cycle::Wait(const Job& job, PendingReason reason) { WaitWith(job, AddReason(std::move(reason))); }
+
+void Cycle::WaitWith(const Job& job, uint32_t reason) { plan_.pending.push_back({job.id, reason}); }
 
 bool Cycle::Commit(const Job& job, Placer::Outcome& o, AdmissionKind kind) {
   for (ReconfigureDecision& r : o.reconfigurations) plan_.reconfigurations.push_back(r);
@@ -131,10 +176,13 @@ void Cycle::Consider(const Job& job) {
                    " to tenant " + state_.tenant(t).name});
     return;
   }
-  const FailKey key = KeyOf(job, end);
-  if (auto it = failed_.find(key); it != failed_.end()) {
-    Wait(job, it->second);
-    return;
+  // A job with a preemption history may have other victims than its twin: never cached.
+  const bool cacheable = job.preempted_by.empty();
+  if (cacheable) {
+    if (auto it = failed_.find(KeyOf(job, end)); it != failed_.end()) {
+      WaitWith(job, it->second);
+      return;
+    }
   }
   std::vector<uint32_t> dedicated, shared;
   for (uint32_t p : pools) (session_.pool(p).dedicated.valid() ? dedicated : shared).push_back(p);
@@ -180,7 +228,14 @@ void Cycle::Consider(const Job& job) {
     }
   }
   if (!verdict.ok()) {
-    Wait(job, {verdict.code, session_.quota().Explain(state_, t, f, eq, verdict.code)});
+    // The sentence depends only on these numbers: share it between jobs that see the same.
+    const QuotaBook& q = session_.quota();
+    const auto qkey = std::make_tuple(t.value(), f.value(), eq.units(),
+                                      static_cast<int>(verdict.code), q.usage(t, f).units(),
+                                      q.lendable_to(t, f).units());
+    auto [it, fresh] = quota_reasons_.try_emplace(qkey, 0);
+    if (fresh) it->second = AddReason({verdict.code, q.Explain(state_, t, f, eq, verdict.code)});
+    WaitWith(job, it->second);
     return;
   }
   if (shared.empty()) {
@@ -188,7 +243,9 @@ void Cycle::Consider(const Job& job) {
     return;
   }
   PendingReason reason = CapacityReason(job, o, end);
-  if (cfg_.backfill.enabled && holds_left_ > 0 && reason.code != ReasonCode::kHeldForBackfill) {
+  if (cfg_.backfill.enabled && holds_left_ > 0 && hold_attempts_left_ > 0 &&
+      reason.code != ReasonCode::kHeldForBackfill) {
+    --hold_attempts_left_;
     const Time start = backfill_.HoldFor(job, shared);
     session_.Commit();
     if (!start.is_never()) {
@@ -199,23 +256,29 @@ void Cycle::Consider(const Job& job) {
       return;  // not cached: the next job of this shape sees different holds
     }
   }
-  failed_[KeyOf(job, end)] = reason;
-  Wait(job, std::move(reason));
+  const uint32_t r = AddReason(std::move(reason));
+  if (cacheable) failed_[KeyOf(job, end)] = r;
+  WaitWith(job, r);
 }
 
 Plan Cycle::Run() {
   preempt_budget_ = cfg_.preemption.max_attempts_per_cycle;
   holds_left_ = cfg_.backfill.max_holds;
+  hold_attempts_left_ = 4 * cfg_.backfill.max_holds;
   const size_t nt = state_.tenants().size();
   queues_.assign(nt, {});
   next_.assign(nt, 0);
-  for (JobId id : state_.pending()) {
-    const Job& j = *state_.FindJob(id);
-    queues_[j.spec.tenant.value()].push_back(&j);
+  // Queue order (QueueKey), with the sort keys read once per job.
+  std::vector<std::vector<std::pair<QueueKey, const Job*>>> entries(nt);
+  for (const auto& [id, j] : state_.jobs()) {
+    if (j.state != JobState::kPending) continue;
+    entries[j.spec.tenant.value()].push_back({QueueKeyOf(state_, j), &j});
   }
-  for (auto& q : queues_) {
-    std::sort(q.begin(), q.end(),
-              [&](const Job* a, const Job* b) { return QueueBefore(state_, *a, *b); });
+  for (uint32_t t = 0; t < nt; ++t) {
+    std::sort(entries[t].begin(), entries[t].end(),
+              [](const auto& a, const auto& b) { return a.first < b.first; });
+    queues_[t].reserve(entries[t].size());
+    for (const auto& e : entries[t]) queues_[t].push_back(e.second);
   }
   history_ = cfg_.fair_share.usage_blend > 0
                  ? HistoryShares(state_, state_.DecayedUsages(now_))
@@ -230,7 +293,8 @@ Plan Cycle::Run() {
     Consider(*queues_[t][next_[t]]);
     if (++next_[t] < queues_[t].size()) turns.push(TurnOf(t));
   }
-  for (const auto& [id, reason] : waiting_) plan_.pending.push_back({id, reason});
+  std::sort(plan_.pending.begin(), plan_.pending.end(),
+            [](const PendingNote& a, const PendingNote& b) { return a.job < b.job; });
   plan_.stats.node_classes = static_cast<int>(session_.num_classes());
   return std::move(plan_);
 }

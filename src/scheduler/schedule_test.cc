@@ -100,7 +100,7 @@ TEST_F(ScheduleTest, EveryWaitingJobHasAReasonAndThePlanIsStable) {
   const Plan b = Schedule(s_, SchedulerConfig{}, Time::FromSeconds(1));
   EXPECT_EQ(Describe(s_, a), Describe(s_, b));
   EXPECT_EQ(a.placements.size() + a.pending.size(), 5u);
-  for (const PendingNote& n : a.pending) EXPECT_FALSE(n.reason.message.empty());
+  for (const PendingNote& n : a.pending) EXPECT_FALSE(a.ReasonOf(n).message.empty());
 }
 
 TEST(ConfigTest, UnknownPolicyIsRejectedUpFront) {

@@ -66,14 +66,17 @@ uint32_t Session::PoolOf(const Node& n) {
     }
   }
   pools_.push_back({n.flavor, n.dedicated_to, n.labels});
-  active_.emplace_back();
+  active_.resize(pools_.size() * kKinds);
   return static_cast<uint32_t>(pools_.size() - 1);
 }
 
 const std::vector<uint32_t>& Session::EligiblePools(TenantId t, FlavorId f) {
-  auto key = std::make_pair(t.value(), f.value());
-  auto it = eligible_.find(key);
-  if (it != eligible_.end()) return it->second;
+  const size_t key = t.value() * state_.catalogue().size() + f.value();
+  if (eligible_ready_.empty()) {
+    eligible_.resize(state_.tenants().size() * state_.catalogue().size());
+    eligible_ready_.resize(eligible_.size(), false);
+  }
+  if (eligible_ready_[key]) return eligible_[key];
   const Tenant& ten = state_.tenant(t);
   std::vector<uint32_t> dedicated, shared;
   for (uint32_t p = 0; p < pools_.size(); ++p) {
@@ -87,7 +90,9 @@ const std::vector<uint32_t>& Session::EligiblePools(TenantId t, FlavorId f) {
     (pool.dedicated.valid() ? dedicated : shared).push_back(p);
   }
   dedicated.insert(dedicated.end(), shared.begin(), shared.end());
-  return eligible_.emplace(key, std::move(dedicated)).first->second;
+  eligible_[key] = std::move(dedicated);
+  eligible_ready_[key] = true;
+  return eligible_[key];
 }
 
 uint32_t Session::Intern(uint32_t pool, Keys keys, int n) {
@@ -101,10 +106,18 @@ uint32_t Session::Intern(uint32_t pool, Keys keys, int n) {
   info.n = static_cast<uint8_t>(n);
   info.keys = keys;
   const GpuModel& m = model(pools_[pool].flavor);
-  for (int i = 0; i < n; ++i) info.free += FreeEq(m, keys[i]);
+  for (int i = 0; i < n; ++i) {
+    info.free += FreeEq(m, keys[i]);
+    if (keys[i].whole_free()) info.kinds |= kWholeBit;
+    if (keys[i].mode() == KeyMode::kMig) info.kinds |= kMigBit;
+    if (keys[i].mode() == KeyMode::kShared && keys[i].free_milli() > 0) info.kinds |= kSharedBit;
+  }
+  for (int kind = 0; kind < kKinds; ++kind) {
+    if (info.kinds >> kind & 1) info.kind_index[kind] = kind_count_[kind]++;
+  }
   classes_.push_back(info);
   members_.emplace_back();
-  active_pos_.push_back(-1);
+  active_pos_.push_back({-1, -1, -1});
   intern_.emplace(k, id);
   return id;
 }
@@ -141,6 +154,17 @@ const std::map<std::string, std::vector<uint32_t>>& Session::Domains(TopologyLev
   return domains_.emplace(level, std::move(d)).first->second;
 }
 
+const std::vector<const Job*>& Session::ActiveJobs(FlavorId f) {
+  if (active_by_flavor_.empty()) {
+    active_by_flavor_.resize(state_.catalogue().size());
+    for (JobId id : state_.active()) {
+      const Job* j = state_.FindJob(id);
+      active_by_flavor_[j->spec.shape.flavor.value()].push_back(j);
+    }
+  }
+  return active_by_flavor_[f.value()];
+}
+
 void Session::Unlink(uint32_t node, const NodeSlot& s) {
   if (s.pool == kNone) return;
   if (s.hold_mask) {
@@ -150,12 +174,15 @@ void Session::Unlink(uint32_t node, const NodeSlot& s) {
   std::set<uint32_t>& m = members_[s.cls];
   m.erase(node);
   if (m.empty()) {
-    std::vector<uint32_t>& act = active_[s.pool];
-    const int32_t pos = active_pos_[s.cls];
-    act[pos] = act.back();
-    active_pos_[act[pos]] = pos;
-    act.pop_back();
-    active_pos_[s.cls] = -1;
+    for (int k = 0; k < kKinds; ++k) {
+      if (!(classes_[s.cls].kinds >> k & 1)) continue;
+      std::vector<uint32_t>& act = active_[s.pool * kKinds + k];
+      const int32_t pos = active_pos_[s.cls][k];
+      act[pos] = act.back();
+      active_pos_[act[pos]][k] = pos;
+      act.pop_back();
+      active_pos_[s.cls][k] = -1;
+    }
   }
 }
 
@@ -167,8 +194,12 @@ void Session::Link(uint32_t node, const NodeSlot& s) {
   }
   std::set<uint32_t>& m = members_[s.cls];
   if (m.empty()) {
-    active_pos_[s.cls] = static_cast<int32_t>(active_[s.pool].size());
-    active_[s.pool].push_back(s.cls);
+    for (int k = 0; k < kKinds; ++k) {
+      if (!(classes_[s.cls].kinds >> k & 1)) continue;
+      std::vector<uint32_t>& act = active_[s.pool * kKinds + k];
+      active_pos_[s.cls][k] = static_cast<int32_t>(act.size());
+      act.push_back(s.cls);
+    }
   }
   m.insert(node);
 }
@@ -223,6 +254,13 @@ void Session::SetKey(uint32_t node, int gpu, GpuKey key) {
   SaveNode(node);
   const NodeSlot before = slots_[node];
   slots_[node].keys[gpu] = key;
+  Reindex(node, before);
+}
+
+void Session::SetKeys(uint32_t node, const std::vector<GpuGrant>& gpus, GpuKey key) {
+  SaveNode(node);
+  const NodeSlot before = slots_[node];
+  for (const GpuGrant& g : gpus) slots_[node].keys[g.gpu] = key;
   Reindex(node, before);
 }
 

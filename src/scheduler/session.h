@@ -48,9 +48,16 @@ class Session {
     int64_t cpu_free = kUntracked, mem_free = kUntracked;
     Keys keys{};
   };
+  // What a class can offer, as a bit per kind: a free whole GPU, a MIG GPU, a shared GPU.
+  enum KindBit : uint8_t { kWholeBit = 1, kMigBit = 2, kSharedBit = 4 };
+  static constexpr int kKinds = 3;
+  static int KindIndex(ShapeKind k) { return static_cast<int>(k); }
+
   struct ClassInfo {
     uint32_t pool = kNone;
     uint8_t n = 0;
+    uint8_t kinds = 0;  // KindBit set
+    std::array<int32_t, kKinds> kind_index{-1, -1, -1};  // dense per kind: memo row index
     Keys keys{};  // sorted
     GpuEq free;
     int64_t value = 0;
@@ -95,8 +102,13 @@ class Session {
   int64_t Value(uint32_t c);  // the policy's value, memoised
   uint32_t Intern(uint32_t pool, Keys keys, int n);
   const std::set<uint32_t>& members(uint32_t c) const { return members_[c]; }
-  const std::vector<uint32_t>& active(uint32_t pool) const { return active_[pool]; }
+  // Classes of a pool with members that can offer this kind of shape.
+  const std::vector<uint32_t>& active(uint32_t pool, ShapeKind kind) const {
+    return active_[pool * kKinds + KindIndex(kind)];
+  }
   const std::vector<uint32_t>& held_nodes() const { return held_; }
+  // Jobs holding resources when the cycle began, of one flavor, in id order.
+  const std::vector<const Job*>& ActiveJobs(FlavorId f);
   // Schedulable nodes grouped by their domain at a level, domain names in order.
   const std::map<std::string, std::vector<uint32_t>>& Domains(TopologyLevel level);
 
@@ -107,6 +119,8 @@ class Session {
   void Commit() { undo_.clear(); }
 
   void SetKey(uint32_t node, int gpu, GpuKey key);
+  // Sets the same key on several GPUs of one node, re-indexing once.
+  void SetKeys(uint32_t node, const std::vector<GpuGrant>& gpus, GpuKey key);
   void TakeHost(uint32_t node, int64_t cpu_milli, int64_t memory_mib);
   void AddShared(uint32_t node, const SharedOcc& occ);
   void QuotaAdd(TenantId t, FlavorId f, GpuEq amount);
@@ -154,12 +168,15 @@ class Session {
   std::vector<Pool> pools_;
   std::vector<ClassInfo> classes_;
   std::vector<std::set<uint32_t>> members_;
-  std::vector<std::vector<uint32_t>> active_;  // by pool
-  std::vector<int32_t> active_pos_;            // by class; -1 when inactive
+  std::vector<std::vector<uint32_t>> active_;  // by pool * kKinds + kind
+  std::vector<std::array<int32_t, kKinds>> active_pos_;  // by class, kind; -1 when inactive
   std::vector<uint32_t> held_;
+  std::array<int32_t, kKinds> kind_count_{};
   std::unordered_map<ClassKey, uint32_t, ClassKeyHash> intern_;
-  std::map<std::pair<uint32_t, uint16_t>, std::vector<uint32_t>> eligible_;
+  std::vector<std::vector<uint32_t>> eligible_;  // by tenant * flavors + flavor
+  std::vector<bool> eligible_ready_;
   std::map<TopologyLevel, std::map<std::string, std::vector<uint32_t>>> domains_;
+  std::vector<std::vector<const Job*>> active_by_flavor_;  // built on first use
   std::vector<Undo> undo_;
 };
 

@@ -113,9 +113,9 @@ Plan RunScenario(const Scenario& sc, State* state_out, std::map<std::string, Job
       ADD_FAILURE() << job << " is not waiting\n" << described;
       continue;
     }
-    EXPECT_EQ(ReasonCodeName(it->reason.code), ReasonCodeName(code))
-        << job << ": " << it->reason.message;
-    EXPECT_FALSE(it->reason.message.empty());
+    const PendingReason& r = plan.ReasonOf(*it);
+    EXPECT_EQ(ReasonCodeName(r.code), ReasonCodeName(code)) << job << ": " << r.message;
+    EXPECT_FALSE(r.message.empty());
   }
   if (sc.reconfigurations >= 0) {
     EXPECT_EQ(static_cast<int>(plan.reconfigurations.size()), sc.reconfigurations) << described;

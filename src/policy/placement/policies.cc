@@ -1,6 +1,7 @@
 #include "policy/placement/policies.h"
 
 #include <algorithm>
+#include <unordered_map>
 #include <string>
 #include <tuple>
 
@@ -24,52 +25,104 @@ GpuEq Fragmentation(const NodeClassView& c, const TaskShape& t, bool mig_reconfi
   return total_free - usable;
 }
 
+int64_t PlacementPolicy::Value(const NodeClassView& c) const {
+  int64_t v = 0;
+  int free_whole = 0;
+  for (int i = 0; i < c.n; ++i) {
+    v += KeyValue(c.flavor, *c.model, c.keys[i]);
+    free_whole += c.keys[i].whole_free();
+  }
+  return v + WholeTerm(c.flavor, free_whole);
+}
+
 namespace {
 
+// FGD. For a node class c and the mix {(t, w_t)}:
+//   Value(c) = sum_t w_t * Fragmentation(c, t)
+// Fragmentation of a non-whole type is free(c) - sum_g usable_t(g); of a whole type needing k
+// GPUs it is free(c) - 7000 * m when m >= k free whole GPUs, else free(c). Hence
+//   KeyValue(g)  = W * free(g) - sum over non-whole t of w_t * usable_t(g),   W = sum_t w_t
+//   WholeTerm(m) = -7000 * m * sum over whole t with k <= m of w_t
 class FgdPolicy final : public PlacementPolicy {
  public:
-  FgdPolicy(WorkloadMix mix, bool reconfig) : mix_(std::move(mix)), reconfig_(reconfig) {}
-  std::string_view name() const override { return "fgd"; }
-  int64_t Value(const NodeClassView& c) const override {
-    auto it = mix_.by_flavor.find(c.flavor);
-    if (it == mix_.by_flavor.end()) return 0;
-    int64_t frag = 0;
-    for (const TaskType& t : it->second) {
-      frag += t.weight * Fragmentation(c, t.shape, reconfig_).units();
+  FgdPolicy(WorkloadMix mix, bool reconfig) : mix_(std::move(mix)), reconfig_(reconfig) {
+    for (const auto& [f, types] : mix_.by_flavor) {
+      Weights& w = weights_[f];
+      for (const TaskType& t : types) {
+        w.total += t.weight;
+        if (t.shape.kind == ShapeKind::kWholeGpus) {
+          if (w.whole_upto.size() <= t.shape.gpus) w.whole_upto.resize(t.shape.gpus + 1, 0);
+          w.whole_upto[t.shape.gpus] += t.weight;
+        }
+      }
+      for (size_t m = 1; m < w.whole_upto.size(); ++m) w.whole_upto[m] += w.whole_upto[m - 1];
     }
-    return frag;
+  }
+  std::string_view name() const override { return "fgd"; }
+
+  int64_t KeyValue(FlavorId f, const GpuModel& model, GpuKey key) const override {
+    auto [it, fresh] = key_cache_.try_emplace({f.value(), key.bits()}, 0);
+    if (!fresh) return it->second;
+    auto types = mix_.by_flavor.find(f);
+    if (types == mix_.by_flavor.end()) return 0;
+    int64_t v = weights_.at(f).total * FreeEq(model, key).units();
+    for (const TaskType& t : types->second) {
+      if (t.shape.kind == ShapeKind::kWholeGpus) continue;
+      v -= t.weight * UsableBy(model, key, t.shape, reconfig_).units();
+    }
+    it->second = v;
+    return v;
+  }
+  int64_t WholeTerm(FlavorId f, int free_whole) const override {
+    auto it = weights_.find(f);
+    if (it == weights_.end() || it->second.whole_upto.empty()) return 0;
+    const std::vector<int64_t>& upto = it->second.whole_upto;
+    const int64_t w = upto[std::min<size_t>(free_whole, upto.size() - 1)];
+    return -GpuEq::kUnitsPerGpu * free_whole * w;
   }
   int64_t Score(int64_t before, int64_t after) const override { return after - before; }
 
  private:
+  struct Weights {
+    int64_t total = 0;
+    std::vector<int64_t> whole_upto;  // [m] = sum of weights of whole types needing <= m GPUs
+  };
+  struct KeyHash {
+    size_t operator()(const std::pair<uint16_t, uint64_t>& k) const {
+      return std::hash<uint64_t>()(k.second * 31 + k.first);
+    }
+  };
   WorkloadMix mix_;
   bool reconfig_;
+  std::map<FlavorId, Weights> weights_;
+  mutable std::unordered_map<std::pair<uint16_t, uint64_t>, int64_t, KeyHash> key_cache_;
 };
 
-GpuEq TotalFree(const NodeClassView& c) {
-  GpuEq free;
-  for (int i = 0; i < c.n; ++i) free += FreeEq(*c.model, c.keys[i]);
-  return free;
-}
+class FreeCapacityPolicy : public PlacementPolicy {
+ public:
+  int64_t KeyValue(FlavorId, const GpuModel& model, GpuKey key) const override {
+    return FreeEq(model, key).units();
+  }
+  int64_t WholeTerm(FlavorId, int) const override { return 0; }
+};
 
-class BestFitPolicy final : public PlacementPolicy {
+class BestFitPolicy final : public FreeCapacityPolicy {
  public:
   std::string_view name() const override { return "bestfit"; }
-  int64_t Value(const NodeClassView& c) const override { return TotalFree(c).units(); }
   int64_t Score(int64_t, int64_t after) const override { return after; }
 };
 
-class SpreadPolicy final : public PlacementPolicy {
+class SpreadPolicy final : public FreeCapacityPolicy {
  public:
   std::string_view name() const override { return "spread"; }
-  int64_t Value(const NodeClassView& c) const override { return TotalFree(c).units(); }
   int64_t Score(int64_t, int64_t after) const override { return -after; }
 };
 
 class FirstFitPolicy final : public PlacementPolicy {
  public:
   std::string_view name() const override { return "firstfit"; }
-  int64_t Value(const NodeClassView&) const override { return 0; }
+  int64_t KeyValue(FlavorId, const GpuModel&, GpuKey) const override { return 0; }
+  int64_t WholeTerm(FlavorId, int) const override { return 0; }
   int64_t Score(int64_t, int64_t) const override { return 0; }
 };
 
@@ -114,8 +167,9 @@ WorkloadMix WorkloadMixOf(const State& state, size_t max_types) {
       it->weight += j.spec.replicas;
     }
   };
-  for (JobId id : state.pending()) add(*state.FindJob(id));
-  for (JobId id : state.active()) add(*state.FindJob(id));
+  for (const auto& [id, job] : state.jobs()) {
+    if (job.state == JobState::kPending || HoldsResources(job.state)) add(job);
+  }
   WorkloadMix mix;
   for (auto& [f, v] : acc) {
     auto key = [](const TaskShape& s) {

@@ -31,15 +31,23 @@ struct WorkloadMix {
   std::map<FlavorId, std::vector<TaskType>> by_flavor;
 };
 
+// Every policy's value of a node class is additive over the class's GPUs plus one term in the
+// number of whole GPUs that are free:
+//   Value(c) = sum over GPUs g of KeyValue(key_g) + WholeTerm(free whole GPUs of c)
+// so the value after one GPU changes is Value(before) - KeyValue(old) + KeyValue(new) (and the
+// whole term adjusted), without materialising the after-state. docs/design/placement.md.
+//
+// Thread-safety: none; implementations may memoise per key.
 class PlacementPolicy {
  public:
   virtual ~PlacementPolicy() = default;
   virtual std::string_view name() const = 0;
-  // A number per node class; the caller memoises it, so it must depend on `c` alone.
-  virtual int64_t Value(const NodeClassView& c) const = 0;
-  // Score of moving a node from a class of value `before` to one of value `after`;
-  // lower is better.
+  virtual int64_t KeyValue(FlavorId flavor, const GpuModel& model, GpuKey key) const = 0;
+  virtual int64_t WholeTerm(FlavorId flavor, int free_whole) const = 0;
+  // Score of moving a node from value `before` to value `after`; lower is better.
   virtual int64_t Score(int64_t before, int64_t after) const = 0;
+
+  int64_t Value(const NodeClassView& c) const;
 };
 
 // `mig_reconfig`: whether idle MIG GPUs count as usable by any profile.

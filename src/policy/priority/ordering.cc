@@ -2,12 +2,8 @@
 
 namespace gpupool {
 
-bool QueueBefore(const State& state, const Job& a, const Job& b) {
-  const int32_t pa = state.priority_class(a.spec.priority_class).value;
-  const int32_t pb = state.priority_class(b.spec.priority_class).value;
-  if (pa != pb) return pa > pb;
-  if (a.submitted != b.submitted) return a.submitted < b.submitted;
-  return a.id < b.id;
+QueueKey QueueKeyOf(const State& state, const Job& job) {
+  return {-state.priority_class(job.spec.priority_class).value, job.submitted, job.id};
 }
 
 bool VictimBefore(const State& state, const Job& a, const Job& b) {

@@ -6,7 +6,16 @@
 namespace gpupool {
 
 // Queue order inside a tenant: higher priority first, then earlier submission, then lower id.
-bool QueueBefore(const State& state, const Job& a, const Job& b);
+struct QueueKey {
+  int32_t neg_priority;
+  Time submitted;
+  JobId id;
+  friend auto operator<=>(const QueueKey&, const QueueKey&) = default;
+};
+QueueKey QueueKeyOf(const State& state, const Job& job);
+inline bool QueueBefore(const State& state, const Job& a, const Job& b) {
+  return QueueKeyOf(state, a) < QueueKeyOf(state, b);
+}
 
 // Victim order for preemption: lower priority first, then the most recently started, then the
 // higher id (the newer job).

@@ -1,0 +1,67 @@
+// One scheduling cycle over synthetic clusters: nodes of 8 GPUs (10% MIG, 10% time-sliced),
+// 50 tenants, mixed job shapes (bench/README in docs/benchmarks.md). Reports the cycle time and
+// placements per second; it passes or fails on nothing.
+#include <benchmark/benchmark.h>
+
+#include <map>
+#include <memory>
+#include <tuple>
+
+#include "scheduler/schedule.h"
+#include "sim/synthetic.h"
+
+namespace gpupool {
+namespace {
+
+const State& CachedState(int nodes, int jobs, int preload_pct) {
+  static std::map<std::tuple<int, int, int>, std::unique_ptr<State>> cache;
+  auto& slot = cache[{nodes, jobs, preload_pct}];
+  if (!slot) {
+    SyntheticSpec spec;
+    spec.nodes = nodes;
+    spec.pending_jobs = jobs;
+    spec.preload = preload_pct / 100.0;
+    slot = std::make_unique<State>(MakeSyntheticState(spec));
+  }
+  return *slot;
+}
+
+void BM_Cycle(benchmark::State& st, const char* policy) {
+  const State& s = CachedState(static_cast<int>(st.range(0)), static_cast<int>(st.range(1)),
+                               static_cast<int>(st.range(2)));
+  SchedulerConfig cfg;
+  cfg.placement = policy;
+  size_t placed = 0, classes = 0, holds = 0, preemptions = 0;
+  for (auto _ : st) {
+    Plan p = Schedule(s, cfg, Time::FromSeconds(3600));
+    placed = p.placements.size();
+    classes = p.stats.node_classes;
+    holds = p.stats.holds;
+    preemptions = p.preemptions.size();
+    benchmark::DoNotOptimize(p);
+  }
+  st.counters["placed"] = static_cast<double>(placed);
+  st.counters["placements_per_s"] =
+      benchmark::Counter(static_cast<double>(placed), benchmark::Counter::kIsIterationInvariantRate);
+  st.counters["node_classes"] = static_cast<double>(classes);
+  st.counters["holds"] = static_cast<double>(holds);
+  st.counters["preemptions"] = static_cast<double>(preemptions);
+}
+
+void Matrix(benchmark::internal::Benchmark* b) {
+  // nodes, pending jobs, % of capacity already running
+  for (int nodes : {1000, 10000}) {
+    for (int jobs : {10000, 100000}) {
+      for (int preload : {0, 50}) b->Args({nodes, jobs, preload});
+    }
+  }
+  b->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(0.5);
+}
+
+BENCHMARK_CAPTURE(BM_Cycle, fgd, "fgd")->Apply(Matrix);
+BENCHMARK_CAPTURE(BM_Cycle, bestfit, "bestfit")->Apply(Matrix);
+
+}  // namespace
+}  // namespace gpupool
+
+BENCHMARK_MAIN();
