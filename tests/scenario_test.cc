@@ -317,16 +317,15 @@ TEST(Mig, BusyGpuIsNeverRepartitioned) {
   });
 }
 
-TEST(Mig, ReconfigurationKeepsTheGpuUsefulForTheOtherProfiles) {
-  // One idle GPU laid out as [7g]; three 2g requests: the GPU is re-partitioned once and all
-  // three land on it (2g fits at 0, 2, 4).
+TEST(Mig, OneRepartitionServesTheSameProfileAgain) {
+  // One idle GPU laid out as [7g]; three 2g requests: the GPU is re-partitioned once, into
+  // 2g@0, 2g@2, 2g@4, and all three land on it.
   RunScenario({
       .nodes = {{"m0", MigNode(1, "7g.80gb@0")}},
       .tenants = {{"a", {{"h100-80gb", {1}}}}},
       .pending = {{"x", "a", "h100-80gb/2g.20gb"}, {"y", "a", "h100-80gb/2g.20gb"},
                   {"z", "a", "h100-80gb/2g.20gb"}},
-      .placed = {"x"},
-      .waiting = {{"y", ReasonCode::kInsufficientCapacity}},
+      .placed = {"x", "y", "z"},
       .reconfigurations = 1,
   });
 }
@@ -472,6 +471,18 @@ TEST(Pools, TenantLabelsSelectNodes) {
       .placed = {"x"},
       .placed_on = {{"x", {"new"}}},
       .waiting = {{"y", ReasonCode::kInsufficientCapacity}},
+  });
+}
+
+TEST(Pools, AJobLargerThanAnyNodeIsToldSo) {
+  RunScenario({
+      .nodes = {{"n0", H100x8()}, {"m0", MigNode(2)}},
+      .tenants = {{"a", {{"h100-80gb", {32}}}}},
+      .pending = {{"x", "a", "16xh100-80gb"}, {"y", "a", "h100-80gb/100m/100"},
+                  {"z", "a", "4xh100-80gb", "training", 4, 0, TopologyLevel::kNode}},
+      .placed = {},
+      .waiting = {{"x", ReasonCode::kNeverFits}, {"y", ReasonCode::kNeverFits},
+                  {"z", ReasonCode::kNeverFits}},
   });
 }
 

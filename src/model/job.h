@@ -22,7 +22,7 @@ struct ReplicaShape {
   FlavorId flavor;
   uint8_t gpus = 1;            // kWholeGpus: GPUs on one node
   uint8_t mig_profile = 0;     // kMigProfile: index into GpuModel::profiles
-  uint16_t milli = 0;          // kGpuFraction: 1..999 milli-GPUs
+  uint16_t milli = 0;          // kGpuFraction: 1..1000 milli-GPUs
   uint32_t gpu_memory_mib = 0; // kGpuFraction: memory bound on the shared GPU
   int64_t cpu_milli = 0;       // host resources on the node
   int64_t memory_mib = 0;

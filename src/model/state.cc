@@ -118,6 +118,14 @@ const Job* State::FindJob(JobId id) const {
   return it == jobs_.end() ? nullptr : &it->second;
 }
 
+Status State::SetPendingReason(JobId id, PendingReason reason) {
+  auto it = jobs_.find(id);
+  if (it == jobs_.end()) return NotFound("unknown job " + std::to_string(id.value()));
+  if (it->second.state != JobState::kPending) return FailedPrecondition("job is not pending");
+  it->second.reason = std::move(reason);
+  return Ok();
+}
+
 Result<JobSpec> State::ValidateSpec(JobSpec spec) const {
   if (!spec.tenant.valid() || spec.tenant.value() >= tenants_.size()) {
     return InvalidArgument("unknown tenant");

@@ -60,6 +60,10 @@ class State {
   // priority classes; fills the default duration. Used before JobSubmitted.
   Result<JobSpec> ValidateSpec(JobSpec spec) const;
 
+  // Records why a pending job waits. A reason is derived data, recomputed every cycle, so it is
+  // set directly rather than journaled as an event. Fails for a job that is not pending.
+  Status SetPendingReason(JobId id, PendingReason reason);
+
   // Decayed usage (GPU-seconds) of every tenant at `now`, indexed by tenant id, including the
   // running jobs' contribution so far. One pass over the active jobs.
   std::vector<double> DecayedUsages(Time now) const;

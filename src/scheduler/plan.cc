@@ -37,6 +37,15 @@ std::vector<Event> PlanToEvents(const Plan& plan, Time now) {
   return out;
 }
 
+void RecordReasons(State& state, const Plan& plan) {
+  for (const PendingNote& n : plan.pending) {
+    const Job* j = state.FindJob(n.job);
+    if (j != nullptr && j->state == JobState::kPending) {
+      GP_CHECK(state.SetPendingReason(n.job, plan.ReasonOf(n)).ok());
+    }
+  }
+}
+
 namespace {
 
 std::string DescribePlacement(const State& s, const std::vector<ReplicaPlacement>& placement) {

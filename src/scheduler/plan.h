@@ -69,6 +69,10 @@ struct Plan {
 // JobAdmitted; starting them is the executor's business (JobStarted).
 std::vector<Event> PlanToEvents(const Plan& plan, Time now);
 
+// Stores each waiting job's reason on the job (State::SetPendingReason). Call after applying
+// the plan's events; jobs the plan placed are no longer pending and are skipped.
+void RecordReasons(State& state, const Plan& plan);
+
 // A deterministic, human-readable rendering (one decision per line).
 std::string Describe(const State& state, const Plan& plan);
 

@@ -147,9 +147,13 @@ std::vector<Candidate> NodeLocal(Session& s, Placer& placer, const Job& job,
   const GpuEq need = job.spec.shape.Eq(cat);
   std::vector<std::pair<size_t, uint32_t>> order;  // (lower bound on victims, node)
   for (const auto& [node, cands] : by_node) {
+    // A true lower bound: even the largest victims first must free `need`.
+    std::vector<GpuEq> sizes;
+    for (const Candidate& c : cands) sizes.push_back(c.job->spec.shape.Eq(cat));
+    std::sort(sizes.rbegin(), sizes.rend());
     GpuEq free = s.cls(s.slot(node).cls).free;
     size_t k = 0;
-    while (free < need && k < cands.size()) free += cands[k++].job->spec.shape.Eq(cat);
+    while (free < need && k < sizes.size()) free += sizes[k++];
     if (free >= need) order.push_back({std::max<size_t>(k, 1), node});
   }
   std::sort(order.begin(), order.end());

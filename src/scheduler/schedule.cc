@@ -59,12 +59,15 @@ class Cycle {
     bool borrowing;
     double share;
     uint32_t tenant;
+    uint32_t version;  // stale when the tenant's share changed after this entry was pushed
     bool operator>(const TenantTurn& o) const {
       return std::tie(borrowing, share, tenant) > std::tie(o.borrowing, o.share, o.tenant);
     }
   };
 
   TenantTurn TurnOf(uint32_t tenant) const;
+  // Re-queues a tenant whose share changed (its work was preempted) under its new key.
+  void Refresh(uint32_t tenant);
   void Consider(const Job& job);
   bool Commit(const Job& job, Placer::Outcome& o, AdmissionKind kind);
   FailKey KeyOf(const Job& job, Time end) const;
@@ -83,6 +86,8 @@ class Cycle {
   std::vector<std::vector<const Job*>> queues_;
   std::vector<size_t> next_;
   std::vector<double> history_;
+  std::vector<uint32_t> version_;
+  std::priority_queue<TenantTurn, std::vector<TenantTurn>, std::greater<TenantTurn>> turns_;
   std::unordered_map<FailKey, uint32_t, FailKeyHash> failed_;  // -> reason index
   std::map<std::tuple<uint32_t, uint16_t, int64_t, int, int64_t, int64_t>, uint32_t>
       quota_reasons_;
@@ -100,7 +105,13 @@ Cycle::TenantTurn Cycle::TurnOf(uint32_t t) const {
   const bool within = q.has_quota(ten.id, f) &&
                       q.usage(ten.id, f) + head.Eq(state_.catalogue()) <= q.guaranteed(ten.id, f);
   const double dominant = BorrowedDominantShare(q, ten, state_.catalogue().size());
-  return {!within, FairShareKey(cfg_.fair_share, dominant, history_[t]), t};
+  return {!within, FairShareKey(cfg_.fair_share, dominant, history_[t]), t, version_[t]};
+}
+
+void Cycle::Refresh(uint32_t t) {
+  if (next_[t] >= queues_[t].size()) return;
+  ++version_[t];
+  turns_.push(TurnOf(t));
 }
 
 FailKey Cycle::KeyOf(const Job& job, Time end) const {
@@ -176,6 +187,16 @@ void Cycle::Consider(const Job& job) {
                    " to tenant " + state_.tenant(t).name});
     return;
   }
+  bool could_fit = false;
+  for (uint32_t p : pools) could_fit = could_fit || session_.CouldEverFit(p, job);
+  if (!could_fit) {
+    Wait(job, {ReasonCode::kNeverFits,
+               Describe(state_.catalogue(), job.spec.shape) +
+                   (job.spec.replicas > 1 ? " x " + std::to_string(job.spec.replicas) : "") +
+                   " is larger than any ready node offered to tenant " +
+                   state_.tenant(t).name + " can hold even when idle"});
+    return;
+  }
   // A job with a preemption history may have other victims than its twin: never cached.
   const bool cacheable = job.preempted_by.empty();
   if (cacheable) {
@@ -206,11 +227,10 @@ void Cycle::Consider(const Job& job) {
       return;
     }
   }
-  // Preemption: for capacity (reclaim or priority) or for the tenant's own borrow limit
-  // (priority only: freeing its own lower-priority work).
-  const bool own_limit = verdict.code == ReasonCode::kBorrowLimit ||
-                         verdict.code == ReasonCode::kMayNotBorrow;
-  if (cfg_.preemption.enabled && !shared.empty() && (verdict.ok() || own_limit)) {
+  // Preemption: for capacity (reclaim or priority) or for quota (the tenant's own lower-priority
+  // work frees quota too; TryPreempt re-checks the quota after the victims leave).
+  bool budget_spent = false;
+  if (cfg_.preemption.enabled && !shared.empty() && verdict.code != ReasonCode::kNoQuota) {
     if (preempt_budget_ > 0) {
       --preempt_budget_;
       ++plan_.stats.preemption_attempts;
@@ -220,11 +240,14 @@ void Cycle::Consider(const Job& job) {
           plan_.preemptions.push_back(d);
           released_.push_back(d.victim);
           backfill_.AddReleased(d.victim);
+          Refresh(state_.FindJob(d.victim)->spec.tenant.value());
         }
         Commit(job, po.placement, po.kind);
         failed_.clear();  // capacity was freed
         return;
       }
+    } else {
+      budget_spent = true;
     }
   }
   if (!verdict.ok()) {
@@ -243,6 +266,12 @@ void Cycle::Consider(const Job& job) {
     return;
   }
   PendingReason reason = CapacityReason(job, o, end);
+  if (budget_spent && reason.code != ReasonCode::kHeldForBackfill) {
+    reason.code = ReasonCode::kPreemptionBudget;
+    reason.message += "; preemption may make room but this cycle's budget of " +
+                      std::to_string(cfg_.preemption.max_attempts_per_cycle) +
+                      " attempts is spent: retried next cycle";
+  }
   if (cfg_.backfill.enabled && holds_left_ > 0 && hold_attempts_left_ > 0 &&
       reason.code != ReasonCode::kHeldForBackfill) {
     --hold_attempts_left_;
@@ -251,7 +280,7 @@ void Cycle::Consider(const Job& job) {
     if (!start.is_never()) {
       --holds_left_;
       ++plan_.stats.holds;
-      reason.message += "; capacity is held for it, expected start " + ToString(start);
+      reason.message += "; capacity is held for it, expected start in " + ToString(start - now_);
       Wait(job, std::move(reason));
       return;  // not cached: the next job of this shape sees different holds
     }
@@ -283,15 +312,18 @@ Plan Cycle::Run() {
   history_ = cfg_.fair_share.usage_blend > 0
                  ? HistoryShares(state_, state_.DecayedUsages(now_))
                  : std::vector<double>(nt, 0.0);
-  std::priority_queue<TenantTurn, std::vector<TenantTurn>, std::greater<TenantTurn>> turns;
+  version_.assign(nt, 0);
   for (uint32_t t = 0; t < nt; ++t) {
-    if (!queues_[t].empty()) turns.push(TurnOf(t));
+    if (!queues_[t].empty()) turns_.push(TurnOf(t));
   }
-  while (!turns.empty()) {
-    const uint32_t t = turns.top().tenant;
-    turns.pop();
+  while (!turns_.empty()) {
+    const TenantTurn turn = turns_.top();
+    turns_.pop();
+    const uint32_t t = turn.tenant;
+    if (turn.version != version_[t]) continue;
     Consider(*queues_[t][next_[t]]);
-    if (++next_[t] < queues_[t].size()) turns.push(TurnOf(t));
+    ++version_[t];
+    if (++next_[t] < queues_[t].size()) turns_.push(TurnOf(t));
   }
   std::sort(plan_.pending.begin(), plan_.pending.end(),
             [](const PendingNote& a, const PendingNote& b) { return a.job < b.job; });

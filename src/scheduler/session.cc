@@ -154,6 +154,38 @@ const std::map<std::string, std::vector<uint32_t>>& Session::Domains(TopologyLev
   return domains_.emplace(level, std::move(d)).first->second;
 }
 
+bool Session::CouldEverFit(uint32_t pool, const Job& job) {
+  if (caps_.empty()) {
+    caps_.resize(pools_.size());
+    for (const Node& n : state_.nodes()) {
+      const uint32_t p = slots_[n.id.value()].pool;
+      if (p == kNone) continue;
+      PoolCaps& c = caps_[p];
+      int whole = 0;
+      for (const Gpu& g : n.gpus) {
+        if (!g.healthy) continue;
+        whole += g.mode == GpuMode::kWhole;
+        c.mig = c.mig || g.mode == GpuMode::kMig;
+        c.shared = c.shared || g.mode == GpuMode::kShared;
+      }
+      c.max_whole = std::max(c.max_whole, whole);
+      c.max_cpu = n.cpu_milli == 0 ? kUntracked : std::max(c.max_cpu, n.cpu_milli);
+      c.max_mem = n.memory_mib == 0 ? kUntracked : std::max(c.max_mem, n.memory_mib);
+    }
+  }
+  const PoolCaps& c = caps_[pool];
+  const ReplicaShape& s = job.spec.shape;
+  const int per_node = job.spec.topology.level == TopologyLevel::kNode &&
+                               job.spec.topology.required ? job.spec.replicas : 1;
+  if (s.cpu_milli * per_node > c.max_cpu || s.memory_mib * per_node > c.max_mem) return false;
+  switch (s.kind) {
+    case ShapeKind::kWholeGpus: return s.gpus * per_node <= c.max_whole;
+    case ShapeKind::kMigProfile: return c.mig;
+    case ShapeKind::kGpuFraction: return c.shared;
+  }
+  return false;
+}
+
 const std::vector<const Job*>& Session::ActiveJobs(FlavorId f) {
   if (active_by_flavor_.empty()) {
     active_by_flavor_.resize(state_.catalogue().size());
@@ -237,9 +269,9 @@ void Session::RollbackTo(size_t mark) {
   while (undo_.size() > mark) {
     Undo& u = undo_.back();
     if (u.kind == Undo::kQuota) {
-      quota_.Remove(u.tenant, u.flavor, u.amount);
+      quota_.Add(u.tenant, u.flavor, GpuEq() - u.amount, GpuEq() - u.on_capacity);
     } else if (u.kind == Undo::kRunningQuota) {
-      running_.Remove(u.tenant, u.flavor, u.amount);
+      running_.Add(u.tenant, u.flavor, GpuEq() - u.amount, GpuEq() - u.on_capacity);
     } else {
       const NodeSlot before = slots_[u.node];
       slots_[u.node] = u.slot;
@@ -303,14 +335,15 @@ void Session::AddShared(uint32_t node, const SharedOcc& occ) {
   Reindex(node, before);
 }
 
-void Session::QuotaAdd(TenantId t, FlavorId f, GpuEq amount) {
+void Session::QuotaAdd(TenantId t, FlavorId f, GpuEq amount, GpuEq on_capacity) {
   Undo u;
   u.kind = Undo::kQuota;
   u.tenant = t;
   u.flavor = f;
   u.amount = amount;
+  u.on_capacity = on_capacity;
   undo_.push_back(std::move(u));
-  quota_.Add(t, f, amount);
+  quota_.Add(t, f, amount, on_capacity);
 }
 
 void Session::Release(const Job& job, const std::vector<ReplicaPlacement>& placement) {
@@ -350,14 +383,19 @@ void Session::Release(const Job& job, const std::vector<ReplicaPlacement>& place
   }
   if (job.admitted_as != AdmissionKind::kDedicated) {
     const GpuEq eq = job.Eq(state_.catalogue());
-    QuotaAdd(job.spec.tenant, shape.flavor, GpuEq() - eq);
+    GpuEq on_capacity;
+    for (const ReplicaPlacement& rp : placement) {
+      if (slots_[rp.node.value()].pool != kNone) on_capacity += shape.Eq(state_.catalogue());
+    }
+    QuotaAdd(job.spec.tenant, shape.flavor, GpuEq() - eq, GpuEq() - on_capacity);
     Undo u;
     u.kind = Undo::kRunningQuota;
     u.tenant = job.spec.tenant;
     u.flavor = shape.flavor;
     u.amount = GpuEq() - eq;
+    u.on_capacity = GpuEq() - on_capacity;
     undo_.push_back(u);
-    running_.Add(job.spec.tenant, shape.flavor, GpuEq() - eq);
+    running_.Add(job.spec.tenant, shape.flavor, u.amount, u.on_capacity);
   }
 }
 

@@ -107,6 +107,10 @@ class Session {
     return active_[pool * kKinds + KindIndex(kind)];
   }
   const std::vector<uint32_t>& held_nodes() const { return held_; }
+  // Whether one replica of `job` (all replicas, for a node-level constraint) would fit on some
+  // node of the pool if that node were idle: false means waiting cannot help.
+  bool CouldEverFit(uint32_t pool, const Job& job);
+
   // Jobs holding resources when the cycle began, of one flavor, in id order.
   const std::vector<const Job*>& ActiveJobs(FlavorId f);
   // Schedulable nodes grouped by their domain at a level, domain names in order.
@@ -123,7 +127,8 @@ class Session {
   void SetKeys(uint32_t node, const std::vector<GpuGrant>& gpus, GpuKey key);
   void TakeHost(uint32_t node, int64_t cpu_milli, int64_t memory_mib);
   void AddShared(uint32_t node, const SharedOcc& occ);
-  void QuotaAdd(TenantId t, FlavorId f, GpuEq amount);
+  void QuotaAdd(TenantId t, FlavorId f, GpuEq amount, GpuEq on_capacity);
+  void QuotaAdd(TenantId t, FlavorId f, GpuEq amount) { QuotaAdd(t, f, amount, amount); }
   // Frees everything `job` holds under `placement` (a running job being preempted).
   void Release(const Job& job, const std::vector<ReplicaPlacement>& placement);
   // Holds the GPUs in `mask` until `until` for a blocked job (backfill).
@@ -140,7 +145,7 @@ class Session {
     std::vector<SharedOcc> shared;
     TenantId tenant;
     FlavorId flavor;
-    GpuEq amount;
+    GpuEq amount, on_capacity;
   };
   struct ClassKey {
     uint32_t pool = kNone;
@@ -177,6 +182,12 @@ class Session {
   std::vector<bool> eligible_ready_;
   std::map<TopologyLevel, std::map<std::string, std::vector<uint32_t>>> domains_;
   std::vector<std::vector<const Job*>> active_by_flavor_;  // built on first use
+  struct PoolCaps {
+    int max_whole = 0;  // most healthy whole-mode GPUs on one node
+    bool mig = false, shared = false;
+    int64_t max_cpu = 0, max_mem = 0;  // kUntracked if some node does not track them
+  };
+  std::vector<PoolCaps> caps_;  // by pool, built on first use
   std::vector<Undo> undo_;
 };
 

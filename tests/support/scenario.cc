@@ -126,6 +126,10 @@ Plan RunScenario(const Scenario& sc, State* state_out, std::map<std::string, Job
     Status st = Apply(s, e);
     EXPECT_TRUE(st.ok()) << st.error().message << "\n" << described;
   }
+  RecordReasons(s, plan);
+  for (const PendingNote& n : plan.pending) {
+    EXPECT_EQ(s.FindJob(n.job)->reason, plan.ReasonOf(n)) << "reason not recorded";
+  }
   Status inv = CheckInvariants(s);
   EXPECT_TRUE(inv.ok()) << inv.error().message;
   if (state_out) *state_out = std::move(s);

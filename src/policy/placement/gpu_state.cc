@@ -95,6 +95,14 @@ std::vector<GpuKey> ReconfigOptions(const GpuModel& model, GpuKey idle_key, uint
     if (next.size() == MigLayout::kMaxInstances) continue;
     next.Add({profile, static_cast<uint8_t>(start)});
     if (!ValidateLayout(model, next).ok()) continue;
+    // The freed slices get more instances of the same profile where they fit: the demand that
+    // made the scheduler re-partition is likely to ask again.
+    for (int more = 0; more < 8 && next.size() < MigLayout::kMaxInstances; ++more) {
+      if (!p.ValidStart(more) || next.IndexOfStart(more) >= 0) continue;
+      MigLayout bigger = next;
+      bigger.Add({profile, static_cast<uint8_t>(more)});
+      if (ValidateLayout(model, bigger).ok()) next = bigger;
+    }
     const int taken = next.IndexOfStart(start);
     const uint8_t all = static_cast<uint8_t>((1u << next.size()) - 1);
     out.push_back(GpuKey::Mig(next, static_cast<uint8_t>(all & ~(1u << taken))));

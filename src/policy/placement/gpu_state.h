@@ -89,8 +89,8 @@ int FreeInstanceOf(GpuKey key, uint8_t profile);
 GpuKey MigAfterTake(GpuKey key, int index);
 
 // Re-partitioning an idle MIG GPU for `profile`: for each valid start, the layout that keeps
-// every instance not overlapping the new one, with the new instance taken. Result keys are
-// distinct and ordered by start.
+// every instance not overlapping the new one, adds the new one (taken) and fills what is left
+// with more free instances of the same profile. Result keys are ordered by start.
 std::vector<GpuKey> ReconfigOptions(const GpuModel& model, GpuKey idle_key, uint8_t profile);
 
 // Free capacity on this GPU that a task of this shape could use (whole-GPU tasks: the GPU if

@@ -65,6 +65,20 @@ TEST(GpuKey, ClientCapLimitsSharers) {
   EXPECT_FALSE(SharedFits(k, t));
 }
 
+TEST(GpuKey, ReconfigFillsFreedSlicesWithTheRequestedProfile) {
+  // [7g] asked for a 2g: 2g@0, 2g@2, 2g@4 (at most 3 x 2g), one of them taken.
+  const GpuModel& m = H100();
+  const GpuKey idle = GpuKey::Mig(*ParseLayout(m, "7g.80gb@0"), 0b1);
+  const int p2g = m.ProfileIndexByName("2g.20gb");
+  const std::vector<GpuKey> opts = ReconfigOptions(m, idle, static_cast<uint8_t>(p2g));
+  ASSERT_EQ(opts.size(), 3u);
+  for (const GpuKey& k : opts) {
+    EXPECT_EQ(ToString(m, k.layout()), "2g.20gb@0,2g.20gb@2,2g.20gb@4");
+    EXPECT_EQ(FreeEq(m, k), GpuEq::MigSlices(5));  // two free 2g + the unpartitioned slice
+  }
+  EXPECT_EQ(opts[1].free_mask(), 0b101);  // the 2g at start 2 is the one taken
+}
+
 TEST(GpuKey, ReconfigKeepsInstancesThatDoNotOverlap) {
   // Idle all-balanced GPU asked for a 3g: at start 0 the new 3g overlaps 1g@0, 1g@1, 2g@2
   // and keeps 3g@4; at start 4 it replaces the existing 3g@4 (same layout: skipped by callers).

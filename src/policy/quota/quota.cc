@@ -7,6 +7,7 @@ QuotaBook::QuotaBook(const State& state)
       cells_(state.tenants().size() * state.catalogue().size()),
       capacity_(flavors_),
       total_usage_(flavors_),
+      on_capacity_(flavors_),
       protected_(flavors_) {
   for (const Tenant& t : state.tenants()) {
     for (const auto& [f, q] : t.quotas) {
@@ -31,6 +32,11 @@ QuotaBook::QuotaBook(const State& state)
     Cell& c = cell(j.spec.tenant, j.spec.shape.flavor);
     c.usage += j.Eq(state.catalogue());
     total_usage_[j.spec.shape.flavor.value()] += j.Eq(state.catalogue());
+    for (const ReplicaPlacement& rp : j.placement) {
+      if (state.node(rp.node).schedulable()) {
+        on_capacity_[j.spec.shape.flavor.value()] += j.spec.shape.Eq(state.catalogue());
+      }
+    }
   }
   for (const Tenant& t : state.tenants()) {
     for (size_t f = 0; f < flavors_; ++f) {
@@ -39,17 +45,18 @@ QuotaBook::QuotaBook(const State& state)
   }
 }
 
-void QuotaBook::Add(TenantId t, FlavorId f, GpuEq amount) {
+void QuotaBook::Add(TenantId t, FlavorId f, GpuEq amount, GpuEq on_capacity) {
   Cell& c = cell(t, f);
   protected_[f.value()] -= c.Protected();
   c.usage += amount;
   protected_[f.value()] += c.Protected();
   total_usage_[f.value()] += amount;
+  on_capacity_[f.value()] += on_capacity;
 }
 
 GpuEq QuotaBook::lendable_to(TenantId t, FlavorId f) const {
   const GpuEq others_protected = protected_[f.value()] - cell(t, f).Protected();
-  return capacity_[f.value()] - total_usage_[f.value()] - others_protected;
+  return capacity_[f.value()] - on_capacity_[f.value()] - others_protected;
 }
 
 QuotaVerdict QuotaBook::Check(TenantId t, FlavorId f, GpuEq demand, bool may_borrow) const {
@@ -62,6 +69,18 @@ QuotaVerdict QuotaBook::Check(TenantId t, FlavorId f, GpuEq demand, bool may_bor
   }
   if (demand > lendable_to(t, f)) return {ReasonCode::kNoLendableCapacity};
   return {ReasonCode::kNone, AdmissionKind::kBorrowed};
+}
+
+std::vector<GuaranteeShortfall> GuaranteeShortfalls(const State& state) {
+  const QuotaBook book(state);
+  std::vector<GuaranteeShortfall> out;
+  for (size_t i = 0; i < state.catalogue().size(); ++i) {
+    const FlavorId f(static_cast<uint16_t>(i));
+    GpuEq sum;
+    for (const Tenant& t : state.tenants()) sum += book.guaranteed(t.id, f);
+    if (sum > book.capacity(f)) out.push_back({f, sum, book.capacity(f)});
+  }
+  return out;
 }
 
 std::string QuotaBook::Explain(const State& state, TenantId t, FlavorId f, GpuEq demand,

@@ -6,7 +6,9 @@
 //   protected(t) = max(0, G - U - L)   (unused guarantee t does not lend; 0 when L is none)
 //   t may take d more within its guarantee  iff U + d <= G
 //   t may borrow d                          iff may_borrow, U + d <= G + B (when B is set) and
-//                                               d <= C - T - sum over others of protected
+//                                               d <= C - P - sum over others of protected
+// where P is the usage that sits on the capacity C (jobs on cordoned or draining nodes count for
+// their tenant's U but not in P, since their GPUs are not in C either).
 // Nodes dedicated to a tenant are outside the pool: neither their capacity nor their usage
 // appears here.
 //
@@ -33,7 +35,10 @@ class QuotaBook {
   explicit QuotaBook(const State& state);
 
   QuotaVerdict Check(TenantId t, FlavorId f, GpuEq demand, bool may_borrow) const;
-  void Add(TenantId t, FlavorId f, GpuEq amount);
+  // `on_capacity`: the part of `amount` on nodes counted in capacity (all of it for new
+  // placements, which only go to ready nodes).
+  void Add(TenantId t, FlavorId f, GpuEq amount, GpuEq on_capacity);
+  void Add(TenantId t, FlavorId f, GpuEq amount) { Add(t, f, amount, amount); }
   void Remove(TenantId t, FlavorId f, GpuEq amount) { Add(t, f, GpuEq() - amount); }
 
   GpuEq usage(TenantId t, FlavorId f) const { return cell(t, f).usage; }
@@ -45,7 +50,8 @@ class QuotaBook {
   bool has_quota(TenantId t, FlavorId f) const { return cell(t, f).has_quota; }
   GpuEq capacity(FlavorId f) const { return capacity_[f.value()]; }
   GpuEq total_usage(FlavorId f) const { return total_usage_[f.value()]; }
-  // Capacity tenant t could borrow right now: C - T - others' protected capacity.
+  GpuEq usage_on_capacity(FlavorId f) const { return on_capacity_[f.value()]; }
+  // Capacity tenant t could borrow right now: C - P - others' protected capacity.
   GpuEq lendable_to(TenantId t, FlavorId f) const;
 
   // A sentence explaining a failed verdict, with the numbers.
@@ -66,7 +72,16 @@ class QuotaBook {
 
   size_t flavors_;
   std::vector<Cell> cells_;             // tenant-major
-  std::vector<GpuEq> capacity_, total_usage_, protected_;  // per flavor
+  std::vector<GpuEq> capacity_, total_usage_, on_capacity_, protected_;  // per flavor
 };
+
+// Flavors where the guarantees add up to more than the healthy capacity of the shared pool: a
+// configuration error when it is set, an alert for admins when health failures cause it
+// (DESIGN.md §3).
+struct GuaranteeShortfall {
+  FlavorId flavor;
+  GpuEq guaranteed, capacity;
+};
+std::vector<GuaranteeShortfall> GuaranteeShortfalls(const State& state);
 
 }  // namespace gpupool

@@ -82,5 +82,33 @@ TEST_F(QuotaTest, CapacityCountsOnlyReadySharedPoolHealthyGpus) {
   EXPECT_EQ(book.capacity(f_), GpuEq::Gpus(7));
 }
 
+TEST_F(QuotaTest, ShortfallWhenHealthFailuresLeaveGuaranteesUncovered) {
+  T("a", {10});
+  T("b", {6});
+  EXPECT_TRUE(GuaranteeShortfalls(s_).empty());  // 16 of 16
+  ASSERT_TRUE(Apply(s_, GpuHealthChanged{NodeId(0), 0, false, Time()}).ok());
+  const std::vector<GuaranteeShortfall> sf = GuaranteeShortfalls(s_);
+  ASSERT_EQ(sf.size(), 1u);
+  EXPECT_EQ(sf[0].flavor, f_);
+  EXPECT_EQ(sf[0].guaranteed, GpuEq::Gpus(16));
+  EXPECT_EQ(sf[0].capacity, GpuEq::Gpus(15));
+}
+
+TEST_F(QuotaTest, WorkOnCordonedNodesIsNotCountedTwiceInLendableCapacity) {
+  // b runs 8 on n1, which is then cordoned: capacity drops to n0's 8. b's 8 still count as b's
+  // usage, but they are not on the capacity, so a may still borrow all of n0.
+  const TenantId a = T("a", {0});
+  const TenantId b = T("b", {8});
+  const JobId j = *Submit(s_, {.tenant = "b", .shape = *WholeGpus(s_, "h100-80gb", 8)}, Time());
+  std::vector<GpuGrant> grants;
+  for (uint16_t g = 0; g < 8; ++g) grants.push_back({.gpu = g});
+  ASSERT_TRUE(Apply(s_, JobAdmitted{j, {{NodeId(1), grants}}, AdmissionKind::kGuaranteed, Time()}).ok());
+  ASSERT_TRUE(Apply(s_, NodeConditionChanged{NodeId(1), NodeCondition::kCordoned, Time()}).ok());
+  QuotaBook book(s_);
+  EXPECT_EQ(book.capacity(f_), GpuEq::Gpus(8));
+  EXPECT_EQ(book.usage(b, f_), GpuEq::Gpus(8));
+  EXPECT_EQ(book.lendable_to(a, f_), GpuEq::Gpus(8));
+}
+
 }  // namespace
 }  // namespace gpupool

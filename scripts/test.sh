@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Builds gpupool and runs every test (unit, scenario, property, layering).
+#   scripts/test.sh             the default run (CI)
+#   scripts/test.sh --sanitize  the same under AddressSanitizer + UndefinedBehaviorSanitizer,
+#                               in build-asan/
+set -euo pipefail
+cd "$(dirname "$0")/.."
+if [ "${1:-}" = "--sanitize" ]; then
+  export GPUPOOL_BUILD_DIR=build-asan
+  ./scripts/build.sh -DGPUPOOL_SANITIZE=ON -DGPUPOOL_BENCH=OFF
+else
+  ./scripts/build.sh
+fi
+build=${GPUPOOL_BUILD_DIR:-build}
+ctest --test-dir "$build" --output-on-failure -j "${GPUPOOL_JOBS:-$(nproc)}"

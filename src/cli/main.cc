@@ -1,0 +1,39 @@
+// gpupool: one binary, subcommands. The daemon (serve), agent and simulator (sim) come with
+// their issues; until then `demo` shows the scheduler at work.
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "cli/commands.h"
+
+namespace {
+
+constexpr const char* kUsage = R"(usage: gpupool COMMAND [FLAGS]
+
+commands:
+  demo        schedule a generated day of work on a small demo cluster and print what happened
+              --hours N (8)  --policy fgd|bestfit|spread|firstfit  --seed N (7)  --every MIN (60)
+  catalogue   list the built-in GPU models and their MIG profiles [MODEL]
+  version     print the version
+  help        print this text
+)";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty() || args[0] == "help" || args[0] == "--help" || args[0] == "-h") {
+    std::cout << kUsage;
+    return args.empty() ? 2 : 0;
+  }
+  const std::string cmd = args[0];
+  args.erase(args.begin());
+  if (cmd == "demo") return gpupool::cli::Demo(args);
+  if (cmd == "catalogue") return gpupool::cli::Catalogue(args);
+  if (cmd == "version") {
+    std::cout << "gpupool 0.1.0\n";
+    return 0;
+  }
+  std::cerr << "gpupool: unknown command '" << cmd << "'\n" << kUsage;
+  return 2;
+}
