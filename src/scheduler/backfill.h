@@ -6,7 +6,8 @@
 //
 // Simplifications, documented in docs/design/backfill.md: one replica per node; the held GPU
 // is held whole (for a MIG or fractional replica too); nodes already holding for one job are
-// not considered for another; jobs without a duration estimate never end.
+// not considered for another; jobs without a duration estimate never end, jobs past their
+// estimate end at any moment; a shared GPU freed on the timeline keeps its owner until empty.
 #pragma once
 
 #include <deque>

@@ -37,13 +37,22 @@ TaskShape Placer::TaskOf(const State& state, const Job& job) {
   return t;
 }
 
+size_t Placer::ShapeHash::operator()(const TaskShape& t) const {
+  uint64_t h = (uint64_t{static_cast<uint8_t>(t.kind)} << 56) | (uint64_t{t.gpus} << 48) |
+               (uint64_t{t.mig_profile} << 40) | (uint64_t{t.milli} << 24) |
+               (uint64_t{t.tenant_allows_cotenancy} << 23);
+  h ^= (uint64_t{t.memory_mib} << 1) * 0x9e3779b97f4a7c15ull;
+  h ^= uint64_t{t.tenant.value()} * 0xc2b2ae3d27d4eb4full;
+  return static_cast<size_t>(h);
+}
+
 uint32_t Placer::ShapeId(const TaskShape& t) {
-  for (size_t i = 0; i < shapes_.size(); ++i) {
-    if (shapes_[i] == t) return static_cast<uint32_t>(i);
+  auto [it, fresh] = shape_ids_.try_emplace(t, static_cast<uint32_t>(shapes_.size()));
+  if (fresh) {
+    shapes_.push_back(t);
+    memo_.emplace_back();
   }
-  shapes_.push_back(t);
-  memo_.emplace_back();
-  return static_cast<uint32_t>(shapes_.size() - 1);
+  return it->second;
 }
 
 const Placer::Option& Placer::OptionFor(uint32_t shape, uint32_t cls) {

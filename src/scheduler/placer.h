@@ -1,9 +1,9 @@
 // Placer: finds where a job's replicas go, on a Session, all or none.
 //
-// For each replica it looks at every active node class of the eligible pools (plus held nodes,
-// one by one), takes the class's best single-node option from a memo keyed by (shape, class),
-// and picks the lowest (score, node id). Options per class: for whole GPUs, the first free
-// ones; for a MIG profile, a free instance of it, or (with a large penalty, so only when no
+// For each replica it looks at every active node class of the eligible pools that offers the
+// shape's kind (plus held nodes, one by one), takes the class's best single-node option from a
+// memo keyed by (shape, the class's per-kind index), and picks the lowest (score, node id).
+// Options per class: for whole GPUs, the first free ones; for a MIG profile, a free instance of it, or (with a large penalty, so only when no
 // instance fits anywhere) re-partitioning an idle MIG GPU; for a fraction, a shared GPU with
 // room whose occupants allow this tenant. Topology constraints restrict the search to one
 // domain at a time, tightest-fitting domain first.
@@ -12,6 +12,7 @@
 #pragma once
 
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "scheduler/plan.h"
@@ -67,8 +68,12 @@ class Placer {
 
   Session& s_;
   bool reconfigure_;
+  struct ShapeHash {
+    size_t operator()(const TaskShape& t) const;
+  };
   std::vector<TaskShape> shapes_;
-  std::vector<std::vector<Option>> memo_;  // [shape][class]
+  std::unordered_map<TaskShape, uint32_t, ShapeHash> shape_ids_;
+  std::vector<std::vector<Option>> memo_;  // [shape][class's index for the shape's kind]
 };
 
 }  // namespace gpupool

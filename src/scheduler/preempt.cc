@@ -134,22 +134,28 @@ bool BetterSet(const State& state, const std::vector<Candidate>& a,
 std::vector<Candidate> NodeLocal(Session& s, Placer& placer, const Job& job,
                                  const std::vector<uint32_t>& pools,
                                  const std::vector<Candidate>& all, int max_victims) {
+  const Catalogue& cat = s.state().catalogue();
   std::map<uint32_t, std::vector<Candidate>> by_node;
+  std::map<uint32_t, std::vector<GpuEq>> freed_on;  // what each candidate frees on that node
   for (const Candidate& c : all) {
     for (const ReplicaPlacement& rp : c.job->placement) {
       const uint32_t pool = s.slot(rp.node.value()).pool;
       if (std::find(pools.begin(), pools.end(), pool) == pools.end()) continue;
       std::vector<Candidate>& v = by_node[rp.node.value()];
-      if (v.empty() || v.back().job != c.job) v.push_back(c);
+      std::vector<GpuEq>& f = freed_on[rp.node.value()];
+      if (v.empty() || v.back().job != c.job) {
+        v.push_back(c);
+        f.push_back(GpuEq());
+      }
+      f.back() += c.job->spec.shape.Eq(cat);  // one more replica of it on this node
     }
   }
-  const Catalogue& cat = s.state().catalogue();
-  const GpuEq need = job.spec.shape.Eq(cat);
+  const GpuEq need = job.spec.shape.Eq(cat) *
+                     (job.spec.topology.level == TopologyLevel::kNode ? job.spec.replicas : 1);
   std::vector<std::pair<size_t, uint32_t>> order;  // (lower bound on victims, node)
   for (const auto& [node, cands] : by_node) {
     // A true lower bound: even the largest victims first must free `need`.
-    std::vector<GpuEq> sizes;
-    for (const Candidate& c : cands) sizes.push_back(c.job->spec.shape.Eq(cat));
+    std::vector<GpuEq> sizes = freed_on[node];
     std::sort(sizes.rbegin(), sizes.rend());
     GpuEq free = s.cls(s.slot(node).cls).free;
     size_t k = 0;

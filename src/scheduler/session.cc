@@ -384,9 +384,7 @@ void Session::Release(const Job& job, const std::vector<ReplicaPlacement>& place
   if (job.admitted_as != AdmissionKind::kDedicated) {
     const GpuEq eq = job.Eq(state_.catalogue());
     GpuEq on_capacity;
-    for (const ReplicaPlacement& rp : placement) {
-      if (slots_[rp.node.value()].pool != kNone) on_capacity += shape.Eq(state_.catalogue());
-    }
+    for (const ReplicaPlacement& rp : placement) on_capacity += OnCapacity(state_, job, rp);
     QuotaAdd(job.spec.tenant, shape.flavor, GpuEq() - eq, GpuEq() - on_capacity);
     Undo u;
     u.kind = Undo::kRunningQuota;

@@ -13,7 +13,8 @@
 // Invariants:
 //  1. slot(n).cls is the interned class of (slot(n).pool, sorted keys of n).
 //  2. n is in members(slot(n).cls) iff slot(n).pool != kNone and slot(n).hold_mask == 0.
-//  3. active(p) lists exactly the classes of pool p with non-empty member sets.
+//  3. active(p, k) lists exactly the classes of pool p with non-empty member sets whose kinds
+//     include k.
 //  4. Rolling back to a mark restores slots, shared occupants and quota exactly.
 //
 // Thread-safety: none; one cycle, one thread.

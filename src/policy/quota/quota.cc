@@ -33,9 +33,7 @@ QuotaBook::QuotaBook(const State& state)
     c.usage += j.Eq(state.catalogue());
     total_usage_[j.spec.shape.flavor.value()] += j.Eq(state.catalogue());
     for (const ReplicaPlacement& rp : j.placement) {
-      if (state.node(rp.node).schedulable()) {
-        on_capacity_[j.spec.shape.flavor.value()] += j.spec.shape.Eq(state.catalogue());
-      }
+      on_capacity_[j.spec.shape.flavor.value()] += OnCapacity(state, j, rp);
     }
   }
   for (const Tenant& t : state.tenants()) {
@@ -69,6 +67,19 @@ QuotaVerdict QuotaBook::Check(TenantId t, FlavorId f, GpuEq demand, bool may_bor
   }
   if (demand > lendable_to(t, f)) return {ReasonCode::kNoLendableCapacity};
   return {ReasonCode::kNone, AdmissionKind::kBorrowed};
+}
+
+GpuEq OnCapacity(const State& state, const Job& job, const ReplicaPlacement& replica) {
+  const Node& n = state.node(replica.node);
+  if (!n.schedulable() || n.dedicated_to.valid()) return GpuEq();
+  const ReplicaShape& s = job.spec.shape;
+  // Each grant's share of the replica: a whole GPU each, or the replica's single grant.
+  const GpuEq per_grant = s.kind == ShapeKind::kWholeGpus ? GpuEq::Gpus(1) : s.Eq(state.catalogue());
+  GpuEq total;
+  for (const GpuGrant& g : replica.grants) {
+    if (n.gpus[g.gpu].healthy) total += per_grant;
+  }
+  return total;
 }
 
 std::vector<GuaranteeShortfall> GuaranteeShortfalls(const State& state) {

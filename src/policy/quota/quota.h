@@ -75,6 +75,10 @@ class QuotaBook {
   std::vector<GpuEq> capacity_, total_usage_, on_capacity_, protected_;  // per flavor
 };
 
+// The part of one replica's GPU-equivalents that sits on capacity: on a ready, shared-pool node
+// and on healthy GPUs (what the pool's capacity C counts).
+GpuEq OnCapacity(const State& state, const Job& job, const ReplicaPlacement& replica);
+
 // Flavors where the guarantees add up to more than the healthy capacity of the shared pool: a
 // configuration error when it is set, an alert for admins when health failures cause it
 // (DESIGN.md §3).
