@@ -263,6 +263,35 @@ TEST_P(PropertyTest, InvariantsHoldOverRandomSteps) {
   }
 }
 
+TEST(PropertyTest, KeySearchGivesTheSamePlansAsClassSearch) {
+  // The GPU-state search is an optimisation of the node-class search: over random states and
+  // steps, both must produce identical plans (docs/design/placement.md explains why).
+  for (const char* policy : {"fgd", "firstfit"}) {
+    SchedulerConfig keyed, classed;
+    keyed.placement = classed.placement = policy;
+    classed.key_search = false;
+    for (uint64_t seed = 200; seed < 206; ++seed) {
+      SCOPED_TRACE(std::string(policy) + " seed=" + std::to_string(seed));
+      Sim sim(seed);
+      sim.BuildCluster();
+      Time now;
+      for (int step = 0; step < 150; ++step) {
+        now = now + Duration::Seconds(sim.Uniform(30, 600));
+        sim.FinishSome(now);
+        sim.SubmitSome(now);
+        if (HasFatalFailure()) return;
+        const Plan a = Schedule(sim.state(), keyed, now);
+        const Plan b = Schedule(sim.state(), classed, now);
+        ASSERT_TRUE(a == b) << "step " << step << "\nkey search:\n"
+                            << Describe(sim.state(), a) << "class search:\n"
+                            << Describe(sim.state(), b);
+        sim.CheckAndApply(a, keyed, now);
+        if (HasFatalFailure()) return;
+      }
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Policies, PropertyTest,
                          ::testing::Values("fgd", "bestfit", "spread", "firstfit"));
 

@@ -29,6 +29,9 @@ struct SchedulerConfig {
   PreemptionConfig preemption;
   BackfillConfig backfill;
   bool mig_reconfigure = true;  // re-partition idle MIG GPUs when a profile fits nowhere
+  // Search MIG and fraction options over GPU states (KeyIndex) when the policy allows it. Same
+  // plans as the node-class search, faster; off only to test that equivalence.
+  bool key_search = true;
   size_t max_workload_types = 64;
 };
 

@@ -1,6 +1,7 @@
 #include "scheduler/placer.h"
 
 #include <algorithm>
+#include <tuple>
 
 namespace gpupool {
 namespace {
@@ -9,16 +10,16 @@ namespace {
 // produces, so an existing instance anywhere always wins over a reconfiguration.
 constexpr int64_t kReconfigurePenalty = int64_t{1} << 50;
 
-bool Better(int64_t score, uint32_t node, int64_t best_score, uint32_t best_node) {
-  if (best_node == Session::kNone) return true;
-  if (score != best_score) return score < best_score;
-  return node < best_node;
-}
-
 }  // namespace
 
-Placer::Placer(Session& session, bool mig_reconfigure)
-    : s_(session), reconfigure_(mig_reconfigure) {}
+bool Placer::Better(const Option& o, uint32_t node, const Candidate& best) {
+  if (best.node == Session::kNone) return true;
+  return std::tie(o.score, node, o.before, o.after) <
+         std::tie(best.option.score, best.node, best.option.before, best.option.after);
+}
+
+Placer::Placer(Session& session, bool mig_reconfigure, bool key_search)
+    : s_(session), reconfigure_(mig_reconfigure), key_search_(key_search) {}
 
 TaskShape Placer::TaskOf(const State& state, const Job& job) {
   const ReplicaShape& s = job.spec.shape;
@@ -51,6 +52,7 @@ uint32_t Placer::ShapeId(const TaskShape& t) {
   if (fresh) {
     shapes_.push_back(t);
     memo_.emplace_back();
+    key_memo_.emplace_back();
   }
   return it->second;
 }
@@ -127,7 +129,7 @@ void Placer::Consider(uint32_t node, uint32_t cls, uint32_t shape_id, const Repl
                       Candidate& best) {
   const Option& o = OptionFor(shape_id, cls);
   if (!o.fits || !HostFits(s_.slot(node), rs)) return;
-  if (Better(o.score, node, best.option.score, best.node)) best = {node, o};
+  if (Better(o, node, best)) best = {node, o};
 }
 
 bool Placer::PlaceReplica(const Job& job, uint32_t shape_id, const std::vector<uint32_t>& pools,
@@ -139,6 +141,13 @@ bool Placer::PlaceReplica(const Job& job, uint32_t shape_id, const std::vector<u
     for (uint32_t node : *domain) {
       const Session::NodeSlot& s = s_.slot(node);
       if (in_pools(s.pool)) Consider(node, s_.EffectiveClass(node, end), shape_id, rs, best);
+    }
+  } else if (key_search_ && rs.kind != ShapeKind::kWholeGpus && s_.policy().ScoresDifferences()) {
+    SearchKeys(job, shape_id, pools, best);
+    for (uint32_t node : s_.held_nodes()) {
+      if (in_pools(s_.slot(node).pool)) {
+        Consider(node, s_.EffectiveClass(node, end), shape_id, rs, best);
+      }
     }
   } else {
     const bool host = rs.cpu_milli > 0 || rs.memory_mib > 0;
@@ -155,7 +164,7 @@ bool Placer::PlaceReplica(const Job& job, uint32_t shape_id, const std::vector<u
           if (it == members.end()) continue;
           node = *it;
         }
-        if (Better(o.score, node, best.option.score, best.node)) best = {node, o};
+        if (Better(o, node, best)) best = {node, o};
       }
     }
     for (uint32_t node : s_.held_nodes()) {
@@ -167,6 +176,80 @@ bool Placer::PlaceReplica(const Job& job, uint32_t shape_id, const std::vector<u
   if (best.node == Session::kNone) return false;
   Apply(best.node, best.option, job, shapes_[shape_id], out);
   return true;
+}
+
+void Placer::Keep(const Option& o, Option& best) const {
+  if (!best.fits || std::tie(o.score, o.before, o.after) < std::tie(best.score, best.before, best.after)) {
+    best = o;
+  }
+}
+
+const Placer::Option& Placer::KeyOptionFor(uint32_t shape, uint32_t key_id) {
+  const KeyIndex::Entry& e = s_.keys().entry(key_id);
+  std::vector<Option>& row = key_memo_[shape];
+  if (row.size() <= static_cast<size_t>(e.index)) row.resize(static_cast<size_t>(e.index) * 2 + 16);
+  Option& slot = row[e.index];
+  if (slot.computed) return slot;
+  const TaskShape& t = shapes_[shape];
+  const FlavorId flavor = s_.pool(e.pool).flavor;
+  const GpuModel& m = s_.model(flavor);
+  const PlacementPolicy& policy = s_.policy();
+  Option best;
+  auto consider = [&](GpuKey after, int64_t penalty) {
+    Option o{true, true,
+             policy.Score(0, policy.KeyValue(flavor, m, after) - policy.KeyValue(flavor, m, e.key)) +
+                 penalty,
+             e.key, after};
+    Keep(o, best);
+  };
+  if (t.kind == ShapeKind::kGpuFraction) {
+    if (SharedFits(e.key, t)) consider(SharedAfter(e.key, t), 0);
+  } else if (e.key.mode() == KeyMode::kMig) {
+    const int idx = FreeInstanceOf(e.key, t.mig_profile);
+    if (idx >= 0) consider(MigAfterTake(e.key, idx), 0);
+    if (reconfigure_ && MigIdle(e.key)) {
+      for (GpuKey after : ReconfigOptions(m, e.key, t.mig_profile)) {
+        if (!(after.layout() == e.key.layout())) consider(after, kReconfigurePenalty);
+      }
+    }
+  }
+  best.computed = true;
+  slot = best;
+  return slot;
+}
+
+void Placer::SearchKeys(const Job& job, uint32_t shape_id, const std::vector<uint32_t>& pools,
+                        Candidate& best) {
+  const TaskShape& t = shapes_[shape_id];
+  const ReplicaShape& rs = job.spec.shape;
+  const bool host = rs.cpu_milli > 0 || rs.memory_mib > 0;
+  std::array<uint32_t, 3> buckets{};
+  int nb = 0;
+  if (t.kind == ShapeKind::kMigProfile) {
+    buckets[nb++] = KeyIndex::kMig;
+  } else {
+    buckets[nb++] = KeyIndex::kOpen;
+    buckets[nb++] = KeyIndex::kOwnerBase + t.tenant.value();
+    if (t.tenant_allows_cotenancy) buckets[nb++] = KeyIndex::kAllows;
+  }
+  for (uint32_t p : pools) {
+    for (int b = 0; b < nb; ++b) {
+      for (uint32_t id : s_.keys().active(p, buckets[b])) {
+        const Option& o = KeyOptionFor(shape_id, id);
+        if (!o.fits) continue;
+        if (best.node != Session::kNone && o.score > best.option.score) continue;
+        const std::set<uint32_t>& nodes = s_.keys().entry(id).nodes;
+        uint32_t node = *nodes.begin();
+        if (host) {
+          auto it = std::find_if(nodes.begin(), nodes.end(),
+                                 [&](uint32_t n) { return HostFits(s_.slot(n), rs); });
+          if (it == nodes.end()) continue;
+          node = *it;
+        }
+        if (Better(o, node, best)) best = {node, o};
+      }
+    }
+  }
 }
 
 void Placer::Apply(uint32_t node, const Option& opt, const Job& job, const TaskShape& t,

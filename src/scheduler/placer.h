@@ -22,7 +22,7 @@ namespace gpupool {
 
 class Placer {
  public:
-  Placer(Session& session, bool mig_reconfigure);
+  Placer(Session& session, bool mig_reconfigure, bool key_search = true);
 
   struct Outcome {
     bool ok = false;
@@ -52,10 +52,19 @@ class Placer {
     uint32_t node = Session::kNone;
     Option option;  // by value: memo rows grow while the search goes on
   };
+  // Lowest (score, node, before, after): a total order, whatever the iteration order.
+  static bool Better(const Option& o, uint32_t node, const Candidate& best);
 
   uint32_t ShapeId(const TaskShape& t);
   const Option& OptionFor(uint32_t shape, uint32_t cls);
   Option Compute(const TaskShape& t, uint32_t cls);
+  // The option on one GPU state, for policies that score differences (KeyIndex search).
+  const Option& KeyOptionFor(uint32_t shape, uint32_t key_id);
+  // Best option over the indexed GPU states of the pools (MIG and fraction shapes).
+  void SearchKeys(const Job& job, uint32_t shape_id, const std::vector<uint32_t>& pools,
+                  Candidate& best);
+  // Evaluates one single-GPU transition and keeps it in `best` if it scores lower.
+  void Keep(const Option& o, Option& best) const;
   bool HostFits(const Session::NodeSlot& s, const ReplicaShape& shape) const;
   void Consider(uint32_t node, uint32_t cls, uint32_t shape_id, const ReplicaShape& rs,
                 Candidate& best);
@@ -68,12 +77,14 @@ class Placer {
 
   Session& s_;
   bool reconfigure_;
+  bool key_search_;
   struct ShapeHash {
     size_t operator()(const TaskShape& t) const;
   };
   std::vector<TaskShape> shapes_;
   std::unordered_map<TaskShape, uint32_t, ShapeHash> shape_ids_;
   std::vector<std::vector<Option>> memo_;  // [shape][class's index for the shape's kind]
+  std::vector<std::vector<Option>> key_memo_;  // [shape][key entry's index]
 };
 
 }  // namespace gpupool

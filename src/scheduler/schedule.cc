@@ -49,7 +49,7 @@ class Cycle {
         cfg_(cfg),
         now_(now),
         session_(state, policy, now),
-        placer_(session_, cfg.mig_reconfigure),
+        placer_(session_, cfg.mig_reconfigure, cfg.key_search),
         backfill_(session_, placer_) {}
 
   Plan Run();

@@ -203,6 +203,7 @@ void Session::Unlink(uint32_t node, const NodeSlot& s) {
     held_.erase(std::find(held_.begin(), held_.end(), node));
     return;
   }
+  key_index_.Remove(s.pool, node, s.keys.data(), s.n);
   std::set<uint32_t>& m = members_[s.cls];
   m.erase(node);
   if (m.empty()) {
@@ -224,6 +225,7 @@ void Session::Link(uint32_t node, const NodeSlot& s) {
     held_.push_back(node);
     return;
   }
+  key_index_.Add(s.pool, node, s.keys.data(), s.n);
   std::set<uint32_t>& m = members_[s.cls];
   if (m.empty()) {
     for (int k = 0; k < kKinds; ++k) {

@@ -29,6 +29,7 @@
 
 #include "policy/placement/policies.h"
 #include "policy/quota/quota.h"
+#include "scheduler/key_index.h"
 
 namespace gpupool {
 
@@ -108,6 +109,8 @@ class Session {
     return active_[pool * kKinds + KindIndex(kind)];
   }
   const std::vector<uint32_t>& held_nodes() const { return held_; }
+  // Distinct MIG and shared GPU states of the linked nodes (scheduler/key_index.h).
+  const KeyIndex& keys() const { return key_index_; }
   // Whether one replica of `job` (all replicas, for a node-level constraint) would fit on some
   // node of the pool if that node were idle: false means waiting cannot help.
   bool CouldEverFit(uint32_t pool, const Job& job);
@@ -177,6 +180,7 @@ class Session {
   std::vector<std::vector<uint32_t>> active_;  // by pool * kKinds + kind
   std::vector<std::array<int32_t, kKinds>> active_pos_;  // by class, kind; -1 when inactive
   std::vector<uint32_t> held_;
+  KeyIndex key_index_;
   std::array<int32_t, kKinds> kind_count_{};
   std::unordered_map<ClassKey, uint32_t, ClassKeyHash> intern_;
   std::vector<std::vector<uint32_t>> eligible_;  // by tenant * flavors + flavor

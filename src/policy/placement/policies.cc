@@ -81,6 +81,7 @@ class FgdPolicy final : public PlacementPolicy {
     return -GpuEq::kUnitsPerGpu * free_whole * w;
   }
   int64_t Score(int64_t before, int64_t after) const override { return after - before; }
+  bool ScoresDifferences() const override { return true; }
 
  private:
   struct Weights {
@@ -124,6 +125,7 @@ class FirstFitPolicy final : public PlacementPolicy {
   int64_t KeyValue(FlavorId, const GpuModel&, GpuKey) const override { return 0; }
   int64_t WholeTerm(FlavorId, int) const override { return 0; }
   int64_t Score(int64_t, int64_t) const override { return 0; }
+  bool ScoresDifferences() const override { return true; }
 };
 
 }  // namespace

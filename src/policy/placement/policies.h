@@ -46,6 +46,9 @@ class PlacementPolicy {
   virtual int64_t WholeTerm(FlavorId flavor, int free_whole) const = 0;
   // Score of moving a node from value `before` to value `after`; lower is better.
   virtual int64_t Score(int64_t before, int64_t after) const = 0;
+  // True when Score(b, a) == Score(0, a - b): a MIG or fraction option's score then depends on
+  // its GPU's key alone, which lets the scheduler search GPU states instead of node states.
+  virtual bool ScoresDifferences() const { return false; }
 
   int64_t Value(const NodeClassView& c) const;
 };
