@@ -8,5 +8,7 @@ namespace gpupool::cli {
 
 int Demo(const std::vector<std::string>& argv);
 int Catalogue(const std::vector<std::string>& argv);
+int Sim(const std::vector<std::string>& argv);
+int Packing(const std::vector<std::string>& argv);
 
 }  // namespace gpupool::cli

@@ -1,5 +1,5 @@
-// gpupool: one binary, subcommands. The daemon (serve), agent and simulator (sim) come with
-// their issues; until then `demo` shows the scheduler at work.
+// gpupool: one binary, subcommands. The daemon (serve) and agent come with their issues; until
+// then `demo` shows the scheduler at work and `sim` replays real traces through it.
 #include <iostream>
 #include <string>
 #include <vector>
@@ -14,6 +14,11 @@ commands:
   demo        schedule a generated day of work on a small demo cluster and print what happened
               --hours N (8)  --policy fgd|bestfit|spread|firstfit  --seed N (7)  --every MIN (60)
   catalogue   list the built-in GPU models and their MIG profiles [MODEL]
+  sim         trace-driven simulation:
+              sim replay --jobs JOBS.csv --tenants TENANTS.csv [--policy P] [--partitioned]
+                         [--capacity-scale X] [--json F] [--csv F] [--svg F]
+              sim packing --nodes NODES.csv --pods PODS.csv --policy P [--seeds 42-51]
+                          [--json F] [--csv F] [--svg F]
   version     print the version
   help        print this text
 )";
@@ -30,6 +35,7 @@ int main(int argc, char** argv) {
   args.erase(args.begin());
   if (cmd == "demo") return gpupool::cli::Demo(args);
   if (cmd == "catalogue") return gpupool::cli::Catalogue(args);
+  if (cmd == "sim") return gpupool::cli::Sim(args);
   if (cmd == "version") {
     std::cout << "gpupool 0.1.0\n";
     return 0;

@@ -33,9 +33,10 @@ class StateMutator {
 };
 
 Result<Job*> StateMutator::FindJob(JobId id) {
-  auto it = s_.jobs_.find(id);
-  if (it == s_.jobs_.end()) return NotFound("unknown job " + std::to_string(id.value()));
-  return &it->second;
+  if (!id.valid() || id.value() == 0 || id.value() > s_.by_id_.size()) {
+    return NotFound("unknown job " + std::to_string(id.value()));
+  }
+  return s_.by_id_[id.value() - 1];
 }
 
 Result<Node*> StateMutator::FindNode(NodeId id) {
@@ -55,7 +56,9 @@ Status StateMutator::operator()(const JobSubmitted& e) {
   job.spec = std::move(spec).value();
   job.submitted = e.at;
   job.reason = {ReasonCode::kNotYetConsidered, "not yet considered by the scheduler"};
-  s_.jobs_.emplace(e.id, std::move(job));
+  auto [it, inserted] = s_.jobs_.emplace(e.id, std::move(job));
+  GP_CHECK(inserted);
+  s_.by_id_.push_back(&it->second);
   s_.pending_.insert(e.id);
   ++s_.next_job_id_;
   return Ok();

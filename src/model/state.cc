@@ -8,6 +8,24 @@ namespace gpupool {
 State::State(Catalogue catalogue, Duration usage_half_life)
     : catalogue_(std::move(catalogue)), usage_half_life_(usage_half_life) {}
 
+State::State(const State& other) { *this = other; }
+
+State& State::operator=(const State& other) {
+  if (this == &other) return *this;
+  catalogue_ = other.catalogue_;
+  usage_half_life_ = other.usage_half_life_;
+  tenants_ = other.tenants_;
+  classes_ = other.classes_;
+  nodes_ = other.nodes_;
+  jobs_ = other.jobs_;
+  pending_ = other.pending_;
+  active_ = other.active_;
+  next_job_id_ = other.next_job_id_;
+  by_id_.clear();
+  for (auto& [id, job] : jobs_) by_id_.push_back(&job);
+  return *this;
+}
+
 Result<TenantId> State::AddTenant(Tenant t) {
   if (t.name.empty()) return InvalidArgument("tenant needs a name");
   if (FindTenant(t.name).ok()) return AlreadyExists("tenant " + t.name + " already exists");
@@ -114,8 +132,8 @@ Result<NodeId> State::FindNode(std::string_view name) const {
 }
 
 const Job* State::FindJob(JobId id) const {
-  auto it = jobs_.find(id);
-  return it == jobs_.end() ? nullptr : &it->second;
+  if (!id.valid() || id.value() == 0 || id.value() > by_id_.size()) return nullptr;
+  return by_id_[id.value() - 1];
 }
 
 Status State::SetPendingReason(JobId id, PendingReason reason) {

@@ -26,6 +26,11 @@ class State {
  public:
   explicit State(Catalogue catalogue = Catalogue::BuiltIn(),
                  Duration usage_half_life = Duration::Hours(24));
+  // Copies rebuild the id index (it points into the job map); moves keep it.
+  State(const State& other);
+  State& operator=(const State& other);
+  State(State&&) = default;
+  State& operator=(State&&) = default;
 
   const Catalogue& catalogue() const { return catalogue_; }
   Duration usage_half_life() const { return usage_half_life_; }
@@ -77,6 +82,7 @@ class State {
   std::vector<PriorityClass> classes_;
   std::vector<Node> nodes_;
   std::map<JobId, Job> jobs_;
+  std::vector<Job*> by_id_;  // job id - 1 -> its entry in jobs_ (ids are dense from 1)
   std::set<JobId> pending_, active_;
   uint64_t next_job_id_ = 1;
 };

@@ -13,41 +13,63 @@ struct Candidate {
   bool reclaim;  // another tenant's job
 };
 
-std::vector<Candidate> Candidates(Session& s, const Job& job,
-                                  const std::vector<uint32_t>& pools, const PreemptionConfig& cfg,
-                                  bool within_guarantee, const std::vector<JobId>& released) {
+std::vector<Candidate> Candidates(Session& s, const Job& job, const std::vector<uint32_t>& pools,
+                                  const PreemptionConfig& cfg, bool within_guarantee,
+                                  const std::vector<JobId>& released) {
   const State& state = s.state();
   const FlavorId f = job.spec.shape.flavor;
   const int32_t prio = state.priority_class(job.spec.priority_class).value;
-  std::vector<Candidate> out;
-  for (const Job* vp : s.ActiveJobs(f)) {
+  // Reclaim candidates first, then the tenant's own; each group keeps the victim order of
+  // PreemptibleJobs.
+  std::vector<Candidate> reclaim, own;
+  for (const Job* vp : s.PreemptibleJobs(f, cfg.min_runtime)) {
     const Job& v = *vp;
-    const JobId id = v.id;
-    if (v.admitted_as == AdmissionKind::kDedicated) continue;
-    if (std::find(released.begin(), released.end(), id) != released.end()) continue;
-    if (std::find(job.preempted_by.begin(), job.preempted_by.end(), id) !=
+    const bool same = v.spec.tenant == job.spec.tenant;
+    if (same && state.priority_class(v.spec.priority_class).value >= prio) continue;
+    if (!same && (!within_guarantee || !s.running_quota().borrowing(v.spec.tenant, f))) continue;
+    if (std::find(released.begin(), released.end(), v.id) != released.end()) continue;
+    if (std::find(job.preempted_by.begin(), job.preempted_by.end(), v.id) !=
         job.preempted_by.end()) {
       continue;
     }
-    const PriorityClass& pc = state.priority_class(v.spec.priority_class);
-    if (!pc.preemptible) continue;
-    const Time since = v.state == JobState::kRunning ? v.started : v.admitted;
-    if (s.now() - since < cfg.min_runtime) continue;
-    const bool same = v.spec.tenant == job.spec.tenant;
-    if (same && pc.value >= prio) continue;
-    if (!same && !within_guarantee) continue;
     bool useful = false;
     for (const ReplicaPlacement& rp : v.placement) {
       const uint32_t p = s.slot(rp.node.value()).pool;
       useful = useful || std::find(pools.begin(), pools.end(), p) != pools.end();
     }
-    if (useful) out.push_back({&v, !same});
+    if (useful) (same ? own : reclaim).push_back({&v, !same});
   }
-  std::sort(out.begin(), out.end(), [&](const Candidate& a, const Candidate& b) {
-    if (a.reclaim != b.reclaim) return a.reclaim;
-    return VictimBefore(state, *a.job, *b.job);
-  });
-  return out;
+  reclaim.insert(reclaim.end(), own.begin(), own.end());
+  return reclaim;
+}
+
+// Free capacity in the pools plus what victims could free: if even that is short of the job,
+// no victim set can make room. Another tenant gives up at most its borrowed capacity plus one
+// job (the release that takes it below its guarantee).
+bool CouldMakeRoom(Session& s, const Job& job, const std::vector<uint32_t>& pools,
+                   const std::vector<Candidate>& cands) {
+  const Catalogue& cat = s.state().catalogue();
+  const FlavorId f = job.spec.shape.flavor;
+  GpuEq room;
+  std::map<TenantId, std::pair<GpuEq, GpuEq>> by_tenant;  // reclaim: (sum, largest)
+  for (const Candidate& c : cands) {
+    if (!c.reclaim) {
+      room += c.job->Eq(cat);
+      continue;
+    }
+    auto& [sum, largest] = by_tenant[c.job->spec.tenant];
+    sum += c.job->Eq(cat);
+    largest = Max(largest, c.job->Eq(cat));
+  }
+  for (const auto& [t, v] : by_tenant) {
+    room += Min(v.first, s.running_quota().borrowed(t, f) + v.second);
+  }
+  for (uint32_t p : pools) {
+    for (uint32_t cls : s.active(p, job.spec.shape.kind)) {
+      room += s.cls(cls).free * static_cast<int64_t>(s.members(cls).size());
+    }
+  }
+  return room >= job.Eq(cat);
 }
 
 // Releases `victims` and tries to admit and place the job. Leaves the session changed only on
@@ -190,7 +212,7 @@ PreemptOutcome TryPreempt(Session& s, Placer& placer, const Job& job,
       s.quota().has_quota(job.spec.tenant, f) &&
       s.quota().usage(job.spec.tenant, f) + eq <= s.quota().guaranteed(job.spec.tenant, f);
   const std::vector<Candidate> all = Candidates(s, job, pools, cfg, within, released_before);
-  if (all.empty()) return out;
+  if (all.empty() || !CouldMakeRoom(s, job, pools, all)) return out;
   const bool one_node = job.spec.replicas == 1 || job.spec.topology.level == TopologyLevel::kNode;
   std::vector<Candidate> chosen =
       one_node ? NodeLocal(s, placer, job, pools, all, cfg.max_victims)

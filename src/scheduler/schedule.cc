@@ -65,7 +65,7 @@ class Cycle {
     }
   };
 
-  TenantTurn TurnOf(uint32_t tenant) const;
+  TenantTurn TurnOf(uint32_t tenant);
   // Re-queues a tenant whose share changed (its work was preempted) under its new key.
   void Refresh(uint32_t tenant);
   void Consider(const Job& job);
@@ -87,6 +87,8 @@ class Cycle {
   std::vector<size_t> next_;
   std::vector<double> history_;
   std::vector<uint32_t> version_;
+  std::vector<double> share_;      // fair-share key per tenant, valid unless dirty
+  std::vector<bool> share_dirty_;  // usage changed since share_ was computed
   std::priority_queue<TenantTurn, std::vector<TenantTurn>, std::greater<TenantTurn>> turns_;
   std::unordered_map<FailKey, uint32_t, FailKeyHash> failed_;  // -> reason index
   std::map<std::tuple<uint32_t, uint16_t, int64_t, int, int64_t, int64_t>, uint32_t>
@@ -97,18 +99,23 @@ class Cycle {
   int hold_attempts_left_ = 0;  // a failed attempt also costs a timeline walk
 };
 
-Cycle::TenantTurn Cycle::TurnOf(uint32_t t) const {
+Cycle::TenantTurn Cycle::TurnOf(uint32_t t) {
   const Tenant& ten = state_.tenants()[t];
   const Job& head = *queues_[t][next_[t]];
   const FlavorId f = head.spec.shape.flavor;
   const QuotaBook& q = session_.quota();
   const bool within = q.has_quota(ten.id, f) &&
                       q.usage(ten.id, f) + head.Eq(state_.catalogue()) <= q.guaranteed(ten.id, f);
-  const double dominant = BorrowedDominantShare(q, ten, state_.catalogue().size());
-  return {!within, FairShareKey(cfg_.fair_share, dominant, history_[t]), t, version_[t]};
+  if (share_dirty_[t]) {
+    share_[t] = FairShareKey(cfg_.fair_share,
+                             BorrowedDominantShare(q, ten, state_.catalogue().size()), history_[t]);
+    share_dirty_[t] = false;
+  }
+  return {!within, share_[t], t, version_[t]};
 }
 
 void Cycle::Refresh(uint32_t t) {
+  share_dirty_[t] = true;
   if (next_[t] >= queues_[t].size()) return;
   ++version_[t];
   turns_.push(TurnOf(t));
@@ -143,6 +150,7 @@ void Cycle::Wait(const Job& job, PendingReason reason) { WaitWith(job, AddReason
 void Cycle::WaitWith(const Job& job, uint32_t reason) { plan_.pending.push_back({job.id, reason}); }
 
 bool Cycle::Commit(const Job& job, Placer::Outcome& o, AdmissionKind kind) {
+  share_dirty_[job.spec.tenant.value()] = true;
   for (ReconfigureDecision& r : o.reconfigurations) plan_.reconfigurations.push_back(r);
   plan_.placements.push_back({job.id, o.placement, kind});
   backfill_.AddPlaced(job, o.placement);
@@ -217,7 +225,9 @@ void Cycle::Consider(const Job& job) {
     }
   }
   const PriorityClass& pc = state_.priority_class(job.spec.priority_class);
-  const QuotaVerdict verdict = session_.quota().Check(t, f, eq, pc.may_borrow);
+  // Only dedicated nodes to offer: quota does not apply, and they are full.
+  const QuotaVerdict verdict = shared.empty() ? QuotaVerdict{}
+                                              : session_.quota().Check(t, f, eq, pc.may_borrow);
   if (!shared.empty() && verdict.ok()) {
     ++plan_.stats.placement_attempts;
     o = placer_.PlaceGang(job, shared, end);
@@ -261,10 +271,6 @@ void Cycle::Consider(const Job& job) {
     WaitWith(job, it->second);
     return;
   }
-  if (shared.empty()) {
-    Wait(job, CapacityReason(job, o, end));
-    return;
-  }
   PendingReason reason = CapacityReason(job, o, end);
   if (budget_spent && reason.code != ReasonCode::kHeldForBackfill) {
     reason.code = ReasonCode::kPreemptionBudget;
@@ -272,7 +278,7 @@ void Cycle::Consider(const Job& job) {
                       std::to_string(cfg_.preemption.max_attempts_per_cycle) +
                       " attempts is spent: retried next cycle";
   }
-  if (cfg_.backfill.enabled && holds_left_ > 0 && hold_attempts_left_ > 0 &&
+  if (cfg_.backfill.enabled && !shared.empty() && holds_left_ > 0 && hold_attempts_left_ > 0 &&
       reason.code != ReasonCode::kHeldForBackfill) {
     --hold_attempts_left_;
     const Time start = backfill_.HoldFor(job, shared);
@@ -299,8 +305,8 @@ Plan Cycle::Run() {
   next_.assign(nt, 0);
   // Queue order (QueueKey), with the sort keys read once per job.
   std::vector<std::vector<std::pair<QueueKey, const Job*>>> entries(nt);
-  for (const auto& [id, j] : state_.jobs()) {
-    if (j.state != JobState::kPending) continue;
+  for (JobId id : state_.pending()) {  // not jobs(): that grows with history
+    const Job& j = *state_.FindJob(id);
     entries[j.spec.tenant.value()].push_back({QueueKeyOf(state_, j), &j});
   }
   for (uint32_t t = 0; t < nt; ++t) {
@@ -313,6 +319,8 @@ Plan Cycle::Run() {
                  ? HistoryShares(state_, state_.DecayedUsages(now_))
                  : std::vector<double>(nt, 0.0);
   version_.assign(nt, 0);
+  share_.assign(nt, 0.0);
+  share_dirty_.assign(nt, true);
   for (uint32_t t = 0; t < nt; ++t) {
     if (!queues_[t].empty()) turns_.push(TurnOf(t));
   }

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "policy/priority/ordering.h"
+
 namespace gpupool {
 
 size_t Session::ClassKeyHash::operator()(const ClassKey& k) const {
@@ -195,6 +197,26 @@ const std::vector<const Job*>& Session::ActiveJobs(FlavorId f) {
     }
   }
   return active_by_flavor_[f.value()];
+}
+
+const std::vector<const Job*>& Session::PreemptibleJobs(FlavorId f, Duration min_runtime) {
+  if (preemptible_ready_.empty()) {
+    preemptible_.resize(state_.catalogue().size());
+    preemptible_ready_.resize(state_.catalogue().size(), false);
+  }
+  std::vector<const Job*>& out = preemptible_[f.value()];
+  if (preemptible_ready_[f.value()]) return out;
+  preemptible_ready_[f.value()] = true;
+  for (const Job* j : ActiveJobs(f)) {
+    if (j->admitted_as == AdmissionKind::kDedicated) continue;
+    if (!state_.priority_class(j->spec.priority_class).preemptible) continue;
+    const Time since = j->state == JobState::kRunning ? j->started : j->admitted;
+    if (now_ - since < min_runtime) continue;
+    out.push_back(j);
+  }
+  std::sort(out.begin(), out.end(),
+            [this](const Job* a, const Job* b) { return VictimBefore(state_, *a, *b); });
+  return out;
 }
 
 void Session::Unlink(uint32_t node, const NodeSlot& s) {

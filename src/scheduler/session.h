@@ -117,6 +117,10 @@ class Session {
 
   // Jobs holding resources when the cycle began, of one flavor, in id order.
   const std::vector<const Job*>& ActiveJobs(FlavorId f);
+  // Of those, the ones that may be preemption victims at all this cycle: preemptible class,
+  // past `min_runtime`, not on dedicated nodes; in victim order (policy/priority/ordering.h).
+  // REQUIRES: the same min_runtime on every call of a session.
+  const std::vector<const Job*>& PreemptibleJobs(FlavorId f, Duration min_runtime);
   // Schedulable nodes grouped by their domain at a level, domain names in order.
   const std::map<std::string, std::vector<uint32_t>>& Domains(TopologyLevel level);
 
@@ -187,6 +191,8 @@ class Session {
   std::vector<bool> eligible_ready_;
   std::map<TopologyLevel, std::map<std::string, std::vector<uint32_t>>> domains_;
   std::vector<std::vector<const Job*>> active_by_flavor_;  // built on first use
+  std::vector<std::vector<const Job*>> preemptible_;         // by flavor, built on first use
+  std::vector<bool> preemptible_ready_;
   struct PoolCaps {
     int max_whole = 0;  // most healthy whole-mode GPUs on one node
     bool mig = false, shared = false;

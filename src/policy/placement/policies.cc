@@ -169,9 +169,9 @@ WorkloadMix WorkloadMixOf(const State& state, size_t max_types) {
       it->weight += j.spec.replicas;
     }
   };
-  for (const auto& [id, job] : state.jobs()) {
-    if (job.state == JobState::kPending || HoldsResources(job.state)) add(job);
-  }
+  // The pending and active sets, not jobs(): that one grows with history.
+  for (JobId id : state.pending()) add(*state.FindJob(id));
+  for (JobId id : state.active()) add(*state.FindJob(id));
   WorkloadMix mix;
   for (auto& [f, v] : acc) {
     auto key = [](const TaskShape& s) {

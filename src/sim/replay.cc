@@ -1,0 +1,326 @@
+#include "sim/replay.h"
+
+#include <algorithm>
+#include <cmath>
+#include <queue>
+
+#include "model/builder.h"
+#include "scheduler/schedule.h"
+
+namespace gpupool {
+namespace {
+
+constexpr int kGpusPerNode = 8;
+
+// A job's gang: replicas x gpus per replica covering n GPUs on 8-GPU nodes.
+std::pair<int, int> GangOf(int n) {
+  if (n <= kGpusPerNode) return {1, n};
+  for (int r = (n + kGpusPerNode - 1) / kGpusPerNode; r <= n; ++r) {
+    if (n % r == 0 && n / r <= kGpusPerNode) return {r, n / r};
+  }
+  return {n, 1};
+}
+
+struct Track {
+  std::string tenant;
+  Time submitted, pending_since;
+  double waited_s = 0, ran_s = 0;  // pending time so far; GPU-free run time done so far
+  int64_t duration_s = 0;
+  Time started_first = Time::Never(), finished = Time::Never();
+  int gpus = 0, preemptions = 0;
+  uint64_t epoch = 0;  // bumps on every start, to void stale completions
+};
+
+// The trace has no GPU model: one generic model, not MIG-capable.
+Catalogue ReplayCatalogue() {
+  Catalogue c = Catalogue::BuiltIn();
+  GpuModel m;
+  m.name = "philly-gpu";
+  m.memory_mib = 24576;
+  GP_CHECK(c.Add(m).ok());
+  return c;
+}
+
+Status BuildCluster(State& s, const std::vector<TraceTenant>& tenants, const ReplayOptions& opt,
+                    int& capacity) {
+  const Result<FlavorId> f = s.catalogue().Find("philly-gpu");
+  AddDefaultPriorityClasses(s);
+  int node_count = 0;
+  auto add_nodes = [&](int gpus, const std::string& dedicated) -> Status {
+    for (; gpus > 0; gpus -= kGpusPerNode) {
+      NodeTemplate t{.flavor = "philly-gpu", .gpus = std::min(gpus, kGpusPerNode),
+                     .block = "rack-" + std::to_string(node_count / 32),
+                     .dedicated_to = dedicated};
+      Result<NodeId> n = AddNode(s, "node-" + std::to_string(node_count++), t);
+      if (!n.ok()) return n.error();
+    }
+    return Ok();
+  };
+  capacity = 0;
+  for (const TraceTenant& t : tenants) {
+    const int g = static_cast<int>(std::llround(static_cast<double>(t.guaranteed_gpus) * opt.capacity_scale));
+    Tenant ten;
+    ten.name = t.name;
+    ten.weight_milli = t.weight_milli;
+    if (!opt.partitioned) ten.quotas[*f] = FlavorQuota{GpuEq::Gpus(g), std::nullopt, std::nullopt};
+    Result<TenantId> id = s.AddTenant(std::move(ten));
+    if (!id.ok()) return id.error();
+    capacity += g;
+    if (opt.partitioned) GP_RETURN_IF_ERROR(add_nodes(g, t.name));
+  }
+  if (!opt.partitioned) GP_RETURN_IF_ERROR(add_nodes(capacity, ""));
+  return Ok();
+}
+
+}  // namespace
+
+double Percentile(std::vector<double> v, double pct) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t rank = static_cast<size_t>(std::ceil(pct / 100.0 * static_cast<double>(v.size())));
+  return v[std::min(v.size() - 1, rank == 0 ? 0 : rank - 1)];
+}
+
+double JainIndex(const std::vector<double>& x) {
+  double sum = 0, sq = 0;
+  for (double v : x) {
+    sum += v;
+    sq += v * v;
+  }
+  return sq == 0 ? 1.0 : sum * sum / (static_cast<double>(x.size()) * sq);
+}
+
+namespace {
+
+// What one simulation run produced, before the report's statistics.
+struct Raw {
+  std::map<std::string, TenantReport> tenants;  // counters only; statistics come later
+  std::map<std::string, std::vector<double>> waits, jcts, slowdowns;
+  double busy_gpu_s = 0, end_s = 0;
+  std::vector<ReplaySample> timeline;  // utilization_pct holds allocated GPUs until Summarize
+  int preemptions = 0, cycles = 0, reshaped = 0, capacity = 0;
+};
+
+Result<Raw> RunOne(const std::vector<TraceJob>& jobs, const std::vector<TraceTenant>& tenants,
+                   const ReplayOptions& opt, const std::function<void(size_t)>& on_finished) {
+  State s(ReplayCatalogue());
+  Raw raw;
+  GP_RETURN_IF_ERROR(BuildCluster(s, tenants, opt, raw.capacity));
+  if (raw.capacity == 0) return raw;
+  const FlavorId flavor = *s.catalogue().Find("philly-gpu");
+  const PriorityClassId training = *s.FindPriorityClass("training");
+
+  std::map<JobId, Track> track;
+  using Completion = std::tuple<Time, JobId, uint64_t>;
+  std::priority_queue<Completion, std::vector<Completion>, std::greater<Completion>> ends;
+  size_t next = 0, finished = 0;
+  int64_t allocated_gpus = 0;
+  double last_t = 0, next_sample = 0;
+
+  auto start = [&](JobId id, Time now) {
+    Track& tr = track.at(id);
+    tr.waited_s += static_cast<double>((now - tr.pending_since).millis()) / 1000.0;
+    if (tr.started_first.is_never()) tr.started_first = now;
+    ++tr.epoch;
+    const double left = std::max(0.0, static_cast<double>(tr.duration_s) - tr.ran_s);
+    ends.push({now + Duration::Millis(static_cast<int64_t>(left * 1000)), id, tr.epoch});
+    allocated_gpus += tr.gpus;
+  };
+
+  while (next < jobs.size() || !ends.empty()) {
+    Time now = Time::Never();
+    if (next < jobs.size()) now = Time::FromSeconds(jobs[next].submit_s);
+    if (!ends.empty()) now = std::min(now, std::get<0>(ends.top()));
+    const double now_s = static_cast<double>(now.millis()) / 1000.0;
+    raw.busy_gpu_s += static_cast<double>(allocated_gpus) * (now_s - last_t);
+    while (next_sample <= now_s) {
+      raw.timeline.push_back({next_sample, static_cast<double>(allocated_gpus),
+                              static_cast<int>(s.pending().size())});
+      next_sample += opt.sample_every_s;
+    }
+    last_t = now_s;
+    // Completions, then arrivals, then one cycle.
+    while (!ends.empty() && std::get<0>(ends.top()) <= now) {
+      const auto [at, id, epoch] = ends.top();
+      ends.pop();
+      Track& tr = track.at(id);
+      if (epoch != tr.epoch || !tr.finished.is_never()) continue;
+      GP_CHECK(Apply(s, JobFinished{id, JobState::kSucceeded, now}).ok());
+      tr.finished = now;
+      allocated_gpus -= tr.gpus;
+      ++finished;
+      if (on_finished) on_finished(finished);
+    }
+    while (next < jobs.size() && Time::FromSeconds(jobs[next].submit_s) <= now) {
+      const TraceJob& tj = jobs[next++];
+      Result<TenantId> t = s.FindTenant(tj.tenant);
+      if (!t.ok()) return InvalidArgument("job of unknown tenant '" + tj.tenant + "'");
+      const auto [replicas, per] = GangOf(tj.gpus);
+      if (replicas * per != tj.gpus) ++raw.reshaped;
+      JobSubmitted e;
+      e.id = s.NextJobId();
+      e.at = now;
+      e.spec.tenant = *t;
+      e.spec.priority_class = training;
+      e.spec.shape.flavor = flavor;
+      e.spec.shape.gpus = static_cast<uint8_t>(per);
+      e.spec.replicas = static_cast<uint16_t>(replicas);
+      e.spec.estimated_duration = opt.estimates ? Duration::Seconds(std::max<int64_t>(tj.duration_s, 1))
+                                                : Duration::Infinite();
+      e.spec.name = tj.tenant + "/" + std::to_string(tj.id);
+      GP_RETURN_IF_ERROR(Apply(s, e));
+      track[e.id] = Track{tj.tenant, now, now, 0, 0, tj.duration_s, Time::Never(), Time::Never(),
+                          replicas * per, 0, 0};
+    }
+    const Plan plan = Schedule(s, opt.scheduler, now);
+    ++raw.cycles;
+    for (const PreemptDecision& p : plan.preemptions) {
+      Track& tr = track.at(p.victim);
+      const Job& v = *s.FindJob(p.victim);
+      tr.ran_s += static_cast<double>((now - v.started).millis()) / 1000.0;
+      tr.pending_since = now;
+      ++tr.epoch;  // its pending completion is void
+      ++tr.preemptions;
+      allocated_gpus -= tr.gpus;
+      ++raw.preemptions;
+    }
+    for (const Event& e : PlanToEvents(plan, now)) GP_CHECK(Apply(s, e).ok());
+    for (const PlaceDecision& d : plan.placements) {
+      GP_CHECK(Apply(s, JobStarted{d.job, now}).ok());
+      start(d.job, now);
+    }
+    if (next == jobs.size() && ends.empty() && !s.pending().empty()) break;  // nothing can move
+  }
+  raw.end_s = last_t;
+  // A job that never started counts its wait up to the end of the run.
+  for (const auto& [id, tr] : track) {
+    TenantReport& r = raw.tenants[tr.tenant];
+    ++r.jobs;
+    r.preempted += tr.preemptions;
+    double wait = tr.waited_s;
+    if (tr.finished.is_never() && s.FindJob(id)->state == JobState::kPending) {
+      wait += raw.end_s - static_cast<double>(tr.pending_since.millis()) / 1000.0;
+    }
+    if (tr.started_first.is_never()) ++r.never_started;
+    raw.waits[tr.tenant].push_back(wait);
+    if (!tr.finished.is_never()) {
+      ++r.finished;
+      const double jct = static_cast<double>((tr.finished - tr.submitted).millis()) / 1000.0;
+      raw.jcts[tr.tenant].push_back(jct);
+      raw.slowdowns[tr.tenant].push_back(jct / std::max<double>(1.0, static_cast<double>(tr.duration_s)));
+      r.gpu_hours += static_cast<double>(tr.gpus) * static_cast<double>(tr.duration_s) / 3600.0;
+    }
+  }
+  return raw;
+}
+
+// Adds a partition's run into the whole: per-tenant data side by side, timelines summed
+// sample by sample, the end at the latest partition's end.
+void Merge(Raw& into, Raw&& part) {
+  for (auto& [name, r] : part.tenants) into.tenants[name] = r;
+  for (auto& [name, v] : part.waits) into.waits[name] = std::move(v);
+  for (auto& [name, v] : part.jcts) into.jcts[name] = std::move(v);
+  for (auto& [name, v] : part.slowdowns) into.slowdowns[name] = std::move(v);
+  into.busy_gpu_s += part.busy_gpu_s;
+  into.end_s = std::max(into.end_s, part.end_s);
+  if (into.timeline.size() < part.timeline.size()) {
+    const double step = part.timeline.size() > 1 ? part.timeline[1].t_s - part.timeline[0].t_s : 0;
+    while (into.timeline.size() < part.timeline.size()) {
+      into.timeline.push_back({step * static_cast<double>(into.timeline.size()), 0, 0});
+    }
+  }
+  for (size_t i = 0; i < part.timeline.size(); ++i) {
+    into.timeline[i].utilization_pct += part.timeline[i].utilization_pct;
+    into.timeline[i].queued += part.timeline[i].queued;
+  }
+  into.preemptions += part.preemptions;
+  into.cycles += part.cycles;
+  into.reshaped += part.reshaped;
+  into.capacity += part.capacity;
+}
+
+ReplayReport Summarize(Raw&& raw, const std::vector<TraceTenant>& tenants, const ReplayOptions& opt) {
+  ReplayReport rep;
+  rep.capacity_gpus = raw.capacity;
+  rep.makespan_s = raw.end_s;
+  rep.utilization_pct = raw.end_s > 0 ? 100.0 * raw.busy_gpu_s / (raw.capacity * raw.end_s) : 0;
+  rep.preemptions = raw.preemptions;
+  rep.cycles = raw.cycles;
+  rep.reshaped_jobs = raw.reshaped;
+  for (ReplaySample& s : raw.timeline) s.utilization_pct = 100.0 * s.utilization_pct / raw.capacity;
+  rep.timeline = std::move(raw.timeline);
+  std::vector<double> all_waits, all_jcts, fairness;
+  for (const TraceTenant& t : tenants) {
+    TenantReport& r = rep.tenants[t.name];
+    r = raw.tenants[t.name];
+    r.guaranteed_gpus =
+        static_cast<int64_t>(std::llround(static_cast<double>(t.guaranteed_gpus) * opt.capacity_scale));
+    const std::vector<double>& j = raw.jcts[t.name];
+    double sum = 0;
+    for (double v : j) sum += v;
+    r.avg_jct_s = j.empty() ? 0 : sum / static_cast<double>(j.size());
+    r.p50_wait_s = Percentile(raw.waits[t.name], 50);
+    r.p95_wait_s = Percentile(raw.waits[t.name], 95);
+    r.p99_wait_s = Percentile(raw.waits[t.name], 99);
+    double sd = 0;
+    for (double v : raw.slowdowns[t.name]) sd += v;
+    r.mean_slowdown = raw.slowdowns[t.name].empty()
+                          ? 0
+                          : sd / static_cast<double>(raw.slowdowns[t.name].size());
+    if (r.jobs > 0) fairness.push_back(r.mean_slowdown);
+    all_waits.insert(all_waits.end(), raw.waits[t.name].begin(), raw.waits[t.name].end());
+    all_jcts.insert(all_jcts.end(), j.begin(), j.end());
+  }
+  double sum = 0;
+  for (double v : all_jcts) sum += v;
+  rep.avg_jct_s = all_jcts.empty() ? 0 : sum / static_cast<double>(all_jcts.size());
+  rep.p95_wait_s = Percentile(all_waits, 95);
+  rep.jain_fairness = JainIndex(fairness);
+  return rep;
+}
+
+}  // namespace
+
+Result<ReplayReport> RunReplay(const std::vector<TraceJob>& jobs,
+                               const std::vector<TraceTenant>& tenants, const ReplayOptions& opt,
+                               const std::function<void(double)>& progress) {
+  GP_RETURN_IF_ERROR(Validate(opt.scheduler));
+  if (!(opt.capacity_scale > 0) || opt.capacity_scale > 100) {
+    return InvalidArgument("capacity scale must be in (0, 100]");
+  }
+  for (const TraceJob& j : jobs) {
+    bool known = false;
+    for (const TraceTenant& t : tenants) known = known || t.name == j.tenant;
+    if (!known) return InvalidArgument("job of unknown tenant '" + j.tenant + "'");
+  }
+  size_t done_before = 0;
+  auto report = [&](size_t finished) {
+    if (progress && (finished & 511) == 0) {
+      progress(static_cast<double>(done_before + finished) / static_cast<double>(jobs.size()));
+    }
+  };
+  Raw all;
+  if (!opt.partitioned) {
+    Result<Raw> r = RunOne(jobs, tenants, opt, report);
+    if (!r.ok()) return r.error();
+    all = std::move(*r);
+  } else {
+    // Partitions never interact: each tenant runs alone on its own nodes, which is the same
+    // schedule as one shared run and far cheaper (a cycle only sees one tenant's queue).
+    for (const TraceTenant& t : tenants) {
+      std::vector<TraceJob> mine;
+      for (const TraceJob& j : jobs) {
+        if (j.tenant == t.name) mine.push_back(j);
+      }
+      Result<Raw> r = RunOne(mine, {t}, opt, report);
+      if (!r.ok()) return r.error();
+      done_before += mine.size();
+      Merge(all, std::move(*r));
+    }
+  }
+  if (all.capacity == 0) return InvalidArgument("the tenants guarantee no GPUs");
+  if (progress) progress(1.0);
+  return Summarize(std::move(all), tenants, opt);
+}
+
+}  // namespace gpupool
