@@ -36,8 +36,8 @@ Result<OpenbTrace> LoadOpenb(const std::string& nodes_csv, const std::string& po
     t.nodes.push_back({nodes->Field(r, "sn"), *cpu, *mem, static_cast<int>(*gpu),
                        static_cast<int>(it - t.models.begin())});
   }
-  Result<CsvTable> pods = CsvTable::Read(
-      pods_csv, {"name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli", "gpu_spec"});
+  Result<CsvTable> pods =
+      CsvTable::Read(pods_csv, {"name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli"});
   if (!pods.ok()) return pods.error();
   for (size_t r = 0; r < pods->rows(); ++r) {
     Result<int64_t> cpu = pods->Int(r, "cpu_milli"), mem = pods->Int(r, "memory_mib"),
@@ -49,7 +49,8 @@ Result<OpenbTrace> LoadOpenb(const std::string& nodes_csv, const std::string& po
         (*ng > 1 && *gm != kMilliPerGpu) || (*ng == 0 && *gm != 0) || (*ng > 0 && *gm == 0)) {
       return InvalidArgument(pods->Where(r) + ": GPU request out of range");
     }
-    const std::string& spec = pods->Field(r, "gpu_spec");
+    static const std::string kNoSpec;  // some pod lists have no gpu_spec column
+    const std::string& spec = pods->Has("gpu_spec") ? pods->Field(r, "gpu_spec") : kNoSpec;
     OpenbPod p{pods->Field(r, "name"), *cpu, *mem, static_cast<int>(*ng), static_cast<int>(*gm), 0,
                spec};
     size_t start = 0;

@@ -38,7 +38,7 @@ struct OpenbTrace {
 };
 
 // Loads the node list (sn,cpu_milli,memory_mib,gpu,model) and a pod list
-// (name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,...). Nodes without GPUs are dropped
+// (name,cpu_milli,memory_mib,num_gpu,gpu_milli[,gpu_spec],...; no gpu_spec = any model). Nodes without GPUs are dropped
 // (the paper's runs use the GPU nodes only). A gpu_spec naming a model that no node has is an
 // error; pods are validated (num_gpu 0..8, gpu_milli 0..1000, fractions only on one GPU).
 Result<OpenbTrace> LoadOpenb(const std::string& nodes_csv, const std::string& pods_csv);

@@ -1,0 +1,172 @@
+#include "sim/packing/experiment.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <random>
+
+namespace gpupool::packing {
+namespace {
+
+uint64_t Below(std::mt19937_64& rng, uint64_t n) {
+  const uint64_t limit = UINT64_MAX - UINT64_MAX % n;
+  uint64_t x;
+  do {
+    x = rng();
+  } while (x >= limit);
+  return x % n;
+}
+
+bool ByName(const OpenbPod& a, const OpenbPod& b) { return a.name < b.name; }
+
+}  // namespace
+
+std::vector<OpenbPod> PodOrder(const OpenbTrace& trace, uint64_t seed, double tune_ratio,
+                               std::vector<int>* node_priority) {
+  std::vector<OpenbPod> sorted = trace.pods;
+  std::sort(sorted.begin(), sorted.end(), ByName);  // byte order, as Go sorts strings
+  std::mt19937_64 rng(seed);
+  rng();  // the simulator draws one number right after seeding (kept for the same structure)
+  std::vector<OpenbPod> order = sorted;
+  for (size_t i = order.size(); i > 1; --i) std::swap(order[i - 1], order[Below(rng, i)]);
+  // Tune: re-sample the name-sorted originals until the next sample's per-GPU milli would pass
+  // the target; that sample is dropped (§1.5).
+  const int64_t target = static_cast<int64_t>(std::llround(tune_ratio * static_cast<double>(trace.TotalGpuMilli())));
+  int64_t total = 0;
+  for (const OpenbPod& p : sorted) total += p.GpuMilliTotal();
+  for (int i = 0; total < target && !sorted.empty(); ++i) {
+    OpenbPod copy = sorted[Below(rng, sorted.size())];
+    if (total + copy.gpu_milli > target) break;
+    total += copy.GpuMilliTotal();
+    copy.name += "-tuned-" + std::to_string(i);
+    order.push_back(std::move(copy));
+  }
+  if (node_priority != nullptr) {
+    // A random permutation of the nodes (in name order): ties go to the smallest priority.
+    std::vector<int> perm(trace.nodes.size());
+    std::iota(perm.begin(), perm.end(), 0);
+    for (size_t i = perm.size(); i > 1; --i) std::swap(perm[i - 1], perm[Below(rng, i)]);
+    *node_priority = std::move(perm);
+  }
+  return order;
+}
+
+Result<SeedRun> RunSeed(const OpenbTrace& trace, const std::string& policy_name, uint64_t seed,
+                        double tune_ratio) {
+  if (!(tune_ratio > 0) || tune_ratio > 10) return InvalidArgument("tune ratio out of range");
+  // Nodes in name order.
+  std::vector<const OpenbNode*> by_name;
+  for (const OpenbNode& n : trace.nodes) by_name.push_back(&n);
+  std::sort(by_name.begin(), by_name.end(),
+            [](const OpenbNode* a, const OpenbNode* b) { return a->name < b->name; });
+  std::vector<NodeState> nodes;
+  for (const OpenbNode* n : by_name) {
+    NodeState s;
+    s.model = n->model;
+    s.gpus = n->gpus;
+    s.cpu_left = n->cpu_milli;
+    s.mem_left = n->memory_mib;
+    for (int g = 0; g < n->gpus; ++g) s.idle[g] = kMilliPerGpu;
+    nodes.push_back(s);
+  }
+  std::vector<int> priority;
+  const std::vector<OpenbPod> order = PodOrder(trace, seed, tune_ratio, &priority);
+  std::vector<OpenbPod> originals = trace.pods;
+  std::sort(originals.begin(), originals.end(), ByName);
+  const std::vector<TypicalPod> types = TypicalPods(originals);
+  PolicyContext ctx{&nodes, &types, seed};
+  Result<std::unique_ptr<PackPolicy>> policy = MakePackPolicy(policy_name, ctx);
+  if (!policy.ok()) return policy.error();
+
+  SeedRun run;
+  run.seed = seed;
+  run.capacity_milli = trace.TotalGpuMilli();
+  run.pods = static_cast<int>(order.size());
+  run.rows.reserve(order.size());
+  std::vector<double> frag(nodes.size());
+  double frag_total = 0;
+  int64_t idle_total = 0;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    frag[i] = NodeFrag(nodes[i], types);
+    frag_total += frag[i];
+    idle_total += nodes[i].IdleTotal();
+  }
+  int64_t arrived = 0, used = 0;
+  std::vector<int> feasible;
+  for (const OpenbPod& p : order) {
+    arrived += p.GpuMilliTotal();
+    feasible.clear();
+    for (int i = 0; i < static_cast<int>(nodes.size()); ++i) {
+      if (Fits(nodes[i], p)) feasible.push_back(i);
+    }
+    int chosen = -1;
+    GpuPick pick;
+    if (!feasible.empty()) {
+      (*policy)->BeginPod(p);
+      chosen = (*policy)->ChooseNode(feasible);
+      if (chosen >= 0) {
+        (*policy)->Score(chosen, nodes[chosen], p, pick);
+      } else {
+        int64_t best = 0;
+        for (int i : feasible) {
+          GpuPick candidate;
+          const int64_t s = (*policy)->Score(i, nodes[i], p, candidate);
+          if (chosen < 0 || s > best || (s == best && priority[i] < priority[chosen])) {
+            chosen = i;
+            best = s;
+            pick = candidate;
+          }
+        }
+      }
+    }
+    if (chosen < 0) {
+      ++run.failed;
+    } else {
+      NodeState& n = nodes[chosen];
+      idle_total -= n.IdleTotal();
+      Place(n, p, pick);
+      idle_total += n.IdleTotal();
+      used += p.GpuMilliTotal();
+      (*policy)->Placed(chosen, n);
+      frag_total -= frag[chosen];
+      frag[chosen] = NodeFrag(n, types);
+      frag_total += frag[chosen];
+    }
+    run.rows.push_back({arrived, used, frag_total, static_cast<double>(idle_total)});
+  }
+  return run;
+}
+
+Curve Windowed(const SeedRun& run) {
+  Curve c;
+  const double cap = static_cast<double>(run.capacity_milli);
+  std::map<int, std::vector<const PodRecord*>> by_level;
+  for (const PodRecord& r : run.rows) {
+    const int level = static_cast<int>(std::nearbyint(static_cast<double>(r.arrived_milli) / cap * 100.0));
+    by_level[level].push_back(&r);
+  }
+  for (int a = 0; a <= 130; ++a) {
+    std::vector<const PodRecord*> rows;
+    if (by_level.count(a)) {
+      rows = by_level[a];
+    } else {
+      for (int b = a - 1; b <= a + 1; ++b) {
+        if (by_level.count(b)) rows.insert(rows.end(), by_level[b].begin(), by_level[b].end());
+      }
+    }
+    if (rows.empty()) continue;
+    double alloc = 0, frag = 0, ratio = 0;
+    for (const PodRecord* r : rows) {
+      alloc += static_cast<double>(r->used_milli) / cap * 100.0;
+      frag += r->frag_milli / cap * 100.0;
+      ratio += r->idle_milli > 0 ? 100.0 * r->frag_milli / r->idle_milli : 0.0;
+    }
+    const double n = static_cast<double>(rows.size());
+    c.unallocated_pct[a] = 100.0 - alloc / n;
+    c.frag_pct[a] = frag / n;
+    c.frag_ratio_pct[a] = ratio / n;
+  }
+  return c;
+}
+
+}  // namespace gpupool::packing
