@@ -17,6 +17,7 @@
 #include "sim/csv.h"
 #include "sim/json.h"
 #include "sim/packing/experiment.h"
+#include "sim/packing/offline.h"
 #include "sim/report_svg.h"
 
 namespace gpupool::cli {
@@ -133,7 +134,8 @@ Result<std::vector<PolicyResult>> RunAll(const packing::OpenbTrace& trace,
 }
 
 std::string PackingJson(const PolicyResult& r, const std::vector<uint64_t>& seeds,
-                        const std::string& workload, bool timing) {
+                        const std::string& workload, bool timing, const double* offline,
+                        const double* bound) {
   JsonWriter w;
   w.BeginObject();
   w.Key("policy").String(r.policy);
@@ -159,6 +161,10 @@ std::string PackingJson(const PolicyResult& r, const std::vector<uint64_t>& seed
     w.Key(std::to_string(seeds[s])).Int(r.runs[s].failed);
   }
   w.EndObject();
+  if (offline != nullptr) {
+    w.Key("offline_reference_unallocated_pct_100").Number(*offline, 3);
+    w.Key("lower_bound_unallocated_pct_100").Number(*bound, 3);
+  }
   if (timing) w.Key("wall_seconds").Number(r.wall_s, 2);
   w.EndObject();
   return w.str();
@@ -186,8 +192,9 @@ std::string PackingSvg(const std::vector<PolicyResult>& results, const std::stri
 
 int Packing(const std::vector<std::string>& argv) {
   Result<Args> args = Args::Parse(
-      argv, {"nodes", "pods", "policy", "seeds", "json", "csv", "svg", "threads", "published", "no-timing"},
-      {"no-timing"});
+      argv, {"nodes", "pods", "policy", "seeds", "json", "csv", "svg", "threads", "published",
+             "no-timing", "offline"},
+      {"no-timing", "offline"});
   if (!args.ok()) {
     std::cerr << "gpupool sim packing: " << args.error().message << "\n";
     return 2;
@@ -255,15 +262,34 @@ int Packing(const std::vector<std::string>& argv) {
   }
   std::cout << "unallocated GPU % by arrived workload (mean of seeds; lower is better)\n";
   t.Print(std::cout);
+  double offline = 0, bound = 0;
+  if (args->Has("offline")) {
+    for (uint64_t seed : *seeds) {
+      Result<packing::OfflineResult> r = packing::OfflineReference(*trace, seed);
+      if (!r.ok()) {
+        std::cerr << "gpupool sim packing: " << r.error().message << "\n";
+        return 2;
+      }
+      offline += r->unallocated_pct / static_cast<double>(seeds->size());
+      bound += r->lower_bound_pct / static_cast<double>(seeds->size());
+    }
+    std::cout << "offline reference @100%: " << Fixed(offline, 2)
+              << " (best greedy packing of the arrived pods found with hindsight, plus repair); "
+                 "lower bound: "
+              << Fixed(bound, 2) << "\n";
+  }
   const bool timing = !args->Has("no-timing");
   if (args->Has("json")) {
     std::string text;
     if (results->size() == 1) {
-      text = PackingJson(results->front(), *seeds, workload, timing);
+      text = PackingJson(results->front(), *seeds, workload, timing,
+                         args->Has("offline") ? &offline : nullptr, &bound);
     } else {
       text = "[\n";
       for (size_t i = 0; i < results->size(); ++i) {
-        text += PackingJson((*results)[i], *seeds, workload, timing) + (i + 1 < results->size() ? ",\n" : "");
+        text += PackingJson((*results)[i], *seeds, workload, timing,
+                            args->Has("offline") ? &offline : nullptr, &bound) +
+                (i + 1 < results->size() ? ",\n" : "");
       }
       text += "]\n";
     }

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <numeric>
 #include <random>
+#include <unordered_map>
 
 namespace gpupool::packing {
 namespace {
@@ -18,6 +19,29 @@ uint64_t Below(std::mt19937_64& rng, uint64_t n) {
 }
 
 bool ByName(const OpenbPod& a, const OpenbPod& b) { return a.name < b.name; }
+
+// What a node's score can depend on (the pod count only matters to Fits).
+struct NodeKey {
+  int64_t cpu, mem;
+  int model, gpus;
+  std::array<int32_t, kMaxGpusPerNode> idle;
+  std::array<int32_t, kMaxGpusPerNode + 1> tags;
+  friend bool operator==(const NodeKey&, const NodeKey&) = default;
+};
+struct NodeKeyHash {
+  size_t operator()(const NodeKey& k) const {
+    uint64_t h = 1469598103934665603ull;
+    auto mix = [&h](uint64_t v) { h = (h ^ v) * 1099511628211ull; };
+    mix(static_cast<uint64_t>(k.cpu));
+    mix(static_cast<uint64_t>(k.mem));
+    mix((static_cast<uint64_t>(k.model) << 8) | static_cast<uint64_t>(k.gpus));
+    for (int g = 0; g < k.gpus; ++g) mix(static_cast<uint64_t>(k.idle[g]));
+    for (int32_t t : k.tags) mix(static_cast<uint64_t>(t));
+    return static_cast<size_t>(h);
+  }
+};
+
+NodeKey KeyOf(const NodeState& n) { return {n.cpu_left, n.mem_left, n.model, n.gpus, n.idle, n.tags}; }
 
 }  // namespace
 
@@ -74,7 +98,7 @@ Result<SeedRun> RunSeed(const OpenbTrace& trace, const std::string& policy_name,
   std::vector<OpenbPod> originals = trace.pods;
   std::sort(originals.begin(), originals.end(), ByName);
   const std::vector<TypicalPod> types = TypicalPods(originals);
-  PolicyContext ctx{&nodes, &types, seed};
+  PolicyContext ctx{&nodes, &types, &originals, seed};
   Result<std::unique_ptr<PackPolicy>> policy = MakePackPolicy(policy_name, ctx);
   if (!policy.ok()) return policy.error();
 
@@ -93,6 +117,7 @@ Result<SeedRun> RunSeed(const OpenbTrace& trace, const std::string& policy_name,
   }
   int64_t arrived = 0, used = 0;
   std::vector<int> feasible;
+  std::unordered_map<NodeKey, std::pair<int64_t, GpuPick>, NodeKeyHash> memo;
   for (const OpenbPod& p : order) {
     arrived += p.GpuMilliTotal();
     feasible.clear();
@@ -107,10 +132,20 @@ Result<SeedRun> RunSeed(const OpenbTrace& trace, const std::string& policy_name,
       if (chosen >= 0) {
         (*policy)->Score(chosen, nodes[chosen], p, pick);
       } else {
+        // Scores are functions of the node's state: nodes in the same state are scored once.
+        memo.clear();
         int64_t best = 0;
         for (int i : feasible) {
           GpuPick candidate;
-          const int64_t s = (*policy)->Score(i, nodes[i], p, candidate);
+          int64_t s;
+          auto [it, fresh] = memo.try_emplace(KeyOf(nodes[i]), 0, GpuPick{});
+          if (fresh) {
+            s = (*policy)->Score(i, nodes[i], p, candidate);
+            it->second = {s, candidate};
+          } else {
+            s = it->second.first;
+            candidate = it->second.second;
+          }
           if (chosen < 0 || s > best || (s == best && priority[i] < priority[chosen])) {
             chosen = i;
             best = s;

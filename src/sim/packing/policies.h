@@ -31,6 +31,7 @@ class PackPolicy {
 struct PolicyContext {
   const std::vector<NodeState>* nodes = nullptr;  // initial state, indexed like the run
   const std::vector<TypicalPod>* types = nullptr;  // FGD's target workload
+  const std::vector<OpenbPod>* originals = nullptr;  // the pod list before tuning, by name
   uint64_t seed = 0;
 };
 

@@ -1,5 +1,7 @@
 #include "sim/packing/state.h"
 
+#include "core/check.h"
+
 namespace gpupool::packing {
 
 int64_t NodeState::IdleTotal() const {
@@ -52,6 +54,13 @@ int AffinityTag(const OpenbPod& p) {
 }
 
 void Place(NodeState& n, const OpenbPod& p, const GpuPick& pick) {
+  // A policy's pick must be the pod's GPU count, on distinct GPUs with room.
+  GP_CHECK(pick.count == p.num_gpu) << "pick of " << pick.count << " GPUs for " << p.name;
+  for (int i = 0; i < pick.count; ++i) {
+    const int g = pick.gpu[i];
+    GP_CHECK(g >= 0 && g < n.gpus && n.idle[g] >= p.gpu_milli) << "bad GPU pick for " << p.name;
+    for (int j = 0; j < i; ++j) GP_CHECK(pick.gpu[j] != g);
+  }
   n.cpu_left -= p.cpu_milli;
   n.mem_left -= p.memory_mib;
   ++n.pods;
