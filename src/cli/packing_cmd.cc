@@ -184,7 +184,7 @@ std::string PackingSvg(const std::vector<PolicyResult>& results, const std::stri
   }
   return SvgDocument(800, 450, LinePlot({"GPU allocation vs arrived workload (" + workload + ")",
                                          "arrived GPU request, % of capacity",
-                                         "allocated GPU, % of capacity", 50, 130, 50, 100},
+                                         "allocated GPU, % of capacity", 50, 130, 50, 100, true},
                                         series, 0, 0, 800, 450));
 }
 

@@ -66,7 +66,8 @@ std::string LinePlot(const PlotSpec& spec, const std::vector<Series>& series, in
     for (const auto& [x, y] : s.points) pts += Num(px(x)) + "," + Num(py(y)) + " ";
     out += "<polyline fill=\"none\" stroke=\"" + s.color + "\" stroke-width=\"1.5\" points=\"" + pts +
            "\"/>\n";
-    const double ly = top + 4 + 16 * legend++;
+    const double ly = spec.legend_low ? bottom - 12 - 16 * (static_cast<double>(series.size()) - 1 - legend++)
+                                      : top + 4 + 16 * legend++;
     out += "<line x1=\"" + Num(right - 150) + "\" y1=\"" + Num(ly) + "\" x2=\"" + Num(right - 130) +
            "\" y2=\"" + Num(ly) + "\" stroke=\"" + s.color + "\" stroke-width=\"3\"/>\n";
     out += "<text x=\"" + Num(right - 125) + "\" y=\"" + Num(ly + 4) + "\">" + Escape(s.name) + "</text>\n";

@@ -19,6 +19,7 @@ struct Series {
 struct PlotSpec {
   std::string title, x_label, y_label;
   double x_min = 0, x_max = 1, y_min = 0, y_max = 1;
+  bool legend_low = false;  // legend in the lower right instead of the upper right
 };
 
 // One panel of width x height pixels, origin at (x0, y0) in the document.

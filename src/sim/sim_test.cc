@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+
 #include "sim/csv.h"
 #include "sim/json.h"
 #include "sim/replay.h"
@@ -66,6 +68,38 @@ TEST(Replay, OwnerReclaimsItsGuarantee) {
   EXPECT_EQ(r->tenants.at("a").finished, 2);
   // The preempted job lost no work (checkpointing) but waited b's hour: it ends at 36000 + 3600.
   EXPECT_DOUBLE_EQ(r->makespan_s, 39600);
+}
+
+TEST(ReplayGolden, PhillySliceSharingIncentive) {
+  // The first 20 days of the real trace at half capacity: pooling must not make any tenant's
+  // p95 wait worse than its own partition (the sharing-incentive property), the same input must
+  // give the same report, and the pinned figures must not drift unnoticed.
+  const char* env = std::getenv("GPUPOOL_TRACES");
+  const std::string dir = (env != nullptr ? std::string(env)
+                                          : std::string(GPUPOOL_SOURCE_DIR) + "/../shared/traces") +
+                          "/philly-pcs-per-vc";
+  Result<std::vector<TraceJob>> all = LoadTraceJobs(dir + "/philly_pcs_shared_jobs.csv");
+  Result<std::vector<TraceTenant>> tenants = LoadTraceTenants(dir + "/tenants.csv");
+  if (!all.ok() || !tenants.ok()) GTEST_SKIP() << "../shared/traces not found (set GPUPOOL_TRACES)";
+  std::vector<TraceJob> jobs;
+  for (const TraceJob& j : *all) {
+    if (j.submit_s < 20 * 86400) jobs.push_back(j);
+  }
+  ReplayOptions pooled, partitioned;
+  pooled.capacity_scale = partitioned.capacity_scale = 0.5;
+  partitioned.partitioned = true;
+  Result<ReplayReport> p = RunReplay(jobs, *tenants, pooled, {});
+  Result<ReplayReport> q = RunReplay(jobs, *tenants, partitioned, {});
+  Result<ReplayReport> p2 = RunReplay(jobs, *tenants, pooled, {});
+  ASSERT_TRUE(p.ok() && q.ok() && p2.ok());
+  for (const auto& [name, t] : p->tenants) {
+    EXPECT_LE(t.p95_wait_s, q->tenants.at(name).p95_wait_s) << name;
+    EXPECT_EQ(t.p95_wait_s, p2->tenants.at(name).p95_wait_s) << name;
+  }
+  EXPECT_LT(p->avg_jct_s, q->avg_jct_s);
+  EXPECT_EQ(p->preemptions, p2->preemptions);
+  EXPECT_EQ(p->cycles, p2->cycles);
+  EXPECT_EQ(p->capacity_gpus, 1028);
 }
 
 }  // namespace

@@ -177,8 +177,12 @@ Curve Windowed(const SeedRun& run) {
   const double cap = static_cast<double>(run.capacity_milli);
   std::map<int, std::vector<const PodRecord*>> by_level;
   for (const PodRecord& r : run.rows) {
-    const int level = static_cast<int>(std::nearbyint(static_cast<double>(r.arrived_milli) / cap * 100.0));
-    by_level[level].push_back(&r);
+    // arrived% rounded half to even, in integers: exact where floating point is not.
+    const int64_t num = r.arrived_milli * 100, q = num / run.capacity_milli,
+                  twice_rem = 2 * (num % run.capacity_milli);
+    const int64_t level =
+        twice_rem > run.capacity_milli || (twice_rem == run.capacity_milli && q % 2 == 1) ? q + 1 : q;
+    by_level[static_cast<int>(level)].push_back(&r);
   }
   for (int a = 0; a <= 130; ++a) {
     std::vector<const PodRecord*> rows;
