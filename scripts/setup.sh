@@ -1,10 +1,17 @@
 #!/usr/bin/env bash
 # Installs what building and testing gpupool needs, from Debian packages. Idempotent: does
 # nothing when everything is present. Needs root (or sudo) only when something is missing.
+#   setup.sh          what building gpupool needs
+#   setup.sh --test   and what the tests drive: a real Prometheus, clang's libFuzzer, curl
 set -euo pipefail
 
 packages=(build-essential cmake ninja-build pkg-config git
-          googletest libgtest-dev libgmock-dev libbenchmark-dev)
+          googletest libgtest-dev libgmock-dev libbenchmark-dev
+          libsqlite3-dev libssl-dev libcpp-httplib-dev nlohmann-json3-dev
+          prometheus-cpp-dev libyaml-cpp-dev)
+if [ "${1:-}" = "--test" ]; then
+  packages+=(prometheus clang-14 libclang-rt-14-dev curl)
+fi
 
 missing=()
 for p in "${packages[@]}"; do

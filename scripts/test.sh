@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# Builds gpupool and runs every test (unit, scenario, property, layering).
+# Builds gpupool and runs every test (unit, scenario, property, layering, daemon over HTTP,
+# crash recovery, Prometheus scrape, bounded fuzzing).
 #   scripts/test.sh             the default run (CI)
 #   scripts/test.sh --sanitize  the same under AddressSanitizer + UndefinedBehaviorSanitizer,
 #                               in build-asan/
 set -euo pipefail
 cd "$(dirname "$0")/.."
+export GPUPOOL_SETUP_FLAGS=--test
 if [ "${1:-}" = "--sanitize" ]; then
   export GPUPOOL_BUILD_DIR=build-asan
   ./scripts/build.sh -DGPUPOOL_SANITIZE=ON -DGPUPOOL_BENCH=OFF

@@ -10,5 +10,6 @@ int Demo(const std::vector<std::string>& argv);
 int Catalogue(const std::vector<std::string>& argv);
 int Sim(const std::vector<std::string>& argv);
 int Packing(const std::vector<std::string>& argv);
+int Serve(const std::vector<std::string>& argv);
 
 }  // namespace gpupool::cli

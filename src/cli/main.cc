@@ -11,6 +11,10 @@ namespace {
 constexpr const char* kUsage = R"(usage: gpupool COMMAND [FLAGS]
 
 commands:
+  serve       run the control-plane daemon (REST API under /v1, /metrics, journal in SQLite)
+              --demo  --config FILE.yaml  --data-dir DIR (gpupool-data)  --listen HOST:PORT
+              (127.0.0.1:8080; port 0 picks a free one, written to DIR/port)  --no-demo-traffic
+              --simulate-executor (jobs run for their estimate)  --http-threads N (64)
   demo        schedule a generated day of work on a small demo cluster and print what happened
               --hours N (8)  --policy fgd|bestfit|spread|firstfit  --seed N (7)  --every MIN (60)
   catalogue   list the built-in GPU models and their MIG profiles [MODEL]
@@ -33,6 +37,7 @@ int main(int argc, char** argv) {
   }
   const std::string cmd = args[0];
   args.erase(args.begin());
+  if (cmd == "serve") return gpupool::cli::Serve(args);
   if (cmd == "demo") return gpupool::cli::Demo(args);
   if (cmd == "catalogue") return gpupool::cli::Catalogue(args);
   if (cmd == "sim") return gpupool::cli::Sim(args);

@@ -1,0 +1,61 @@
+// Principals and API tokens. A token is "gp_<id>_<secret>"; only its SHA-256 is kept (in memory
+// and in the journal), so a leaked journal leaks no usable token. Roles, widest first:
+// cluster-admin (everything), tenant-admin (its tenant: jobs, tokens, usage), member (its
+// tenant's jobs), viewer (reads its tenant).
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/ids.h"
+#include "core/result.h"
+#include "core/time.h"
+
+namespace gpupool {
+
+enum class Role { kClusterAdmin, kTenantAdmin, kMember, kViewer };
+std::string_view RoleName(Role r);
+Result<Role> ParseRole(std::string_view s);
+
+struct Principal {
+  std::string name;
+  Role role = Role::kViewer;
+  TenantId tenant;  // invalid for cluster admins
+  std::string token_id;
+
+  bool admin() const { return role == Role::kClusterAdmin; }
+  // May read (and, for writers, change) objects of tenant `t`.
+  bool Sees(TenantId t) const { return admin() || tenant == t; }
+  bool Writes() const { return role != Role::kViewer; }
+};
+
+struct TokenRecord {
+  std::string id;
+  std::string sha256;  // hex of the whole token
+  Principal principal;
+  Time created;
+  bool revoked = false;
+};
+
+std::string Sha256Hex(const std::string& data);
+// 32 random bytes as hex, from the OS (the daemon's edge, not the core).
+std::string RandomHex(size_t bytes);
+
+class TokenStore {
+ public:
+  // Makes a token for `p` (id chosen here); returns the record to journal and the secret to
+  // hand out once.
+  std::pair<TokenRecord, std::string> Create(Principal p, Time now);
+  void Add(const TokenRecord& r);  // from Create or from the journal
+  Status Revoke(const std::string& id);
+  const Principal* Authenticate(const std::string& token) const;
+  const std::map<std::string, TokenRecord>& tokens() const { return by_id_; }
+
+ private:
+  std::map<std::string, TokenRecord> by_id_;
+  std::map<std::string, std::string> id_by_hash_;
+};
+
+}  // namespace gpupool

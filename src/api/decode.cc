@@ -1,0 +1,320 @@
+#include "api/decode.h"
+
+#include <algorithm>
+#include <cmath>
+#include <nlohmann/json.hpp>
+#include <set>
+
+namespace gpupool {
+namespace {
+
+using Json = nlohmann::json;
+
+Status OnlyFields(const Json& j, const std::set<std::string>& allowed, const std::string& where) {
+  for (const auto& [k, v] : j.items()) {
+    if (!allowed.count(k)) return InvalidArgument("unknown field '" + where + k + "'");
+  }
+  return Ok();
+}
+
+Result<std::string> Str(const Json& j, const char* key, const std::string& where, size_t max = 256) {
+  auto it = j.find(key);
+  if (it == j.end()) return InvalidArgument("missing field '" + where + key + "'");
+  if (!it->is_string()) return InvalidArgument("'" + where + key + "' must be a string");
+  std::string s = it->get<std::string>();
+  if (s.empty() || s.size() > max) {
+    return InvalidArgument("'" + where + key + "' must be 1.." + std::to_string(max) + " characters");
+  }
+  return s;
+}
+
+Result<int64_t> Int(const Json& j, const char* key, int64_t lo, int64_t hi, const std::string& where) {
+  auto it = j.find(key);
+  if (it == j.end()) return InvalidArgument("missing field '" + where + key + "'");
+  if (!it->is_number_integer()) return InvalidArgument("'" + where + key + "' must be an integer");
+  const int64_t v = it->get<int64_t>();
+  if (v < lo || v > hi) {
+    return InvalidArgument("'" + where + key + "' must be in [" + std::to_string(lo) + ", " +
+                           std::to_string(hi) + "]");
+  }
+  return v;
+}
+
+Result<Json> ParseObject(std::string_view body) {
+  Json j = Json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return InvalidArgument("request body is not valid JSON");
+  if (!j.is_object()) return InvalidArgument("request body must be a JSON object");
+  return j;
+}
+
+Result<bool> Bool(const Json& j, const char* key, const std::string& where) {
+  const Json& v = j.at(key);
+  if (!v.is_boolean()) return InvalidArgument("'" + where + key + "' must be a boolean");
+  return v.get<bool>();
+}
+
+// A number of GPUs, exact in GpuEq units (1/7000 GPU).
+Result<GpuEq> Gpus(const Json& j, const char* key, const std::string& where) {
+  const Json& v = j.at(key);
+  if (!v.is_number()) return InvalidArgument("'" + where + key + "' must be a number of GPUs");
+  const double x = v.get<double>();
+  if (!(x >= 0 && x <= 1e6)) return InvalidArgument("'" + where + key + "' must be in [0, 1000000]");
+  const double units = x * GpuEq::kUnitsPerGpu;
+  const double rounded = std::round(units);
+  if (std::fabs(units - rounded) > 1e-6 * std::max(1.0, units)) {
+    return InvalidArgument("'" + where + key + "' is not a whole number of 1/7000 GPU");
+  }
+  return GpuEq::Units(static_cast<int64_t>(rounded));
+}
+
+bool ValidName(const std::string& s) {
+  if (s.empty() || s.size() > 63) return false;
+  for (size_t i = 0; i < s.size(); ++i) {
+    const char c = s[i];
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || (c == '-' && i > 0);
+    if (!ok) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+Result<Tenant> DecodeTenantRequest(const State& state, std::string_view body, const Tenant* base) {
+  Result<Json> parsed = ParseObject(body);
+  if (!parsed.ok()) return parsed.error();
+  const Json& j = *parsed;
+  GP_RETURN_IF_ERROR(OnlyFields(j, {"name", "weight", "quotas", "limits", "allow_gpu_cotenancy"}, ""));
+  Tenant t = base ? *base : Tenant();
+  if (base == nullptr || j.contains("name")) {
+    Result<std::string> name = Str(j, "name", "", 63);
+    if (!name.ok()) return name.error();
+    if (!ValidName(*name)) {
+      return InvalidArgument("'name' must be lower-case letters, digits and '-' (1..63, not starting with '-')");
+    }
+    if (base != nullptr && *name != base->name) return InvalidArgument("'name' cannot change");
+    t.name = *name;
+  }
+  if (j.contains("weight")) {
+    const Json& w = j["weight"];
+    if (!w.is_number()) return InvalidArgument("'weight' must be a number");
+    const double x = w.get<double>();
+    const double milli = std::round(x * 1000);
+    if (!(x > 0 && x <= 1000) || std::fabs(milli - x * 1000) > 1e-6) {
+      return InvalidArgument("'weight' must be in (0, 1000] in steps of 0.001");
+    }
+    t.weight_milli = static_cast<int64_t>(milli);
+  }
+  if (j.contains("quotas")) {
+    const Json& q = j["quotas"];
+    if (!q.is_object()) return InvalidArgument("'quotas' must be an object of flavor: quota");
+    t.quotas.clear();
+    for (const auto& [flavor, fq] : q.items()) {
+      Result<FlavorId> f = state.catalogue().Find(flavor);
+      if (!f.ok()) return InvalidArgument("quotas: " + f.error().message);
+      const std::string where = "quotas." + flavor + ".";
+      if (!fq.is_object()) return InvalidArgument("'quotas." + flavor + "' must be an object");
+      GP_RETURN_IF_ERROR(OnlyFields(fq, {"guaranteed", "borrow_limit", "lend_limit"}, where));
+      if (!fq.contains("guaranteed")) return InvalidArgument("missing field '" + where + "guaranteed'");
+      FlavorQuota out;
+      Result<GpuEq> g = Gpus(fq, "guaranteed", where);
+      if (!g.ok()) return g.error();
+      out.guaranteed = *g;
+      for (const char* key : {"borrow_limit", "lend_limit"}) {
+        if (!fq.contains(key)) continue;
+        Result<GpuEq> v = Gpus(fq, key, where);
+        if (!v.ok()) return v.error();
+        (std::string(key) == "borrow_limit" ? out.borrow_limit : out.lend_limit) = *v;
+      }
+      t.quotas[*f] = out;
+    }
+  }
+  if (j.contains("limits")) {
+    const Json& l = j["limits"];
+    if (!l.is_object()) return InvalidArgument("'limits' must be an object");
+    GP_RETURN_IF_ERROR(OnlyFields(l, {"max_replicas", "max_job_gpus", "default_duration_s",
+                                      "max_duration_s"}, "limits."));
+    if (l.contains("max_replicas")) {
+      Result<int64_t> v = Int(l, "max_replicas", 0, 1024, "limits.");
+      if (!v.ok()) return v.error();
+      t.limits.max_replicas = static_cast<uint16_t>(*v);
+    }
+    if (l.contains("max_job_gpus")) {
+      Result<GpuEq> v = Gpus(l, "max_job_gpus", "limits.");
+      if (!v.ok()) return v.error();
+      t.limits.max_job_gpu_eq = *v;
+    }
+    for (const char* key : {"default_duration_s", "max_duration_s"}) {
+      if (!l.contains(key)) continue;
+      Result<int64_t> v = Int(l, key, 0, 365 * 86400, "limits.");
+      if (!v.ok()) return v.error();
+      (std::string(key) == "max_duration_s" ? t.limits.max_duration : t.limits.default_duration) =
+          *v == 0 ? Duration::Infinite() : Duration::Seconds(*v);
+    }
+  }
+  if (j.contains("allow_gpu_cotenancy")) {
+    Result<bool> b = Bool(j, "allow_gpu_cotenancy", "");
+    if (!b.ok()) return b.error();
+    t.allow_gpu_cotenancy = *b;
+  }
+  return t;
+}
+
+Result<PriorityClass> DecodePriorityClassRequest(std::string_view body) {
+  Result<Json> parsed = ParseObject(body);
+  if (!parsed.ok()) return parsed.error();
+  const Json& j = *parsed;
+  GP_RETURN_IF_ERROR(OnlyFields(j, {"name", "value", "preemptible", "may_borrow", "grace_period_s"}, ""));
+  PriorityClass pc;
+  Result<std::string> name = Str(j, "name", "", 63);
+  if (!name.ok()) return name.error();
+  if (!ValidName(*name)) return InvalidArgument("'name' must be lower-case letters, digits and '-'");
+  pc.name = *name;
+  Result<int64_t> value = Int(j, "value", -1000000000, 1000000000, "");
+  if (!value.ok()) return value.error();
+  pc.value = static_cast<int32_t>(*value);
+  for (const char* key : {"preemptible", "may_borrow"}) {
+    if (!j.contains(key)) continue;
+    Result<bool> b = Bool(j, key, "");
+    if (!b.ok()) return b.error();
+    (std::string(key) == "preemptible" ? pc.preemptible : pc.may_borrow) = *b;
+  }
+  if (j.contains("grace_period_s")) {
+    Result<int64_t> g = Int(j, "grace_period_s", 0, 86400, "");
+    if (!g.ok()) return g.error();
+    pc.grace_period = Duration::Seconds(*g);
+  }
+  return pc;
+}
+
+int HttpStatus(ErrorCode code) {
+  switch (code) {
+    case ErrorCode::kInvalidArgument: return 400;
+    case ErrorCode::kUnauthenticated: return 401;
+    case ErrorCode::kPermissionDenied: return 403;
+    case ErrorCode::kNotFound: return 404;
+    case ErrorCode::kAlreadyExists:
+    case ErrorCode::kFailedPrecondition:
+    case ErrorCode::kConflict: return 409;
+    case ErrorCode::kResourceExhausted: return 413;
+    case ErrorCode::kUnavailable: return 503;
+    case ErrorCode::kInternal: return 500;
+  }
+  return 500;
+}
+
+std::string ErrorBody(const Error& e, const std::string& details) {
+  Json j = {{"error", {{"code", std::string(ErrorCodeName(e.code))}, {"message", e.message},
+                       {"details", details}}}};
+  return j.dump();
+}
+
+Result<JobSpec> DecodeJobRequest(const State& state, const Principal& caller, std::string_view body) {
+  Result<Json> parsed = ParseObject(body);
+  if (!parsed.ok()) return parsed.error();
+  const Json& j = *parsed;
+  GP_RETURN_IF_ERROR(OnlyFields(j, {"tenant", "name", "priority_class", "replicas", "resources",
+                                     "duration_estimate_s", "command", "topology", "cpu_milli",
+                                     "memory_mib", "checkpointable"}, ""));
+  JobSpec spec;
+  Result<std::string> tenant = Str(j, "tenant", "");
+  if (!tenant.ok()) return tenant.error();
+  Result<TenantId> tid = state.FindTenant(*tenant);
+  if (!tid.ok() || !caller.Sees(*tid)) return NotFound("unknown tenant '" + *tenant + "'");
+  spec.tenant = *tid;
+  Result<std::string> name = Str(j, "name", "");
+  if (!name.ok()) return name.error();
+  spec.name = *name;
+  Result<std::string> pc = Str(j, "priority_class", "");
+  if (!pc.ok()) return pc.error();
+  Result<PriorityClassId> pcid = state.FindPriorityClass(*pc);
+  if (!pcid.ok()) return InvalidArgument(pcid.error().message);
+  spec.priority_class = *pcid;
+  Result<int64_t> replicas = Int(j, "replicas", 1, 1024, "");
+  if (!replicas.ok()) return replicas.error();
+  spec.replicas = static_cast<uint16_t>(*replicas);
+  Result<int64_t> dur = Int(j, "duration_estimate_s", 1, 365 * 86400, "");
+  if (!dur.ok()) return dur.error();
+  spec.estimated_duration = Duration::Seconds(*dur);
+
+  auto res = j.find("resources");
+  if (res == j.end() || !res->is_object()) return InvalidArgument("'resources' must be an object");
+  GP_RETURN_IF_ERROR(OnlyFields(*res, {"flavor", "gpus", "mig_profile", "gpu_fraction", "memory_gb"},
+                                "resources."));
+  Result<std::string> flavor = Str(*res, "flavor", "resources.");
+  if (!flavor.ok()) return flavor.error();
+  Result<FlavorId> f = state.catalogue().Find(*flavor);
+  if (!f.ok()) return InvalidArgument(f.error().message);
+  spec.shape.flavor = *f;
+  const int forms = res->contains("gpus") + res->contains("mig_profile") + res->contains("gpu_fraction");
+  if (forms != 1) {
+    return InvalidArgument("'resources' needs exactly one of 'gpus', 'mig_profile', 'gpu_fraction'");
+  }
+  if (res->contains("gpus")) {
+    Result<int64_t> g = Int(*res, "gpus", 1, 16, "resources.");
+    if (!g.ok()) return g.error();
+    spec.shape.kind = ShapeKind::kWholeGpus;
+    spec.shape.gpus = static_cast<uint8_t>(*g);
+  } else if (res->contains("mig_profile")) {
+    Result<std::string> p = Str(*res, "mig_profile", "resources.", 32);
+    if (!p.ok()) return p.error();
+    const int idx = state.catalogue().model(*f).ProfileIndexByName(*p);
+    if (idx < 0) return InvalidArgument("unknown MIG profile '" + *p + "' for " + *flavor);
+    spec.shape.kind = ShapeKind::kMigProfile;
+    spec.shape.mig_profile = static_cast<uint8_t>(idx);
+  } else {
+    const Json& fr = (*res)["gpu_fraction"];
+    if (!fr.is_number()) return InvalidArgument("'resources.gpu_fraction' must be a number");
+    const double x = fr.get<double>();
+    const double milli = std::round(x * 1000);
+    if (!(x > 0 && x <= 1) || std::fabs(milli - x * 1000) > 1e-6) {
+      return InvalidArgument("'resources.gpu_fraction' must be in (0, 1] in steps of 0.001");
+    }
+    Result<int64_t> mem = Int(*res, "memory_gb", 1, 1024, "resources.");
+    if (!mem.ok()) return mem.error();
+    spec.shape.kind = ShapeKind::kGpuFraction;
+    spec.shape.milli = static_cast<uint16_t>(milli);
+    spec.shape.gpu_memory_mib = static_cast<uint32_t>(*mem * 1024);
+  }
+  auto cmd = j.find("command");
+  if (cmd == j.end() || !cmd->is_array() || cmd->empty() || cmd->size() > 256) {
+    return InvalidArgument("'command' must be a non-empty array of at most 256 strings");
+  }
+  for (const Json& a : *cmd) {
+    if (!a.is_string() || a.get<std::string>().size() > 4096) {
+      return InvalidArgument("'command' items must be strings of at most 4096 characters");
+    }
+    spec.command.push_back(a.get<std::string>());
+  }
+  if (auto t = j.find("topology"); t != j.end()) {
+    if (!t->is_object()) return InvalidArgument("'topology' must be an object");
+    GP_RETURN_IF_ERROR(OnlyFields(*t, {"level", "required"}, "topology."));
+    Result<std::string> level = Str(*t, "level", "topology.", 32);
+    if (!level.ok()) return level.error();
+    bool known = false;
+    for (TopologyLevel l : {TopologyLevel::kNode, TopologyLevel::kNvlinkDomain, TopologyLevel::kBlock}) {
+      if (TopologyLevelName(l) == *level) {
+        spec.topology.level = l;
+        known = true;
+      }
+    }
+    if (!known) return InvalidArgument("'topology.level' must be node, nvlink-domain or block");
+    if (auto r = t->find("required"); r != t->end()) {
+      if (!r->is_boolean()) return InvalidArgument("'topology.required' must be a boolean");
+      spec.topology.required = r->get<bool>();
+    }
+  }
+  for (const char* key : {"cpu_milli", "memory_mib"}) {
+    if (j.contains(key)) {
+      Result<int64_t> v = Int(j, key, 0, int64_t{1} << 40, "");
+      if (!v.ok()) return v.error();
+      (std::string(key) == "cpu_milli" ? spec.shape.cpu_milli : spec.shape.memory_mib) = *v;
+    }
+  }
+  if (auto c = j.find("checkpointable"); c != j.end()) {
+    if (!c->is_boolean()) return InvalidArgument("'checkpointable' must be a boolean");
+    spec.checkpointable = c->get<bool>();
+  }
+  return state.ValidateSpec(std::move(spec));
+}
+
+}  // namespace gpupool

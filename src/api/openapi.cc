@@ -1,0 +1,205 @@
+#include "api/openapi.h"
+
+#include <nlohmann/json.hpp>
+#include <regex>
+
+namespace gpupool {
+namespace {
+
+using Json = nlohmann::json;
+
+Json Ref(const std::string& name) { return {{"$ref", "#/components/schemas/" + name}}; }
+
+Json Schemas() {
+  Json error = {{"type", "object"},
+                {"required", {"error"}},
+                {"properties",
+                 {{"error",
+                   {{"type", "object"},
+                    {"required", {"code", "message", "details"}},
+                    {"properties",
+                     {{"code", {{"type", "string"}}},
+                      {"message", {{"type", "string"}}},
+                      {"details", {{"type", "string"}}}}}}}}}};
+  Json resources = {
+      {"type", "object"},
+      {"description", "exactly one of gpus, mig_profile, gpu_fraction (with memory_gb)"},
+      {"required", {"flavor"}},
+      {"additionalProperties", false},
+      {"properties",
+       {{"flavor", {{"type", "string"}, {"example", "h100-80gb"}}},
+        {"gpus", {{"type", "integer"}, {"minimum", 1}, {"maximum", 16}}},
+        {"mig_profile", {{"type", "string"}, {"example", "1g.10gb"}}},
+        {"gpu_fraction", {{"type", "number"}, {"exclusiveMinimum", 0}, {"maximum", 1}}},
+        {"memory_gb", {{"type", "integer"}, {"minimum", 1}, {"maximum", 1024}}}}}};
+  Json job_request = {
+      {"type", "object"},
+      {"additionalProperties", false},
+      {"required", {"tenant", "name", "priority_class", "replicas", "resources",
+                    "duration_estimate_s", "command"}},
+      {"properties",
+       {{"tenant", {{"type", "string"}}},
+        {"name", {{"type", "string"}, {"maxLength", 256}}},
+        {"priority_class", {{"type", "string"}}},
+        {"replicas", {{"type", "integer"}, {"minimum", 1}, {"maximum", 1024}}},
+        {"resources", Ref("Resources")},
+        {"duration_estimate_s", {{"type", "integer"}, {"minimum", 1}, {"maximum", 31536000}}},
+        {"command", {{"type", "array"}, {"minItems", 1}, {"maxItems", 256}, {"items", {{"type", "string"}}}}},
+        {"topology",
+         {{"type", "object"},
+          {"properties",
+           {{"level", {{"type", "string"}, {"enum", {"node", "nvlink-domain", "block"}}}},
+            {"required", {{"type", "boolean"}}}}}}},
+        {"cpu_milli", {{"type", "integer"}, {"minimum", 0}}},
+        {"memory_mib", {{"type", "integer"}, {"minimum", 0}}},
+        {"checkpointable", {{"type", "boolean"}}}}}};
+  Json job = {{"type", "object"},
+              {"properties",
+               {{"id", {{"type", "string"}}},
+                {"name", {{"type", "string"}}},
+                {"tenant", {{"type", "string"}}},
+                {"state", {{"type", "string"},
+                           {"enum", {"pending", "admitted", "running", "succeeded", "failed",
+                                     "cancelled", "preempted"}}}},
+                {"reason", {{"type", "object"}, {"description", "why a pending job waits"}}},
+                {"placement", {{"type", "array"}, {"items", {{"type", "object"}}}}}}}};
+  Json quota = {{"type", "object"},
+                {"additionalProperties", false},
+                {"required", {"guaranteed"}},
+                {"properties",
+                 {{"guaranteed", {{"type", "number"}, {"minimum", 0}, {"description", "GPUs"}}},
+                  {"borrow_limit", {{"type", "number"}, {"minimum", 0}}},
+                  {"lend_limit", {{"type", "number"}, {"minimum", 0}}}}}};
+  Json tenant_request = {
+      {"type", "object"},
+      {"additionalProperties", false},
+      {"properties",
+       {{"name", {{"type", "string"}, {"pattern", "^[a-z0-9][a-z0-9-]{0,62}$"}}},
+        {"weight", {{"type", "number"}, {"exclusiveMinimum", 0}}},
+        {"quotas", {{"type", "object"}, {"additionalProperties", Ref("Quota")}}},
+        {"limits",
+         {{"type", "object"},
+          {"properties",
+           {{"max_replicas", {{"type", "integer"}}},
+            {"max_job_gpus", {{"type", "number"}}},
+            {"default_duration_s", {{"type", "integer"}}},
+            {"max_duration_s", {{"type", "integer"}}}}}}},
+        {"allow_gpu_cotenancy", {{"type", "boolean"}}}}}};
+  Json token_request = {{"type", "object"},
+                        {"additionalProperties", false},
+                        {"required", {"name", "role"}},
+                        {"properties",
+                         {{"name", {{"type", "string"}}},
+                          {"role", {{"type", "string"},
+                                    {"enum", {"cluster-admin", "tenant-admin", "member", "viewer"}}}},
+                          {"tenant", {{"type", "string"}}}}}};
+  Json class_request = {{"type", "object"},
+                        {"additionalProperties", false},
+                        {"required", {"name", "value"}},
+                        {"properties",
+                         {{"name", {{"type", "string"}}},
+                          {"value", {{"type", "integer"}}},
+                          {"preemptible", {{"type", "boolean"}}},
+                          {"may_borrow", {{"type", "boolean"}}},
+                          {"grace_period_s", {{"type", "integer"}, {"minimum", 0}}}}}};
+  return {{"Error", error},
+          {"Resources", resources},
+          {"JobRequest", job_request},
+          {"Job", job},
+          {"Quota", quota},
+          {"TenantRequest", tenant_request},
+          {"TokenRequest", token_request},
+          {"PriorityClassRequest", class_request},
+          {"Object", {{"type", "object"}}}};
+}
+
+}  // namespace
+
+const std::vector<RouteDoc>& ApiRoutes() {
+  static const std::vector<RouteDoc> routes = {
+      {"get", "/healthz", "liveness", "anyone", "", 200},
+      {"get", "/metrics", "Prometheus exposition", "anyone", "", 200},
+      {"get", "/v1/openapi.json", "this document", "anyone", "", 200},
+      {"get", "/v1/summary", "cluster summary (counts scoped to the caller)", "any token", "", 200},
+      {"post", "/v1/jobs", "submit a job; Idempotency-Key makes retries safe", "cluster-admin, tenant-admin, member", "JobRequest", 201},
+      {"get", "/v1/jobs", "list jobs (filters: tenant, state)", "any token (own tenant)", "", 200},
+      {"get", "/v1/jobs/{id}", "a job with its pending reason and placement", "any token (own tenant)", "", 200},
+      {"delete", "/v1/jobs/{id}", "cancel a job", "cluster-admin, tenant-admin, member", "", 200},
+      {"get", "/v1/tenants", "list tenants with usage", "any token (own tenant)", "", 200},
+      {"post", "/v1/tenants", "create a tenant", "cluster-admin", "TenantRequest", 201},
+      {"get", "/v1/tenants/{name}", "a tenant with quotas and usage", "any token (own tenant)", "", 200},
+      {"patch", "/v1/tenants/{name}", "update quotas, weight, limits", "cluster-admin", "TenantRequest", 200},
+      {"delete", "/v1/tenants/{name}", "delete a tenant with no live jobs", "cluster-admin", "", 200},
+      {"get", "/v1/priority-classes", "list priority classes", "any token", "", 200},
+      {"post", "/v1/priority-classes", "create a priority class", "cluster-admin", "PriorityClassRequest", 201},
+      {"get", "/v1/tokens", "list tokens (never their secrets)", "cluster-admin, tenant-admin (own tenant)", "", 200},
+      {"post", "/v1/tokens", "create a token; the secret is returned once", "cluster-admin; tenant-admin for member/viewer", "TokenRequest", 201},
+      {"delete", "/v1/tokens/{id}", "revoke a token", "cluster-admin, tenant-admin (own tenant)", "", 200},
+      {"get", "/v1/nodes", "list nodes (tenants: those running their work)", "any token", "", 200},
+      {"get", "/v1/nodes/{name}", "a node with its GPUs", "any token (as for the list)", "", 200},
+      {"post", "/v1/nodes/{name}/cordon", "no new work on the node", "cluster-admin", "", 200},
+      {"post", "/v1/nodes/{name}/uncordon", "make the node schedulable", "cluster-admin", "", 200},
+      {"post", "/v1/nodes/{name}/drain", "cordon and requeue the node's jobs", "cluster-admin", "", 200},
+      {"get", "/v1/audit", "the audit log", "cluster-admin, tenant-admin (own tenant)", "", 200},
+  };
+  return routes;
+}
+
+std::string OpenApiDocument() {
+  Json paths = Json::object();
+  static const std::regex param(R"(\{([a-z]+)\})");
+  for (const RouteDoc& r : ApiRoutes()) {
+    Json op = {{"summary", r.summary}, {"description", std::string("Who: ") + r.roles}};
+    const std::string path = r.path;
+    Json params = Json::array();
+    for (auto it = std::sregex_iterator(path.begin(), path.end(), param); it != std::sregex_iterator(); ++it) {
+      params.push_back({{"name", (*it)[1].str()}, {"in", "path"}, {"required", true},
+                        {"schema", {{"type", "string"}}}});
+    }
+    if (path == "/v1/jobs" && std::string(r.method) == "get") {
+      params.push_back({{"name", "tenant"}, {"in", "query"}, {"schema", {{"type", "string"}}}});
+      params.push_back({{"name", "state"}, {"in", "query"}, {"schema", {{"type", "string"}}}});
+    }
+    if (path == "/v1/jobs" && std::string(r.method) == "post") {
+      params.push_back({{"name", "Idempotency-Key"}, {"in", "header"}, {"schema", {{"type", "string"}, {"maxLength", 128}}}});
+    }
+    if (!params.empty()) op["parameters"] = params;
+    if (*r.request) {
+      op["requestBody"] = {{"required", true},
+                           {"content", {{"application/json", {{"schema", Ref(r.request)}}}}}};
+    }
+    const bool open = path == "/healthz" || path == "/metrics" || path == "/v1/openapi.json";
+    Json responses = {{std::to_string(r.success),
+                       {{"description", "success"},
+                        {"content", {{"application/json", {{"schema", Ref(path.rfind("/v1/jobs/", 0) == 0 ? "Job" : "Object")}}}}}}}};
+    if (!open) {
+      Json err = {{"content", {{"application/json", {{"schema", Ref("Error")}}}}}};
+      for (auto [code, what] : {std::pair{"400", "bad input"}, {"401", "no or invalid token"},
+                                {"403", "role may not"}, {"404", "not found or not yours"},
+                                {"409", "conflict"}, {"413", "body too large"},
+                                {"503", "journal unavailable"}}) {
+        Json e = err;
+        e["description"] = what;
+        responses[code] = e;
+      }
+    } else {
+      op["security"] = Json::array();
+    }
+    op["responses"] = responses;
+    paths[path][r.method] = op;
+  }
+  const Json doc = {
+      {"openapi", "3.0.3"},
+      {"info", {{"title", "gpupool"}, {"version", "0.1.0"},
+                {"description", "Multi-tenant GPU cluster control plane. Errors are {\"error\": "
+                                "{code, message, details}}; another tenant's objects are 404."}}},
+      {"servers", Json::array({{{"url", "/"}}})},
+      {"security", Json::array({{{"bearer", Json::array()}}})},
+      {"paths", paths},
+      {"components",
+       {{"securitySchemes", {{"bearer", {{"type", "http"}, {"scheme", "bearer"}}}}},
+        {"schemas", Schemas()}}}};
+  return doc.dump(2);
+}
+
+}  // namespace gpupool

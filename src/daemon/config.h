@@ -1,0 +1,41 @@
+// gpupool serve --config FILE.yaml: the cluster a fresh data directory starts with, and the
+// scheduler settings. Once the journal holds a cluster, the journal is the truth for tenants,
+// classes and nodes (they are changed through the API); the scheduler settings apply on every
+// start.
+//
+//   scheduler: {placement: fgd, tick_ms: 200, preemption: true, backfill: true}
+//   listen: 127.0.0.1:8080          # --listen wins
+//   data_dir: /var/lib/gpupool      # --data-dir wins
+//   priority_classes:               # optional; the defaults when absent
+//     - {name: training, value: 100, preemptible: true, may_borrow: true}
+//   tenants:                        # same fields as POST /v1/tenants
+//     - name: research
+//       weight: 2
+//       quotas: {h100-80gb: {guaranteed: 16, borrow_limit: 8}}
+//   nodes:
+//     - {name: h100, count: 4, flavor: h100-80gb, gpus: 8, mig_gpus: 0, shared_gpus: 0,
+//        max_clients: 4, block: rack-a, nvlink_domain: nvl-0, labels: [zone=a]}
+//
+// Unknown keys are errors, reported with the file and the key.
+#pragma once
+
+#include <string>
+
+#include "model/state.h"
+#include "scheduler/config.h"
+
+namespace gpupool {
+
+struct DaemonConfig {
+  State cluster;
+  SchedulerConfig scheduler;
+  int tick_ms = 200;
+  std::string listen;    // empty: not set in the file
+  std::string data_dir;  // empty: not set in the file
+};
+
+Result<DaemonConfig> LoadDaemonConfig(const std::string& path);
+// The same from YAML text (tests).
+Result<DaemonConfig> ParseDaemonConfig(const std::string& yaml_text);
+
+}  // namespace gpupool

@@ -1,0 +1,654 @@
+#include "daemon/core.h"
+
+#include <nlohmann/json.hpp>
+
+#include "api/decode.h"
+#include "policy/quota/quota.h"
+#include "scheduler/schedule.h"
+#include "store/codec.h"
+
+namespace gpupool {
+namespace {
+
+Reply JsonReply(int status, const Json& j) { return {status, j.dump()}; }
+Reply Err(const Error& e) { return {HttpStatus(e.code), ErrorBody(e)}; }
+Reply Unauthenticated() {
+  return Err({ErrorCode::kUnauthenticated, "missing or invalid bearer token"});
+}
+Reply Forbidden(const std::string& what) {
+  return Err({ErrorCode::kPermissionDenied, "your role may not " + what});
+}
+
+Json JobJson(const State& s, const Job& j) {
+  const ReplicaShape& sh = j.spec.shape;
+  const GpuModel& m = s.catalogue().model(sh.flavor);
+  Json res = {{"flavor", m.name}};
+  switch (sh.kind) {
+    case ShapeKind::kWholeGpus: res["gpus"] = sh.gpus; break;
+    case ShapeKind::kMigProfile: res["mig_profile"] = m.profiles[sh.mig_profile].name; break;
+    case ShapeKind::kGpuFraction:
+      res["gpu_fraction"] = sh.milli / 1000.0;
+      res["memory_gb"] = sh.gpu_memory_mib / 1024;
+      break;
+  }
+  Json placement = Json::array();
+  for (const ReplicaPlacement& rp : j.placement) {
+    Json gpus = Json::array();
+    for (const GpuGrant& g : rp.grants) {
+      Json gj = {{"gpu", g.gpu}};
+      if (g.mig_start >= 0) gj["mig_start"] = g.mig_start;
+      if (g.milli) gj["milli"] = g.milli;
+      gpus.push_back(gj);
+    }
+    placement.push_back({{"node", s.node(rp.node).name}, {"gpus", gpus}});
+  }
+  Json out = {{"id", std::to_string(j.id.value())},
+              {"name", j.spec.name},
+              {"tenant", s.tenant(j.spec.tenant).name},
+              {"priority_class", s.priority_class(j.spec.priority_class).name},
+              {"state", std::string(JobStateName(j.state))},
+              {"replicas", j.spec.replicas},
+              {"resources", res},
+              {"duration_estimate_s", j.spec.estimated_duration.seconds()},
+              {"command", j.spec.command},
+              {"submitted_at_ms", j.submitted.millis()},
+              {"placement", placement}};
+  if (j.state == JobState::kPending) {
+    out["reason"] = {{"code", std::string(ReasonCodeName(j.reason.code))}, {"message", j.reason.message}};
+  }
+  if (HoldsResources(j.state)) out["admitted_as"] = std::string(AdmissionKindName(j.admitted_as));
+  return out;
+}
+
+Result<uint64_t> ParseId(const std::string& s) {
+  if (s.empty() || s.size() > 19 || s.find_first_not_of("0123456789") != std::string::npos) {
+    return NotFound("no job '" + s + "'");
+  }
+  return std::stoull(s);
+}
+
+}  // namespace
+
+DaemonCore::DaemonCore(std::unique_ptr<Journal> journal, SchedulerConfig config)
+    : journal_(std::move(journal)), config_(std::move(config)), state_(std::make_unique<State>()) {}
+
+Result<std::unique_ptr<DaemonCore>> DaemonCore::Open(std::unique_ptr<Journal> journal,
+                                                     SchedulerConfig config) {
+  GP_RETURN_IF_ERROR(Validate(config));
+  std::unique_ptr<DaemonCore> core(new DaemonCore(std::move(journal), std::move(config)));
+  Result<std::vector<Record>> records = core->journal_->ReadAll();
+  if (!records.ok()) return records.error();
+  GP_RETURN_IF_ERROR(core->Replay(*records));
+  return core;
+}
+
+Status DaemonCore::Replay(const std::vector<Record>& records) {
+  state_ = std::make_unique<State>();
+  tokens_ = TokenStore();
+  deleted_.clear();
+  idempotency_.clear();
+  audit_.clear();
+  for (const Record& r : records) {
+    Status s = ApplyRecord(r);
+    if (!s.ok()) {
+      return Error{ErrorCode::kInternal, "journal record " + std::to_string(r.seq) + " (" + r.kind +
+                                             "): " + s.error().message};
+    }
+  }
+  empty_ = records.empty();
+  return Ok();
+}
+
+Status DaemonCore::ApplyRecord(const Record& r) {
+  const Json j = Json::parse(r.body, nullptr, false);
+  if (j.is_discarded()) return InvalidArgument("not JSON");
+  if (r.kind == "tenant") {
+    Result<Tenant> t = TenantFromJson(*state_, j);
+    if (!t.ok()) return t.error();
+    if (Result<TenantId> id = state_->FindTenant(t->name); id.ok()) {
+      t->id = *id;
+      deleted_.erase(*id);
+      return state_->UpdateTenant(*t);
+    }
+    Result<TenantId> added = state_->AddTenant(*t);
+    return added.ok() ? Ok() : Status(added.error());
+  }
+  if (r.kind == "class") {
+    Result<PriorityClass> pc = PriorityClassFromJson(j);
+    if (!pc.ok()) return pc.error();
+    Result<PriorityClassId> id = state_->AddPriorityClass(*pc);
+    return id.ok() ? Ok() : Status(id.error());
+  }
+  if (r.kind == "node") {
+    Result<Node> n = NodeFromJson(*state_, j);
+    if (!n.ok()) return n.error();
+    Result<NodeId> id = state_->AddNode(*n);
+    return id.ok() ? Ok() : Status(id.error());
+  }
+  if (r.kind == "event") {
+    Result<Event> e = EventFromJson(j.value("event", Json()));
+    if (!e.ok()) return e.error();
+    GP_RETURN_IF_ERROR(Apply(*state_, *e));
+    if (j.contains("idempotency")) {
+      idempotency_[j["idempotency"].get<std::string>()] = std::get<JobSubmitted>(*e).id;
+    }
+    return Ok();
+  }
+  if (r.kind == "token") {
+    TokenRecord t;
+    t.id = j.value("id", "");
+    t.sha256 = j.value("sha256", "");
+    t.principal.name = j.value("name", "");
+    Result<Role> role = ParseRole(j.value("role", ""));
+    if (!role.ok()) return role.error();
+    t.principal.role = *role;
+    t.principal.token_id = t.id;
+    const std::string tenant = j.value("tenant", "");
+    if (!tenant.empty()) {
+      Result<TenantId> tid = state_->FindTenant(tenant);
+      if (!tid.ok()) return tid.error();
+      t.principal.tenant = *tid;
+    }
+    t.created = Time::FromMillis(j.value("created_ms", int64_t{0}));
+    tokens_.Add(t);
+    return Ok();
+  }
+  if (r.kind == "tenant_deleted") {
+    Result<TenantId> id = state_->FindTenant(j.value("name", ""));
+    if (!id.ok()) return id.error();
+    Tenant t = state_->tenant(*id);
+    t.quotas.clear();
+    GP_RETURN_IF_ERROR(state_->UpdateTenant(t));
+    deleted_.insert(*id);
+    for (const auto& [tid, tok] : tokens_.tokens()) {
+      if (tok.principal.tenant == *id && !tok.revoked) (void)tokens_.Revoke(tid);
+    }
+    return Ok();
+  }
+  if (r.kind == "token_revoked") return tokens_.Revoke(j.value("id", ""));
+  if (r.kind == "audit") {
+    audit_.push_back(r.body);
+    return Ok();
+  }
+  return InvalidArgument("unknown record kind");
+}
+
+Status DaemonCore::Stage(std::string kind, std::string body) {
+  staged_.push_back({0, std::move(kind), std::move(body)});
+  empty_ = false;
+  return Ok();
+}
+
+Status DaemonCore::ApplyAndStage(const Event& e, const std::string& idempotency) {
+  GP_RETURN_IF_ERROR(Apply(*state_, e));
+  Json body = {{"event", EventToJson(e)}};
+  if (!idempotency.empty()) body["idempotency"] = idempotency;
+  return Stage("event", body.dump());
+}
+
+Status DaemonCore::Flush() {
+  if (staged_.empty()) return Ok();
+  Status s = journal_->Append(staged_);
+  staged_.clear();
+  if (s.ok()) return Ok();
+  // Memory is ahead of disk: rebuild from what is durable, then report.
+  Result<std::vector<Record>> records = journal_->ReadAll();
+  if (records.ok()) (void)Replay(*records);
+  return s;
+}
+
+void DaemonCore::Audit(const CallContext& c, const std::string& action, const std::string& object) {
+  const Json j = {{"at_ms", c.now.millis()},
+                  {"principal", c.principal ? c.principal->name : ""},
+                  {"tenant", c.principal && c.principal->tenant.valid()
+                                 ? state_->tenant(c.principal->tenant).name
+                                 : ""},
+                  {"action", action},
+                  {"object", object},
+                  {"remote", c.remote}};
+  audit_.push_back(j.dump());
+  (void)Stage("audit", j.dump());
+}
+
+Result<std::string> DaemonCore::Bootstrap(const State& config, Time now) {
+  if (!empty_) return FailedPrecondition("the journal already holds a cluster");
+  for (const Tenant& t : config.tenants()) {
+    const Json j = TenantToJson(config, t);
+    const Record r{0, "tenant", j.dump()};
+    GP_RETURN_IF_ERROR(ApplyRecord(r));
+    GP_RETURN_IF_ERROR(Stage(r.kind, r.body));
+  }
+  for (const PriorityClass& pc : config.priority_classes()) {
+    const Record r{0, "class", PriorityClassToJson(pc).dump()};
+    GP_RETURN_IF_ERROR(ApplyRecord(r));
+    GP_RETURN_IF_ERROR(Stage(r.kind, r.body));
+  }
+  for (const Node& n : config.nodes()) {
+    const Record r{0, "node", NodeToJson(config, n).dump()};
+    GP_RETURN_IF_ERROR(ApplyRecord(r));
+    GP_RETURN_IF_ERROR(Stage(r.kind, r.body));
+  }
+  Principal admin{"admin", Role::kClusterAdmin, TenantId(), ""};
+  return IssueToken(admin, now);
+}
+
+Result<std::string> DaemonCore::IssueToken(const Principal& p, Time now) {
+  auto [record, secret] = tokens_.Create(p, now);
+  tokens_.Add(record);
+  const Json j = {{"id", record.id},
+                  {"sha256", record.sha256},
+                  {"name", p.name},
+                  {"role", std::string(RoleName(p.role))},
+                  {"tenant", p.tenant.valid() ? state_->tenant(p.tenant).name : ""},
+                  {"created_ms", now.millis()}};
+  GP_RETURN_IF_ERROR(Stage("token", j.dump()));
+  return secret;
+}
+
+Reply DaemonCore::SubmitJob(const CallContext& c, const std::string& body, const std::string& key) {
+  if (c.principal == nullptr) return Unauthenticated();
+  if (!c.principal->Writes()) return Forbidden("submit jobs");
+  if (key.size() > 128) return Err(InvalidArgument("Idempotency-Key is longer than 128 characters"));
+  const std::string idem = key.empty() ? "" : c.principal->name + "\n" + key;
+  if (!idem.empty()) {
+    auto it = idempotency_.find(idem);
+    if (it != idempotency_.end()) {
+      const Job& j = *state_->FindJob(it->second);
+      return JsonReply(201, {{"id", std::to_string(j.id.value())},
+                             {"state", std::string(JobStateName(j.state))},
+                             {"replayed", true}});
+    }
+  }
+  Result<JobSpec> spec = DecodeJobRequest(*state_, *c.principal, body);
+  if (!spec.ok()) return Err(spec.error());
+  if (deleted_.count(spec->tenant)) return Err(NotFound("unknown tenant"));
+  const JobSubmitted e{state_->NextJobId(), *spec, c.now};
+  if (Status s = ApplyAndStage(e, idem); !s.ok()) return Err(s.error());
+  if (!idem.empty()) idempotency_[idem] = e.id;
+  Audit(c, "job.submit", std::to_string(e.id.value()));
+  return JsonReply(201, {{"id", std::to_string(e.id.value())}, {"state", "pending"}});
+}
+
+const Job* DaemonCore::VisibleJob(const CallContext& c, const std::string& id) const {
+  Result<uint64_t> n = ParseId(id);
+  if (!n.ok()) return nullptr;
+  const Job* j = state_->FindJob(JobId(*n));
+  if (j == nullptr || !c.principal->Sees(j->spec.tenant)) return nullptr;
+  return j;
+}
+
+Reply DaemonCore::GetJob(const CallContext& c, const std::string& id) {
+  if (c.principal == nullptr) return Unauthenticated();
+  const Job* j = VisibleJob(c, id);
+  if (j == nullptr) return Err(NotFound("no job '" + id + "'"));
+  return JsonReply(200, JobJson(*state_, *j));
+}
+
+Reply DaemonCore::ListJobs(const CallContext& c, const std::string& tenant, const std::string& st) {
+  if (c.principal == nullptr) return Unauthenticated();
+  TenantId filter;
+  if (!tenant.empty()) {
+    Result<TenantId> t = state_->FindTenant(tenant);
+    if (!t.ok() || !c.principal->Sees(*t)) return Err(NotFound("unknown tenant '" + tenant + "'"));
+    filter = *t;
+  }
+  Json items = Json::array();
+  for (const auto& [id, j] : state_->jobs()) {
+    if (!c.principal->Sees(j.spec.tenant)) continue;
+    if (filter.valid() && j.spec.tenant != filter) continue;
+    if (!st.empty() && JobStateName(j.state) != st) continue;
+    items.push_back(JobJson(*state_, j));
+  }
+  return JsonReply(200, {{"items", items}});
+}
+
+Reply DaemonCore::CancelJob(const CallContext& c, const std::string& id) {
+  if (c.principal == nullptr) return Unauthenticated();
+  const Job* j = VisibleJob(c, id);
+  if (j == nullptr) return Err(NotFound("no job '" + id + "'"));
+  if (!c.principal->Writes()) return Forbidden("cancel jobs");
+  if (IsTerminal(j->state)) return Err(FailedPrecondition("job already " + std::string(JobStateName(j->state))));
+  if (Status s = ApplyAndStage(JobFinished{j->id, JobState::kCancelled, c.now}); !s.ok()) {
+    return Err(s.error());
+  }
+  Audit(c, "job.cancel", id);
+  return JsonReply(200, {{"id", id}, {"state", "cancelled"}});
+}
+
+Reply DaemonCore::ListTenants(const CallContext& c) {
+  if (c.principal == nullptr) return Unauthenticated();
+  Json items = Json::array();
+  for (const Tenant& t : state_->tenants()) {
+    if (c.principal->Sees(t.id) && !deleted_.count(t.id)) items.push_back(TenantView(t));
+  }
+  return JsonReply(200, {{"items", items}});
+}
+
+const Tenant* DaemonCore::VisibleTenant(const CallContext& c, const std::string& name) const {
+  Result<TenantId> t = state_->FindTenant(name);
+  if (!t.ok() || deleted_.count(*t) || !c.principal->Sees(*t)) return nullptr;
+  return &state_->tenant(*t);
+}
+
+Json DaemonCore::TenantView(const Tenant& t) const {
+  const QuotaBook book(*state_);
+  const Catalogue& cat = state_->catalogue();
+  auto gpus = [](GpuEq q) { return q.ToGpus(); };
+  Json quotas = Json::object();
+  for (const auto& [f, q] : t.quotas) {
+    Json jq = {{"guaranteed", gpus(q.guaranteed)}};
+    if (q.borrow_limit) jq["borrow_limit"] = gpus(*q.borrow_limit);
+    if (q.lend_limit) jq["lend_limit"] = gpus(*q.lend_limit);
+    quotas[cat.model(f).name] = jq;
+  }
+  Json usage = Json::object();
+  for (size_t i = 0; i < cat.size(); ++i) {
+    const FlavorId f(static_cast<uint16_t>(i));
+    if (book.usage(t.id, f) == GpuEq() && !t.quota(f)) continue;
+    usage[cat.model(f).name] = {{"allocated", gpus(book.usage(t.id, f))},
+                                {"borrowed", gpus(book.borrowed(t.id, f))}};
+  }
+  int pending = 0, active = 0;
+  for (JobId id : state_->pending()) pending += state_->FindJob(id)->spec.tenant == t.id;
+  for (JobId id : state_->active()) active += state_->FindJob(id)->spec.tenant == t.id;
+  Json limits = Json::object();
+  if (t.limits.max_replicas) limits["max_replicas"] = t.limits.max_replicas;
+  if (t.limits.max_job_gpu_eq > GpuEq()) limits["max_job_gpus"] = gpus(t.limits.max_job_gpu_eq);
+  if (t.limits.default_duration != Duration::Infinite()) limits["default_duration_s"] = t.limits.default_duration.seconds();
+  if (t.limits.max_duration != Duration::Infinite()) limits["max_duration_s"] = t.limits.max_duration.seconds();
+  return {{"name", t.name},
+          {"weight", t.weight_milli / 1000.0},
+          {"quotas", quotas},
+          {"limits", limits},
+          {"allow_gpu_cotenancy", t.allow_gpu_cotenancy},
+          {"usage", usage},
+          {"pending_jobs", pending},
+          {"active_jobs", active}};
+}
+
+Status DaemonCore::StageTenant(const Tenant& t) {
+  const Record r{0, "tenant", TenantToJson(*state_, t).dump()};
+  GP_RETURN_IF_ERROR(ApplyRecord(r));
+  return Stage(r.kind, r.body);
+}
+
+Reply DaemonCore::GetTenant(const CallContext& c, const std::string& name) {
+  if (c.principal == nullptr) return Unauthenticated();
+  const Tenant* t = VisibleTenant(c, name);
+  if (t == nullptr) return Err(NotFound("no tenant '" + name + "'"));
+  return JsonReply(200, TenantView(*t));
+}
+
+Reply DaemonCore::CreateTenant(const CallContext& c, const std::string& body) {
+  if (c.principal == nullptr) return Unauthenticated();
+  if (!c.principal->admin()) return Forbidden("create tenants");
+  Result<Tenant> t = DecodeTenantRequest(*state_, body, nullptr);
+  if (!t.ok()) return Err(t.error());
+  Result<TenantId> existing = state_->FindTenant(t->name);
+  if (existing.ok() && !deleted_.count(*existing)) {
+    return Err({ErrorCode::kAlreadyExists, "tenant '" + t->name + "' exists"});
+  }
+  if (existing.ok()) t->id = *existing;
+  if (Status s = StageTenant(*t); !s.ok()) return Err(s.error());
+  Audit(c, "tenant.create", t->name);
+  return JsonReply(201, TenantView(state_->tenant(*state_->FindTenant(t->name))));
+}
+
+Reply DaemonCore::UpdateTenant(const CallContext& c, const std::string& name, const std::string& body) {
+  if (c.principal == nullptr) return Unauthenticated();
+  const Tenant* t = VisibleTenant(c, name);
+  if (t == nullptr) return Err(NotFound("no tenant '" + name + "'"));
+  if (!c.principal->admin()) return Forbidden("change tenants");
+  Result<Tenant> updated = DecodeTenantRequest(*state_, body, t);
+  if (!updated.ok()) return Err(updated.error());
+  if (Status s = StageTenant(*updated); !s.ok()) return Err(s.error());
+  Audit(c, "tenant.update", name);
+  return JsonReply(200, TenantView(state_->tenant(updated->id)));
+}
+
+Reply DaemonCore::DeleteTenant(const CallContext& c, const std::string& name) {
+  if (c.principal == nullptr) return Unauthenticated();
+  const Tenant* t = VisibleTenant(c, name);
+  if (t == nullptr) return Err(NotFound("no tenant '" + name + "'"));
+  if (!c.principal->admin()) return Forbidden("delete tenants");
+  for (const auto* ids : {&state_->pending(), &state_->active()}) {
+    for (JobId id : *ids) {
+      if (state_->FindJob(id)->spec.tenant == t->id) {
+        return Err(FailedPrecondition("tenant '" + name + "' has pending or active jobs; cancel them first"));
+      }
+    }
+  }
+  // A tombstone: the id stays (jobs and the ledger refer to it); no quota, no tokens, hidden.
+  const Record r{0, "tenant_deleted", Json({{"name", name}}).dump()};
+  if (Status s = ApplyRecord(r); !s.ok()) return Err(s.error());
+  (void)Stage(r.kind, r.body);
+  Audit(c, "tenant.delete", name);
+  return JsonReply(200, {{"name", name}, {"deleted", true}});
+}
+
+Reply DaemonCore::ListPriorityClasses(const CallContext& c) {
+  if (c.principal == nullptr) return Unauthenticated();
+  Json items = Json::array();
+  for (const PriorityClass& pc : state_->priority_classes()) {
+    items.push_back({{"name", pc.name}, {"value", pc.value}, {"preemptible", pc.preemptible},
+                     {"may_borrow", pc.may_borrow}, {"grace_period_s", pc.grace_period.seconds()}});
+  }
+  return JsonReply(200, {{"items", items}});
+}
+
+Reply DaemonCore::CreatePriorityClass(const CallContext& c, const std::string& body) {
+  if (c.principal == nullptr) return Unauthenticated();
+  if (!c.principal->admin()) return Forbidden("create priority classes");
+  Result<PriorityClass> pc = DecodePriorityClassRequest(body);
+  if (!pc.ok()) return Err(pc.error());
+  if (state_->FindPriorityClass(pc->name).ok()) {
+    return Err({ErrorCode::kAlreadyExists, "priority class '" + pc->name + "' exists"});
+  }
+  const Record r{0, "class", PriorityClassToJson(*pc).dump()};
+  if (Status s = ApplyRecord(r); !s.ok()) return Err(s.error());
+  (void)Stage(r.kind, r.body);
+  Audit(c, "priority_class.create", pc->name);
+  return JsonReply(201, {{"name", pc->name}, {"value", pc->value}});
+}
+
+bool DaemonCore::SeesNode(const CallContext& c, const Node& n) const {
+  if (c.principal->admin()) return true;
+  for (JobId id : state_->active()) {
+    const Job& j = *state_->FindJob(id);
+    if (j.spec.tenant != c.principal->tenant) continue;
+    for (const ReplicaPlacement& rp : j.placement) {
+      if (rp.node == n.id) return true;
+    }
+  }
+  return false;
+}
+
+Json DaemonCore::NodeView(const CallContext& c, const Node& n, bool detail) const {
+  const GpuModel& m = state_->catalogue().model(n.flavor);
+  int whole_free = 0, mig = 0, shared = 0, healthy = 0;
+  for (const Gpu& g : n.gpus) {
+    healthy += g.healthy;
+    if (g.mode == GpuMode::kMig) ++mig;
+    if (g.mode == GpuMode::kShared) ++shared;
+    if (g.mode == GpuMode::kWhole && g.healthy && g.idle()) ++whole_free;
+  }
+  Json out = {{"name", n.name},
+              {"flavor", m.name},
+              {"condition", std::string(NodeConditionName(n.condition))},
+              {"gpus", n.gpus.size()},
+              {"healthy_gpus", healthy},
+              {"mig_gpus", mig},
+              {"shared_gpus", shared},
+              {"free_whole_gpus", whole_free},
+              {"block", n.block},
+              {"nvlink_domain", n.nvlink_domain}};
+  if (detail) {
+    Json jobs = Json::array();
+    for (JobId id : state_->active()) {
+      const Job& j = *state_->FindJob(id);
+      if (!c.principal->Sees(j.spec.tenant)) continue;
+      for (const ReplicaPlacement& rp : j.placement) {
+        if (rp.node == n.id) {
+          jobs.push_back(std::to_string(id.value()));
+          break;
+        }
+      }
+    }
+    out["jobs"] = jobs;
+  }
+  return out;
+}
+
+Reply DaemonCore::ListNodes(const CallContext& c) {
+  if (c.principal == nullptr) return Unauthenticated();
+  Json items = Json::array();
+  for (const Node& n : state_->nodes()) {
+    if (SeesNode(c, n)) items.push_back(NodeView(c, n, false));
+  }
+  return JsonReply(200, {{"items", items}});
+}
+
+Reply DaemonCore::GetNode(const CallContext& c, const std::string& name) {
+  if (c.principal == nullptr) return Unauthenticated();
+  Result<NodeId> id = state_->FindNode(name);
+  if (!id.ok() || !SeesNode(c, state_->node(*id))) return Err(NotFound("no node '" + name + "'"));
+  return JsonReply(200, NodeView(c, state_->node(*id), true));
+}
+
+Reply DaemonCore::NodeAction(const CallContext& c, const std::string& name, const std::string& action) {
+  if (c.principal == nullptr) return Unauthenticated();
+  Result<NodeId> id = state_->FindNode(name);
+  if (!id.ok() || !SeesNode(c, state_->node(*id))) return Err(NotFound("no node '" + name + "'"));
+  if (!c.principal->admin()) return Forbidden(action + " nodes");
+  const NodeCondition to = action == "uncordon" ? NodeCondition::kReady
+                           : action == "drain"  ? NodeCondition::kDraining
+                                                : NodeCondition::kCordoned;
+  if (Status s = ApplyAndStage(NodeConditionChanged{*id, to, c.now}); !s.ok()) return Err(s.error());
+  int requeued = 0;
+  if (action == "drain") {
+    std::vector<JobId> on_node;
+    for (JobId jid : state_->active()) {
+      for (const ReplicaPlacement& rp : state_->FindJob(jid)->placement) {
+        if (rp.node == *id) {
+          on_node.push_back(jid);
+          break;
+        }
+      }
+    }
+    for (JobId jid : on_node) {
+      if (ApplyAndStage(JobLost{jid, c.now}).ok()) ++requeued;
+    }
+  }
+  Audit(c, "node." + action, name);
+  return JsonReply(200, {{"name", name}, {"condition", std::string(NodeConditionName(to))},
+                         {"requeued_jobs", requeued}});
+}
+
+Reply DaemonCore::CreateToken(const CallContext& c, const std::string& body) {
+  if (c.principal == nullptr) return Unauthenticated();
+  const Json j = Json::parse(body, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return Err(InvalidArgument("request body must be a JSON object"));
+  for (const auto& [k, v] : j.items()) {
+    if (k != "name" && k != "role" && k != "tenant") return Err(InvalidArgument("unknown field '" + k + "'"));
+  }
+  if (!j.contains("name") || !j["name"].is_string() || j["name"].get<std::string>().empty() ||
+      !j.contains("role") || !j["role"].is_string()) {
+    return Err(InvalidArgument("'name' and 'role' are required strings"));
+  }
+  Result<Role> role = ParseRole(j["role"].get<std::string>());
+  if (!role.ok()) return Err(role.error());
+  Principal p{j["name"].get<std::string>(), *role, TenantId(), ""};
+  if (*role != Role::kClusterAdmin) {
+    if (!j.contains("tenant") || !j["tenant"].is_string()) return Err(InvalidArgument("'tenant' is required"));
+    Result<TenantId> t = state_->FindTenant(j["tenant"].get<std::string>());
+    if (!t.ok() || !c.principal->Sees(*t)) return Err(NotFound("unknown tenant"));
+    p.tenant = *t;
+  }
+  // Cluster admins make any token; tenant admins make member and viewer tokens of their tenant.
+  const bool allowed = c.principal->admin() ||
+                       (c.principal->role == Role::kTenantAdmin &&
+                        (*role == Role::kMember || *role == Role::kViewer));
+  if (!allowed) return Forbidden("create this token");
+  Result<std::string> secret = IssueToken(p, c.now);
+  if (!secret.ok()) return Err(secret.error());
+  Audit(c, "token.create", p.name);
+  return JsonReply(201, {{"token", *secret}, {"name", p.name}, {"role", std::string(RoleName(p.role))}});
+}
+
+Reply DaemonCore::ListTokens(const CallContext& c) {
+  if (c.principal == nullptr) return Unauthenticated();
+  Json items = Json::array();
+  for (const auto& [id, t] : tokens_.tokens()) {
+    const bool mine = c.principal->admin() ||
+                      (c.principal->role == Role::kTenantAdmin && t.principal.tenant == c.principal->tenant);
+    if (!mine) continue;
+    items.push_back({{"id", id},
+                     {"name", t.principal.name},
+                     {"role", std::string(RoleName(t.principal.role))},
+                     {"tenant", t.principal.tenant.valid() ? state_->tenant(t.principal.tenant).name : ""},
+                     {"revoked", t.revoked}});
+  }
+  return JsonReply(200, {{"items", items}});
+}
+
+Reply DaemonCore::RevokeToken(const CallContext& c, const std::string& id) {
+  if (c.principal == nullptr) return Unauthenticated();
+  auto it = tokens_.tokens().find(id);
+  const bool mine = it != tokens_.tokens().end() &&
+                    (c.principal->admin() || (c.principal->role == Role::kTenantAdmin &&
+                                              it->second.principal.tenant == c.principal->tenant));
+  if (!mine) return Err(NotFound("no token '" + id + "'"));
+  if (Status s = tokens_.Revoke(id); !s.ok()) return Err(s.error());
+  (void)Stage("token_revoked", Json({{"id", id}}).dump());
+  Audit(c, "token.revoke", id);
+  return JsonReply(200, {{"id", id}, {"revoked", true}});
+}
+
+Reply DaemonCore::ListAudit(const CallContext& c) {
+  if (c.principal == nullptr) return Unauthenticated();
+  if (c.principal->role != Role::kClusterAdmin && c.principal->role != Role::kTenantAdmin) {
+    return Forbidden("read the audit log");
+  }
+  Json items = Json::array();
+  for (const std::string& line : audit_) {
+    Json j = Json::parse(line, nullptr, false);
+    if (j.is_discarded()) continue;
+    if (!c.principal->admin() && j.value("tenant", "") != state_->tenant(c.principal->tenant).name) continue;
+    items.push_back(j);
+  }
+  return JsonReply(200, {{"items", items}});
+}
+
+Reply DaemonCore::Summary(const CallContext& c) {
+  if (c.principal == nullptr) return Unauthenticated();
+  int pending = 0, running = 0;
+  for (JobId id : state_->pending()) pending += c.principal->Sees(state_->FindJob(id)->spec.tenant);
+  for (JobId id : state_->active()) running += c.principal->Sees(state_->FindJob(id)->spec.tenant);
+  int gpus = 0;
+  for (const Node& n : state_->nodes()) gpus += static_cast<int>(n.gpus.size());
+  return JsonReply(200, {{"nodes", state_->nodes().size()}, {"gpus", gpus},
+                         {"pending_jobs", pending}, {"active_jobs", running},
+                         {"scheduling_cycles", cycles_}});
+}
+
+void DaemonCore::Tick(Time now, bool simulate_executor) {
+  if (simulate_executor) {
+    std::vector<Event> events;
+    for (JobId id : state_->active()) {
+      const Job& j = *state_->FindJob(id);
+      if (j.state == JobState::kAdmitted) {
+        events.push_back(JobStarted{id, now});
+      } else if (j.ExpectedEnd() <= now) {
+        events.push_back(JobFinished{id, JobState::kSucceeded, now});
+      }
+    }
+    for (const Event& e : events) GP_CHECK(ApplyAndStage(e).ok());
+  }
+  if (state_->pending().empty()) return;
+  last_plan_ = Schedule(*state_, config_, now);
+  ++cycles_;
+  for (const Event& e : PlanToEvents(last_plan_, now)) GP_CHECK(ApplyAndStage(e).ok());
+  RecordReasons(*state_, last_plan_);
+}
+
+}  // namespace gpupool

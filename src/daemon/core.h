@@ -1,0 +1,115 @@
+// DaemonCore: the daemon's state machine, single-threaded, free of HTTP and threads so tests can
+// drive it directly. Every change is applied in memory and staged as a journal record; Flush
+// appends the staged records in one durable transaction (group commit). The server answers a
+// request only after the Flush that covers it; if the journal fails, the core rebuilds itself
+// from the journal (so memory never runs ahead of disk) and those requests fail with 503.
+//
+// Scoping: every read and write goes through the caller's Principal; another tenant's job is
+// "not found", never "forbidden", so ids leak nothing.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <nlohmann/json_fwd.hpp>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "api/auth.h"
+#include "scheduler/config.h"
+#include "scheduler/plan.h"
+#include "store/journal.h"
+
+namespace gpupool {
+
+struct Reply {
+  int status = 200;
+  std::string body;  // JSON
+};
+
+struct CallContext {
+  const Principal* principal = nullptr;  // nullptr: not authenticated
+  std::string remote;
+  Time now;
+};
+
+class DaemonCore {
+ public:
+  // Replays the journal onto `initial` (the catalogue and nothing else), or, for an empty
+  // journal, returns a core the caller bootstraps.
+  static Result<std::unique_ptr<DaemonCore>> Open(std::unique_ptr<Journal> journal,
+                                                  SchedulerConfig config);
+  bool empty() const { return empty_; }
+
+  // First start: tenants, classes and nodes, journaled as configuration; and the bootstrap
+  // admin token, whose secret is returned once.
+  Result<std::string> Bootstrap(const State& config, Time now);
+  // A token for a named principal (the demo's tenant tokens).
+  Result<std::string> IssueToken(const Principal& p, Time now);
+
+  const Principal* Authenticate(const std::string& token) const { return tokens_.Authenticate(token); }
+
+  Reply SubmitJob(const CallContext& c, const std::string& body, const std::string& idempotency_key);
+  Reply GetJob(const CallContext& c, const std::string& id);
+  Reply ListJobs(const CallContext& c, const std::string& tenant, const std::string& state);
+  Reply CancelJob(const CallContext& c, const std::string& id);
+  Reply ListTenants(const CallContext& c);
+  Reply GetTenant(const CallContext& c, const std::string& name);
+  Reply CreateTenant(const CallContext& c, const std::string& body);
+  Reply UpdateTenant(const CallContext& c, const std::string& name, const std::string& body);
+  Reply DeleteTenant(const CallContext& c, const std::string& name);
+  Reply ListPriorityClasses(const CallContext& c);
+  Reply CreatePriorityClass(const CallContext& c, const std::string& body);
+  Reply ListNodes(const CallContext& c);
+  Reply GetNode(const CallContext& c, const std::string& name);
+  // action: "cordon", "uncordon" or "drain" (cordon, and requeue the node's jobs).
+  Reply NodeAction(const CallContext& c, const std::string& name, const std::string& action);
+  Reply CreateToken(const CallContext& c, const std::string& body);
+  Reply ListTokens(const CallContext& c);
+  Reply RevokeToken(const CallContext& c, const std::string& id);
+  Reply ListAudit(const CallContext& c);
+  Reply Summary(const CallContext& c);
+
+  // One scheduling cycle at `now`, and the simulated executor: admitted jobs start, running jobs
+  // end after their estimate (demo).
+  void Tick(Time now, bool simulate_executor);
+
+  // Appends staged records durably. On failure the core is rebuilt from the journal and the
+  // error returned: callers answer 503 for everything since the last successful Flush.
+  Status Flush();
+
+  const State& state() const { return *state_; }
+  size_t staged() const { return staged_.size(); }
+  const Plan& last_plan() const { return last_plan_; }
+  int64_t cycles() const { return cycles_; }
+
+ private:
+  explicit DaemonCore(std::unique_ptr<Journal> journal, SchedulerConfig config);
+  Status Replay(const std::vector<Record>& records);
+  Status ApplyRecord(const Record& r);
+  Status Stage(std::string kind, std::string body);
+  Status ApplyAndStage(const Event& e, const std::string& meta = "");
+  void Audit(const CallContext& c, const std::string& action, const std::string& object);
+  const Job* VisibleJob(const CallContext& c, const std::string& id) const;
+  // The tenant named `name` if it exists, is not deleted and the caller sees it.
+  const Tenant* VisibleTenant(const CallContext& c, const std::string& name) const;
+  // Non-admins see the nodes that run their tenant's work.
+  bool SeesNode(const CallContext& c, const Node& n) const;
+  nlohmann::json TenantView(const Tenant& t) const;
+  nlohmann::json NodeView(const CallContext& c, const Node& n, bool detail) const;
+  Status StageTenant(const Tenant& t);
+
+  std::unique_ptr<Journal> journal_;
+  SchedulerConfig config_;
+  std::unique_ptr<State> state_;
+  TokenStore tokens_;
+  std::set<TenantId> deleted_;                // tombstones: ids are never reused
+  std::map<std::string, JobId> idempotency_;  // principal name + key -> job
+  std::vector<std::string> audit_;            // JSON lines, in order
+  std::vector<Record> staged_;
+  Plan last_plan_;
+  int64_t cycles_ = 0;
+  bool empty_ = true;
+};
+
+}  // namespace gpupool

@@ -1,0 +1,58 @@
+#include "daemon/demo.h"
+
+#include <array>
+#include <nlohmann/json.hpp>
+
+namespace gpupool {
+
+Result<std::string> IssueDemoTokens(DaemonCore& core, Time now) {
+  nlohmann::json out = nlohmann::json::object();
+  for (const Tenant& t : core.state().tenants()) {
+    Result<std::string> secret = core.IssueToken({t.name + "-admin", Role::kTenantAdmin, t.id, ""}, now);
+    if (!secret.ok()) return secret.error();
+    out[t.name] = *secret;
+  }
+  return out.dump(2) + "\n";
+}
+
+DemoJob RandomDemoJob(std::mt19937_64& rng, int64_t serial) {
+  auto uni = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  nlohmann::json j;
+  std::string tenant;
+  const int who = uni(0, 9);
+  if (who < 3) {
+    tenant = "research";
+    j["name"] = "train-" + std::to_string(serial);
+    j["priority_class"] = uni(0, 3) == 0 ? "batch" : "training";
+    j["replicas"] = uni(1, 2);
+    j["resources"] = {{"flavor", "h100-80gb"}, {"gpus", std::array{4, 8}[uni(0, 1)]}};
+    j["topology"] = {{"level", "block"}, {"required", false}};
+  } else if (who < 7) {
+    tenant = "product";
+    j["name"] = "serve-" + std::to_string(serial);
+    j["priority_class"] = uni(0, 2) == 0 ? "inference" : "training";
+    j["replicas"] = 1;
+    if (uni(0, 1)) {
+      j["resources"] = {{"flavor", "h100-80gb"},
+                        {"mig_profile", std::array{"3g.40gb", "2g.20gb", "1g.10gb"}[uni(0, 2)]}};
+    } else {
+      j["resources"] = {{"flavor", "h100-80gb"}, {"gpus", uni(1, 2)}};
+    }
+  } else {
+    tenant = "interns";
+    j["name"] = "notebook-" + std::to_string(serial);
+    j["priority_class"] = "batch";
+    j["replicas"] = 1;
+    if (uni(0, 1)) {
+      j["resources"] = {{"flavor", "a100-80gb"}, {"gpu_fraction", uni(0, 1) ? 0.25 : 0.5}, {"memory_gb", 16}};
+    } else {
+      j["resources"] = {{"flavor", "h100-80gb"}, {"mig_profile", "1g.10gb"}};
+    }
+  }
+  j["tenant"] = tenant;
+  j["duration_estimate_s"] = uni(60, 600);
+  j["command"] = {"python", "run.py", "--step", std::to_string(serial)};
+  return {tenant, j.dump()};
+}
+
+}  // namespace gpupool

@@ -1,0 +1,112 @@
+#include "daemon/metrics.h"
+
+#include <prometheus/counter.h>
+#include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
+#include <prometheus/registry.h>
+#include <prometheus/text_serializer.h>
+
+#include <sstream>
+
+#include "policy/quota/quota.h"
+
+namespace gpupool {
+namespace {
+
+using prometheus::BuildCounter;
+using prometheus::BuildGauge;
+using prometheus::BuildHistogram;
+
+prometheus::Histogram::BucketBoundaries LatencyBuckets() {
+  return {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5};
+}
+
+}  // namespace
+
+Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
+  auto& r = *registry_;
+  guaranteed_ = &BuildGauge().Name("gpupool_tenant_guaranteed_gpu_eq")
+                     .Help("Guaranteed GPU-equivalents per tenant and flavor").Register(r);
+  allocated_ = &BuildGauge().Name("gpupool_tenant_allocated_gpu_eq")
+                    .Help("GPU-equivalents held by the tenant's admitted and running jobs").Register(r);
+  borrowed_ = &BuildGauge().Name("gpupool_tenant_borrowed_gpu_eq")
+                   .Help("Allocated GPU-equivalents above the tenant's guarantee").Register(r);
+  pending_ = &BuildGauge().Name("gpupool_tenant_pending_jobs")
+                  .Help("Jobs waiting, per tenant and flavor").Register(r);
+  running_ = &BuildGauge().Name("gpupool_tenant_active_jobs")
+                  .Help("Admitted or running jobs, per tenant and flavor").Register(r);
+  preemptions_ = &BuildCounter().Name("gpupool_tenant_preemptions_total")
+                      .Help("Jobs of the tenant preempted, by kind (reclaim, priority)").Register(r);
+  requests_ = &BuildCounter().Name("gpupool_api_requests_total")
+                   .Help("API requests by route and status").Register(r);
+  cycle_seconds_ = &BuildHistogram().Name("gpupool_scheduling_cycle_seconds")
+                        .Help("Wall time of one scheduling cycle").Register(r);
+  request_seconds_ = &BuildHistogram().Name("gpupool_api_request_seconds")
+                          .Help("API latency from request to reply, including the durable write")
+                          .Register(r);
+  flush_seconds_ = &BuildHistogram().Name("gpupool_journal_flush_seconds")
+                        .Help("Wall time of one group commit to the journal").Register(r);
+  flush_records_ = &BuildCounter().Name("gpupool_journal_records_total")
+                        .Help("Records appended to the journal").Register(r);
+  flush_failures_ = &BuildCounter().Name("gpupool_journal_flush_failures_total")
+                         .Help("Failed group commits (their requests were answered 503)").Register(r);
+}
+
+Metrics::~Metrics() = default;
+
+void Metrics::AfterCycle(const State& state, const Plan* plan, double cycle_seconds) {
+  const QuotaBook book(state);
+  const Catalogue& cat = state.catalogue();
+  std::map<std::pair<TenantId, FlavorId>, std::pair<int, int>> jobs;  // pending, active
+  for (JobId id : state.pending()) {
+    const Job& j = *state.FindJob(id);
+    ++jobs[{j.spec.tenant, j.spec.shape.flavor}].first;
+  }
+  for (JobId id : state.active()) {
+    const Job& j = *state.FindJob(id);
+    ++jobs[{j.spec.tenant, j.spec.shape.flavor}].second;
+  }
+  for (const Tenant& t : state.tenants()) {
+    for (size_t f = 0; f < cat.size(); ++f) {
+      const FlavorId fid(static_cast<uint16_t>(f));
+      const auto counts = jobs.find({t.id, fid});
+      if (!book.has_quota(t.id, fid) && counts == jobs.end()) continue;
+      const prometheus::Labels labels{{"tenant", t.name}, {"flavor", cat.model(fid).name}};
+      guaranteed_->Add(labels).Set(book.guaranteed(t.id, fid).ToGpus());
+      allocated_->Add(labels).Set(book.usage(t.id, fid).ToGpus());
+      borrowed_->Add(labels).Set(book.borrowed(t.id, fid).ToGpus());
+      pending_->Add(labels).Set(counts == jobs.end() ? 0 : counts->second.first);
+      running_->Add(labels).Set(counts == jobs.end() ? 0 : counts->second.second);
+    }
+  }
+  if (plan == nullptr) return;
+  cycle_seconds_->Add({}, LatencyBuckets()).Observe(cycle_seconds);
+  for (const PreemptDecision& p : plan->preemptions) {
+    const Job* victim = state.FindJob(p.victim);
+    if (victim == nullptr) continue;
+    preemptions_
+        ->Add({{"tenant", state.tenant(victim->spec.tenant).name},
+               {"flavor", cat.model(victim->spec.shape.flavor).name},
+               {"kind", p.kind == PreemptKind::kReclaim ? "reclaim" : "priority"}})
+        .Increment();
+  }
+}
+
+void Metrics::ObserveRequest(const std::string& route, int status, double seconds) {
+  requests_->Add({{"route", route}, {"status", std::to_string(status)}}).Increment();
+  request_seconds_->Add({{"route", route}}, LatencyBuckets()).Observe(seconds);
+}
+
+void Metrics::ObserveFlush(size_t records, double seconds, bool ok) {
+  flush_seconds_->Add({}, LatencyBuckets()).Observe(seconds);
+  flush_records_->Add({}).Increment(static_cast<double>(records));
+  if (!ok) flush_failures_->Add({}).Increment();
+}
+
+std::string Metrics::Render() const {
+  std::ostringstream out;
+  prometheus::TextSerializer().Serialize(out, registry_->Collect());
+  return out.str();
+}
+
+}  // namespace gpupool

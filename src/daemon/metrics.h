@@ -1,0 +1,53 @@
+// Prometheus metrics of the daemon (prometheus-cpp core, rendered by its TextSerializer on the
+// daemon's own HTTP server; no second listener).
+//
+// Per tenant and flavor: guaranteed, allocated and borrowed GPU-equivalents, pending jobs and
+// preemptions; histograms of scheduling-cycle and API latency; journal flushes.
+// Thread-safety: prometheus-cpp metrics are safe to update from any thread; AfterCycle runs on
+// the loop thread, ObserveRequest on HTTP threads, Render on HTTP threads.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "scheduler/plan.h"
+
+namespace prometheus {
+class Registry;
+template <typename T> class Family;
+class Gauge;
+class Counter;
+class Histogram;
+}  // namespace prometheus
+
+namespace gpupool {
+
+class Metrics {
+ public:
+  Metrics();
+  ~Metrics();
+
+  // After each loop iteration: refreshes the per-tenant gauges from `state` and counts the
+  // plan's preemptions (nullptr: no cycle ran).
+  void AfterCycle(const State& state, const Plan* plan, double cycle_seconds);
+  void ObserveRequest(const std::string& route, int status, double seconds);
+  void ObserveFlush(size_t records, double seconds, bool ok);
+  std::string Render() const;
+
+ private:
+  std::shared_ptr<prometheus::Registry> registry_;
+  prometheus::Family<prometheus::Gauge>* guaranteed_;
+  prometheus::Family<prometheus::Gauge>* allocated_;
+  prometheus::Family<prometheus::Gauge>* borrowed_;
+  prometheus::Family<prometheus::Gauge>* pending_;
+  prometheus::Family<prometheus::Gauge>* running_;
+  prometheus::Family<prometheus::Counter>* preemptions_;
+  prometheus::Family<prometheus::Counter>* requests_;
+  prometheus::Family<prometheus::Histogram>* cycle_seconds_;
+  prometheus::Family<prometheus::Histogram>* request_seconds_;
+  prometheus::Family<prometheus::Histogram>* flush_seconds_;
+  prometheus::Family<prometheus::Counter>* flush_records_;
+  prometheus::Family<prometheus::Counter>* flush_failures_;
+};
+
+}  // namespace gpupool

@@ -1,0 +1,341 @@
+#include "daemon/server.h"
+
+#include <httplib.h>
+#include <sys/stat.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <csignal>
+#include <deque>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <future>
+#include <mutex>
+#include <thread>
+
+#include "api/decode.h"
+#include "api/openapi.h"
+#include "daemon/config.h"
+#include "daemon/core.h"
+#include "daemon/demo.h"
+#include "daemon/log.h"
+#include "daemon/metrics.h"
+#include "model/demo_cluster.h"
+#include "store/journal.h"
+
+namespace gpupool {
+namespace {
+
+std::atomic<bool> g_stop{false};
+void OnSignal(int) { g_stop = true; }
+
+Time Now() {
+  return Time::FromMillis(std::chrono::duration_cast<std::chrono::milliseconds>(
+                              std::chrono::system_clock::now().time_since_epoch())
+                              .count());
+}
+
+double SecondsSince(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+// Work for the loop: runs on the loop thread; its reply is released once the batch is durable.
+struct Task {
+  std::function<Reply(DaemonCore&, Time)> run;
+  std::promise<Reply> done;
+};
+
+class Loop {
+ public:
+  Loop(DaemonCore& core, Metrics& metrics, int tick_ms, bool executor, bool traffic)
+      : core_(core), metrics_(metrics), tick_ms_(tick_ms), executor_(executor), traffic_(traffic) {}
+
+  Reply Call(std::function<Reply(DaemonCore&, Time)> fn) {
+    Task t{std::move(fn), {}};
+    std::future<Reply> f = t.done.get_future();
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (stopped_) return {503, ErrorBody({ErrorCode::kUnavailable, "shutting down"})};
+      queue_.push_back(std::move(t));
+    }
+    cv_.notify_one();
+    return f.get();
+  }
+
+  void Run() {
+    auto next_tick = std::chrono::steady_clock::now();
+    auto next_demo_job = next_tick;
+    std::mt19937_64 rng(7);
+    int64_t serial = 0;
+    while (true) {
+      std::deque<Task> batch;
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        cv_.wait_until(lock, next_tick, [&] { return !queue_.empty() || g_stop.load(); });
+        batch.swap(queue_);
+        if (g_stop) stopped_ = true;
+      }
+      const Time now = Now();
+      std::vector<Reply> replies;
+      replies.reserve(batch.size());
+      for (Task& t : batch) replies.push_back(t.run(core_, now));
+      const auto start = std::chrono::steady_clock::now();
+      if (start >= next_tick) {
+        if (traffic_ && start >= next_demo_job) {
+          SubmitDemoJob(rng, ++serial, now);
+          next_demo_job = start + std::chrono::milliseconds(std::uniform_int_distribution<int>(1000, 4000)(rng));
+        }
+        const int64_t cycles = core_.cycles();
+        core_.Tick(now, executor_);
+        const bool ran = core_.cycles() != cycles;
+        metrics_.AfterCycle(core_.state(), ran ? &core_.last_plan() : nullptr, SecondsSince(start));
+        next_tick = std::chrono::steady_clock::now() + std::chrono::milliseconds(tick_ms_);
+      }
+      const size_t records = core_.staged();
+      const auto flush_start = std::chrono::steady_clock::now();
+      const Status flushed = core_.Flush();
+      if (records) metrics_.ObserveFlush(records, SecondsSince(flush_start), flushed.ok());
+      if (!flushed.ok()) Log("error", "journal append failed", {{"error", flushed.error().message}});
+      for (size_t i = 0; i < batch.size(); ++i) {
+        batch[i].done.set_value(
+            flushed.ok() ? std::move(replies[i])
+                         : Reply{503, ErrorBody({ErrorCode::kUnavailable,
+                                                 "journal write failed: " + flushed.error().message})});
+      }
+      if (stopped_) break;
+    }
+  }
+
+ private:
+  void SubmitDemoJob(std::mt19937_64& rng, int64_t serial, Time now) {
+    const DemoJob job = RandomDemoJob(rng, serial);
+    Result<TenantId> t = core_.state().FindTenant(job.tenant);
+    if (!t.ok()) return;
+    const Principal demo{job.tenant + "-demo", Role::kMember, *t, ""};
+    const Reply r = core_.SubmitJob({&demo, "demo", now}, job.body, "");
+    if (r.status != 201) Log("warn", "demo submission refused", {{"reply", r.body}});
+  }
+
+  DaemonCore& core_;
+  Metrics& metrics_;
+  const int tick_ms_;
+  const bool executor_, traffic_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Task> queue_;
+  bool stopped_ = false;  // guarded by mu_
+};
+
+std::string Bearer(const httplib::Request& req) {
+  const std::string h = req.get_header_value("Authorization");
+  return h.rfind("Bearer ", 0) == 0 ? h.substr(7) : "";
+}
+
+using CoreFn = std::function<Reply(DaemonCore&, const CallContext&, const httplib::Request&)>;
+
+// Registers `fn` for METHOD PATH: it authenticates and runs on the loop thread, the reply goes
+// out once durable, and the request is counted under its route.
+class Router {
+ public:
+  Router(httplib::Server& srv, Loop& loop, Metrics& metrics) : srv_(srv), loop_(loop), metrics_(metrics) {}
+
+  void Add(const std::string& method, const std::string& pattern, const std::string& route, CoreFn fn) {
+    Loop* loop = &loop_;
+    Metrics* metrics = &metrics_;
+    auto handler = [loop, metrics, route, fn](const httplib::Request& req, httplib::Response& res) {
+      const auto start = std::chrono::steady_clock::now();
+      const std::string token = Bearer(req);
+      const std::string remote = req.remote_addr;
+      const Reply r = loop->Call([&](DaemonCore& core, Time now) {
+        CallContext c{core.Authenticate(token), remote, now};
+        return fn(core, c, req);
+      });
+      res.status = r.status;
+      res.set_content(r.body, "application/json");
+      metrics->ObserveRequest(req.method + " " + route, r.status, SecondsSince(start));
+    };
+    if (method == "GET") srv_.Get(pattern, handler);
+    if (method == "POST") srv_.Post(pattern, handler);
+    if (method == "PATCH") srv_.Patch(pattern, handler);
+    if (method == "DELETE") srv_.Delete(pattern, handler);
+  }
+
+ private:
+  httplib::Server& srv_;
+  Loop& loop_;
+  Metrics& metrics_;
+};
+
+void Routes(httplib::Server& srv, Loop& loop, Metrics& metrics) {
+  using R = const httplib::Request&;
+  using C = const CallContext&;
+  srv.Get("/healthz", [](R, httplib::Response& res) {
+    res.set_content(R"({"status":"ok"})", "application/json");
+  });
+  srv.Get("/v1/openapi.json", [](R, httplib::Response& res) {
+    res.set_content(OpenApiDocument(), "application/json");
+  });
+  srv.Get("/metrics", [&metrics](R, httplib::Response& res) {
+    res.set_content(metrics.Render(), "text/plain; version=0.0.4");
+  });
+  Router r(srv, loop, metrics);
+  const std::string id = "([^/]+)";
+  r.Add("GET", "/v1/summary", "/v1/summary", [](DaemonCore& c, C ctx, R) { return c.Summary(ctx); });
+  r.Add("POST", "/v1/jobs", "/v1/jobs", [](DaemonCore& c, C ctx, R req) {
+    return c.SubmitJob(ctx, req.body, req.get_header_value("Idempotency-Key"));
+  });
+  r.Add("GET", "/v1/jobs", "/v1/jobs", [](DaemonCore& c, C ctx, R req) {
+    return c.ListJobs(ctx, req.get_param_value("tenant"), req.get_param_value("state"));
+  });
+  r.Add("GET", "/v1/jobs/" + id, "/v1/jobs/{id}", [](DaemonCore& c, C ctx, R req) { return c.GetJob(ctx, req.matches[1]); });
+  r.Add("DELETE", "/v1/jobs/" + id, "/v1/jobs/{id}", [](DaemonCore& c, C ctx, R req) { return c.CancelJob(ctx, req.matches[1]); });
+  r.Add("GET", "/v1/tenants", "/v1/tenants", [](DaemonCore& c, C ctx, R) { return c.ListTenants(ctx); });
+  r.Add("POST", "/v1/tenants", "/v1/tenants", [](DaemonCore& c, C ctx, R req) { return c.CreateTenant(ctx, req.body); });
+  r.Add("GET", "/v1/tenants/" + id, "/v1/tenants/{name}", [](DaemonCore& c, C ctx, R req) { return c.GetTenant(ctx, req.matches[1]); });
+  r.Add("PATCH", "/v1/tenants/" + id, "/v1/tenants/{name}", [](DaemonCore& c, C ctx, R req) {
+    return c.UpdateTenant(ctx, req.matches[1], req.body);
+  });
+  r.Add("DELETE", "/v1/tenants/" + id, "/v1/tenants/{name}", [](DaemonCore& c, C ctx, R req) { return c.DeleteTenant(ctx, req.matches[1]); });
+  r.Add("GET", "/v1/priority-classes", "/v1/priority-classes", [](DaemonCore& c, C ctx, R) { return c.ListPriorityClasses(ctx); });
+  r.Add("POST", "/v1/priority-classes", "/v1/priority-classes", [](DaemonCore& c, C ctx, R req) {
+    return c.CreatePriorityClass(ctx, req.body);
+  });
+  r.Add("GET", "/v1/tokens", "/v1/tokens", [](DaemonCore& c, C ctx, R) { return c.ListTokens(ctx); });
+  r.Add("POST", "/v1/tokens", "/v1/tokens", [](DaemonCore& c, C ctx, R req) { return c.CreateToken(ctx, req.body); });
+  r.Add("DELETE", "/v1/tokens/" + id, "/v1/tokens/{id}", [](DaemonCore& c, C ctx, R req) { return c.RevokeToken(ctx, req.matches[1]); });
+  r.Add("GET", "/v1/nodes", "/v1/nodes", [](DaemonCore& c, C ctx, R) { return c.ListNodes(ctx); });
+  r.Add("GET", "/v1/nodes/" + id, "/v1/nodes/{name}", [](DaemonCore& c, C ctx, R req) { return c.GetNode(ctx, req.matches[1]); });
+  for (const char* action : {"cordon", "uncordon", "drain"}) {
+    const std::string a = action;
+    r.Add("POST", "/v1/nodes/" + id + "/" + a, "/v1/nodes/{name}/" + a, [a](DaemonCore& c, C ctx, R req) {
+      return c.NodeAction(ctx, req.matches[1], a);
+    });
+  }
+  r.Add("GET", "/v1/audit", "/v1/audit", [](DaemonCore& c, C ctx, R) { return c.ListAudit(ctx); });
+  srv.set_error_handler([](R, httplib::Response& res) {
+    if (!res.body.empty()) return;
+    ErrorCode code = ErrorCode::kInvalidArgument;
+    std::string msg = "bad request";
+    if (res.status == 413) code = ErrorCode::kResourceExhausted, msg = "request body too large";
+    if (res.status == 404) code = ErrorCode::kNotFound, msg = "no such route";
+    if (res.status == 405) msg = "method not allowed";
+    res.set_content(ErrorBody({code, msg}), "application/json");
+  });
+  srv.set_exception_handler([](R, httplib::Response& res, std::exception_ptr) {
+    res.status = 500;
+    res.set_content(ErrorBody({ErrorCode::kInternal, "internal error"}), "application/json");
+  });
+}
+
+Status WriteSecret(const std::filesystem::path& p, const std::string& text) {
+  // Created 0600 before anything is written, so the secret is never readable by others.
+  const std::string tmp = p.string() + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    if (!out || chmod(tmp.c_str(), 0600) != 0) return Error{ErrorCode::kUnavailable, "cannot write " + tmp};
+    out << text;
+    if (!out.flush()) return Error{ErrorCode::kUnavailable, "cannot write " + tmp};
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, p, ec);
+  if (ec) return Error{ErrorCode::kUnavailable, "cannot write " + p.string() + ": " + ec.message()};
+  return Ok();
+}
+
+Result<std::pair<std::string, int>> ParseListen(const std::string& s) {
+  const size_t colon = s.rfind(':');
+  if (colon == std::string::npos || colon == 0) return InvalidArgument("--listen wants HOST:PORT, got '" + s + "'");
+  const std::string port = s.substr(colon + 1);
+  if (port.empty() || port.size() > 5 || port.find_first_not_of("0123456789") != std::string::npos ||
+      std::stoi(port) > 65535) {
+    return InvalidArgument("bad port in '" + s + "'");
+  }
+  return std::make_pair(s.substr(0, colon), std::stoi(port));
+}
+
+}  // namespace
+
+Status Serve(const ServeOptions& o) {
+  namespace fs = std::filesystem;
+  DaemonConfig config;
+  if (!o.config_path.empty()) {
+    Result<DaemonConfig> loaded = LoadDaemonConfig(o.config_path);
+    if (!loaded.ok()) return loaded.error();
+    config = std::move(*loaded);
+  }
+  if (o.demo && !o.config_path.empty() && !config.cluster.tenants().empty()) {
+    return InvalidArgument("--demo brings its own cluster; drop the tenants and nodes from --config");
+  }
+  const std::string data_dir = !o.data_dir.empty() ? o.data_dir : !config.data_dir.empty() ? config.data_dir : "gpupool-data";
+  Result<std::pair<std::string, int>> listen =
+      ParseListen(!o.listen.empty() ? o.listen : !config.listen.empty() ? config.listen : "127.0.0.1:8080");
+  if (!listen.ok()) return listen.error();
+  const auto& [host, want_port] = *listen;
+
+  std::error_code ec;
+  fs::create_directories(data_dir, ec);
+  if (ec) return Error{ErrorCode::kUnavailable, "cannot create " + data_dir + ": " + ec.message()};
+  Result<std::unique_ptr<Journal>> journal = OpenSqliteJournal((fs::path(data_dir) / "journal.db").string());
+  if (!journal.ok()) return journal.error();
+  Result<std::unique_ptr<DaemonCore>> opened = DaemonCore::Open(std::move(*journal), config.scheduler);
+  if (!opened.ok()) return opened.error();
+  DaemonCore& core = **opened;
+  if (core.empty()) {
+    const State cluster = o.demo ? DemoCluster() : std::move(config.cluster);
+    Result<std::string> admin = core.Bootstrap(cluster, Now());
+    if (!admin.ok()) return admin.error();
+    if (o.demo) {
+      Result<std::string> tokens = IssueDemoTokens(core, Now());
+      if (!tokens.ok()) return tokens.error();
+      GP_RETURN_IF_ERROR(core.Flush());
+      GP_RETURN_IF_ERROR(WriteSecret(fs::path(data_dir) / "demo-tokens.json", *tokens));
+    }
+    GP_RETURN_IF_ERROR(core.Flush());
+    GP_RETURN_IF_ERROR(WriteSecret(fs::path(data_dir) / "admin.token", *admin + "\n"));
+    Log("info", "bootstrapped a new cluster", {{"admin_token_file", (fs::path(data_dir) / "admin.token").string()}});
+  } else {
+    Log("info", "recovered state from the journal",
+        {{"jobs", std::to_string(core.state().jobs().size())},
+         {"tenants", std::to_string(core.state().tenants().size())},
+         {"nodes", std::to_string(core.state().nodes().size())}});
+  }
+
+  std::signal(SIGINT, OnSignal);
+  std::signal(SIGTERM, OnSignal);
+  std::signal(SIGPIPE, SIG_IGN);
+  Metrics metrics;
+  metrics.AfterCycle(core.state(), nullptr, 0);
+  Loop loop(core, metrics, config.tick_ms, o.demo || o.simulate_executor, o.demo && o.demo_traffic);
+  httplib::Server srv;
+  srv.set_payload_max_length(o.max_body_bytes);
+  const int threads = o.http_threads;
+  srv.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
+  Routes(srv, loop, metrics);
+  const int port = want_port == 0 ? srv.bind_to_any_port(host) : (srv.bind_to_port(host, want_port) ? want_port : -1);
+  if (port < 0) return Error{ErrorCode::kUnavailable, "cannot listen on " + host + ":" + std::to_string(want_port)};
+  {
+    std::ofstream(fs::path(data_dir) / "port.tmp") << port << "\n";
+    fs::rename(fs::path(data_dir) / "port.tmp", fs::path(data_dir) / "port", ec);
+  }
+  const std::string url = "http://" + host + ":" + std::to_string(port);
+  Log("info", "gpupool serving", {{"url", url}, {"data_dir", data_dir}});
+  if (o.demo) {
+    std::cout << "gpupool demo is running at " << url << "\n"
+              << "  tenant tokens: " << (fs::path(data_dir) / "demo-tokens.json").string() << "\n"
+              << "  admin token:   " << (fs::path(data_dir) / "admin.token").string() << "\n"
+              << "  try: GPUPOOL_URL=" << url << " GPUPOOL_TOKEN=$(cat "
+              << (fs::path(data_dir) / "admin.token").string() << ") gpupool get jobs\n"
+              << "  stop with Ctrl-C" << std::endl;
+  }
+  std::thread http([&] { srv.listen_after_bind(); });
+  loop.Run();
+  srv.stop();
+  http.join();
+  const Status s = core.Flush();
+  Log("info", "gpupool stopped");
+  return s;
+}
+
+}  // namespace gpupool

@@ -1,0 +1,299 @@
+#include "store/codec.h"
+
+namespace gpupool {
+namespace {
+
+// Reads a field with a type check; a malformed record is an error, never an exception.
+template <class T>
+Result<T> Get(const Json& j, const char* key) {
+  auto it = j.find(key);
+  if (it == j.end()) return InvalidArgument(std::string("record lacks '") + key + "'");
+  try {
+    return it->get<T>();
+  } catch (const Json::exception&) {
+    return InvalidArgument(std::string("record field '") + key + "' has the wrong type");
+  }
+}
+
+Json Placement(const std::vector<ReplicaPlacement>& placement) {
+  Json out = Json::array();
+  for (const ReplicaPlacement& rp : placement) {
+    Json grants = Json::array();
+    for (const GpuGrant& g : rp.grants) {
+      grants.push_back({g.gpu, g.mig_start, g.milli, g.memory_mib});
+    }
+    out.push_back({{"node", rp.node.value()}, {"grants", grants}});
+  }
+  return out;
+}
+
+Result<std::vector<ReplicaPlacement>> PlacementFrom(const Json& j) {
+  std::vector<ReplicaPlacement> out;
+  try {
+    for (const Json& r : j) {
+      ReplicaPlacement rp;
+      rp.node = NodeId(r.at("node").get<uint32_t>());
+      for (const Json& g : r.at("grants")) {
+        rp.grants.push_back({g.at(0).get<uint16_t>(), g.at(1).get<int8_t>(),
+                             g.at(2).get<uint16_t>(), g.at(3).get<uint32_t>()});
+      }
+      out.push_back(std::move(rp));
+    }
+  } catch (const Json::exception&) {
+    return InvalidArgument("malformed placement in record");
+  }
+  return out;
+}
+
+Json SpecToJson(const JobSpec& s) {
+  return {{"tenant", s.tenant.value()},
+          {"name", s.name},
+          {"priority_class", s.priority_class.value()},
+          {"replicas", s.replicas},
+          {"kind", static_cast<int>(s.shape.kind)},
+          {"flavor", s.shape.flavor.value()},
+          {"gpus", s.shape.gpus},
+          {"mig_profile", s.shape.mig_profile},
+          {"milli", s.shape.milli},
+          {"gpu_memory_mib", s.shape.gpu_memory_mib},
+          {"cpu_milli", s.shape.cpu_milli},
+          {"memory_mib", s.shape.memory_mib},
+          {"topology_level", static_cast<int>(s.topology.level)},
+          {"topology_required", s.topology.required},
+          {"estimated_ms", s.estimated_duration.millis()},
+          {"command", s.command},
+          {"checkpointable", s.checkpointable}};
+}
+
+Result<JobSpec> SpecFromJson(const Json& j) {
+  try {
+    JobSpec s;
+    s.tenant = TenantId(j.at("tenant").get<uint32_t>());
+    s.name = j.at("name").get<std::string>();
+    s.priority_class = PriorityClassId(j.at("priority_class").get<uint16_t>());
+    s.replicas = j.at("replicas").get<uint16_t>();
+    s.shape.kind = static_cast<ShapeKind>(j.at("kind").get<int>());
+    s.shape.flavor = FlavorId(j.at("flavor").get<uint16_t>());
+    s.shape.gpus = j.at("gpus").get<uint8_t>();
+    s.shape.mig_profile = j.at("mig_profile").get<uint8_t>();
+    s.shape.milli = j.at("milli").get<uint16_t>();
+    s.shape.gpu_memory_mib = j.at("gpu_memory_mib").get<uint32_t>();
+    s.shape.cpu_milli = j.at("cpu_milli").get<int64_t>();
+    s.shape.memory_mib = j.at("memory_mib").get<int64_t>();
+    s.topology.level = static_cast<TopologyLevel>(j.at("topology_level").get<int>());
+    s.topology.required = j.at("topology_required").get<bool>();
+    s.estimated_duration = Duration::Millis(j.at("estimated_ms").get<int64_t>());
+    s.command = j.at("command").get<std::vector<std::string>>();
+    s.checkpointable = j.at("checkpointable").get<bool>();
+    return s;
+  } catch (const Json::exception&) {
+    return InvalidArgument("malformed job spec in record");
+  }
+}
+
+}  // namespace
+
+Json TenantToJson(const State& s, const Tenant& t) {
+  Json quotas = Json::object();
+  for (const auto& [f, q] : t.quotas) {
+    Json jq = {{"guaranteed_units", q.guaranteed.units()}};
+    if (q.borrow_limit) jq["borrow_limit_units"] = q.borrow_limit->units();
+    if (q.lend_limit) jq["lend_limit_units"] = q.lend_limit->units();
+    quotas[s.catalogue().model(f).name] = jq;
+  }
+  return {{"name", t.name},
+          {"weight_milli", t.weight_milli},
+          {"quotas", quotas},
+          {"max_replicas", t.limits.max_replicas},
+          {"max_job_units", t.limits.max_job_gpu_eq.units()},
+          {"default_duration_ms", t.limits.default_duration.millis()},
+          {"max_duration_ms", t.limits.max_duration.millis()},
+          {"allow_gpu_cotenancy", t.allow_gpu_cotenancy},
+          {"required_labels", t.required_labels}};
+}
+
+Result<Tenant> TenantFromJson(const State& s, const Json& j) {
+  try {
+    Tenant t;
+    t.name = j.at("name").get<std::string>();
+    t.weight_milli = j.at("weight_milli").get<int64_t>();
+    for (const auto& [flavor, q] : j.at("quotas").items()) {
+      Result<FlavorId> f = s.catalogue().Find(flavor);
+      if (!f.ok()) return f.error();
+      FlavorQuota fq;
+      fq.guaranteed = GpuEq::Units(q.at("guaranteed_units").get<int64_t>());
+      if (q.contains("borrow_limit_units")) fq.borrow_limit = GpuEq::Units(q["borrow_limit_units"].get<int64_t>());
+      if (q.contains("lend_limit_units")) fq.lend_limit = GpuEq::Units(q["lend_limit_units"].get<int64_t>());
+      t.quotas[*f] = fq;
+    }
+    t.limits.max_replicas = j.at("max_replicas").get<uint16_t>();
+    t.limits.max_job_gpu_eq = GpuEq::Units(j.at("max_job_units").get<int64_t>());
+    t.limits.default_duration = Duration::Millis(j.at("default_duration_ms").get<int64_t>());
+    t.limits.max_duration = Duration::Millis(j.at("max_duration_ms").get<int64_t>());
+    t.allow_gpu_cotenancy = j.at("allow_gpu_cotenancy").get<bool>();
+    t.required_labels = j.at("required_labels").get<std::vector<std::string>>();
+    return t;
+  } catch (const Json::exception&) {
+    return InvalidArgument("malformed tenant record");
+  }
+}
+
+Json PriorityClassToJson(const PriorityClass& pc) {
+  return {{"name", pc.name}, {"value", pc.value}, {"preemptible", pc.preemptible},
+          {"may_borrow", pc.may_borrow}, {"grace_ms", pc.grace_period.millis()}};
+}
+
+Result<PriorityClass> PriorityClassFromJson(const Json& j) {
+  try {
+    PriorityClass pc;
+    pc.name = j.at("name").get<std::string>();
+    pc.value = j.at("value").get<int32_t>();
+    pc.preemptible = j.at("preemptible").get<bool>();
+    pc.may_borrow = j.at("may_borrow").get<bool>();
+    pc.grace_period = Duration::Millis(j.at("grace_ms").get<int64_t>());
+    return pc;
+  } catch (const Json::exception&) {
+    return InvalidArgument("malformed priority class record");
+  }
+}
+
+Json NodeToJson(const State& s, const Node& n) {
+  const GpuModel& m = s.catalogue().model(n.flavor);
+  Json gpus = Json::array();
+  for (const Gpu& g : n.gpus) {
+    gpus.push_back({{"mode", std::string(GpuModeName(g.mode))},
+                    {"layout", ToString(m, g.layout)},
+                    {"max_clients", g.max_clients},
+                    {"healthy", g.healthy}});
+  }
+  return {{"name", n.name},
+          {"flavor", m.name},
+          {"gpus", gpus},
+          {"nvlink_domain", n.nvlink_domain},
+          {"block", n.block},
+          {"labels", n.labels},
+          {"dedicated_to", n.dedicated_to.valid() ? s.tenant(n.dedicated_to).name : ""},
+          {"cpu_milli", n.cpu_milli},
+          {"memory_mib", n.memory_mib}};
+}
+
+Result<Node> NodeFromJson(const State& s, const Json& j) {
+  try {
+    Node n;
+    n.name = j.at("name").get<std::string>();
+    Result<FlavorId> f = s.catalogue().Find(j.at("flavor").get<std::string>());
+    if (!f.ok()) return f.error();
+    n.flavor = *f;
+    const GpuModel& m = s.catalogue().model(*f);
+    for (const Json& g : j.at("gpus")) {
+      Gpu gpu;
+      const std::string mode = g.at("mode").get<std::string>();
+      gpu.mode = mode == "mig" ? GpuMode::kMig : mode == "shared" ? GpuMode::kShared : GpuMode::kWhole;
+      if (gpu.mode == GpuMode::kMig) {
+        Result<MigLayout> l = ParseLayout(m, g.at("layout").get<std::string>());
+        if (!l.ok()) return l.error();
+        gpu.layout = *l;
+      }
+      gpu.max_clients = g.at("max_clients").get<uint8_t>();
+      gpu.healthy = g.at("healthy").get<bool>();
+      n.gpus.push_back(std::move(gpu));
+    }
+    n.nvlink_domain = j.at("nvlink_domain").get<std::string>();
+    n.block = j.at("block").get<std::string>();
+    n.labels = j.at("labels").get<std::vector<std::string>>();
+    const std::string owner = j.at("dedicated_to").get<std::string>();
+    if (!owner.empty()) {
+      Result<TenantId> t = s.FindTenant(owner);
+      if (!t.ok()) return t.error();
+      n.dedicated_to = *t;
+    }
+    n.cpu_milli = j.at("cpu_milli").get<int64_t>();
+    n.memory_mib = j.at("memory_mib").get<int64_t>();
+    return n;
+  } catch (const Json::exception&) {
+    return InvalidArgument("malformed node record");
+  }
+}
+
+Json EventToJson(const Event& e) {
+  struct V {
+    Json operator()(const JobSubmitted& x) {
+      return {{"type", "submitted"}, {"id", x.id.value()}, {"at", x.at.millis()}, {"spec", SpecToJson(x.spec)}};
+    }
+    Json operator()(const JobAdmitted& x) {
+      return {{"type", "admitted"}, {"id", x.id.value()}, {"at", x.at.millis()},
+              {"kind", static_cast<int>(x.kind)}, {"placement", Placement(x.placement)}};
+    }
+    Json operator()(const JobStarted& x) {
+      return {{"type", "started"}, {"id", x.id.value()}, {"at", x.at.millis()}};
+    }
+    Json operator()(const JobFinished& x) {
+      return {{"type", "finished"}, {"id", x.id.value()}, {"at", x.at.millis()},
+              {"outcome", static_cast<int>(x.outcome)}};
+    }
+    Json operator()(const JobPreempted& x) {
+      return {{"type", "preempted"}, {"id", x.id.value()}, {"by", x.by.value()}, {"at", x.at.millis()}};
+    }
+    Json operator()(const JobLost& x) {
+      return {{"type", "lost"}, {"id", x.id.value()}, {"at", x.at.millis()}};
+    }
+    Json operator()(const MigReconfigured& x) {
+      return {{"type", "mig"}, {"node", x.node.value()}, {"gpu", x.gpu},
+              {"layout", x.layout.Encode()}, {"at", x.at.millis()}};
+    }
+    Json operator()(const NodeConditionChanged& x) {
+      return {{"type", "condition"}, {"node", x.node.value()},
+              {"condition", static_cast<int>(x.condition)}, {"at", x.at.millis()}};
+    }
+    Json operator()(const GpuHealthChanged& x) {
+      return {{"type", "gpu_health"}, {"node", x.node.value()}, {"gpu", x.gpu},
+              {"healthy", x.healthy}, {"at", x.at.millis()}};
+    }
+  };
+  return std::visit(V{}, e);
+}
+
+Result<Event> EventFromJson(const Json& j) {
+  Result<std::string> type = Get<std::string>(j, "type");
+  if (!type.ok()) return type.error();
+  try {
+    const Time at = Time::FromMillis(j.at("at").get<int64_t>());
+    if (*type == "submitted") {
+      Result<JobSpec> spec = SpecFromJson(j.at("spec"));
+      if (!spec.ok()) return spec.error();
+      return Event(JobSubmitted{JobId(j.at("id").get<uint64_t>()), *spec, at});
+    }
+    if (*type == "admitted") {
+      Result<std::vector<ReplicaPlacement>> p = PlacementFrom(j.at("placement"));
+      if (!p.ok()) return p.error();
+      return Event(JobAdmitted{JobId(j.at("id").get<uint64_t>()), *p,
+                               static_cast<AdmissionKind>(j.at("kind").get<int>()), at});
+    }
+    if (*type == "started") return Event(JobStarted{JobId(j.at("id").get<uint64_t>()), at});
+    if (*type == "finished") {
+      return Event(JobFinished{JobId(j.at("id").get<uint64_t>()),
+                               static_cast<JobState>(j.at("outcome").get<int>()), at});
+    }
+    if (*type == "preempted") {
+      return Event(JobPreempted{JobId(j.at("id").get<uint64_t>()), JobId(j.at("by").get<uint64_t>()), at});
+    }
+    if (*type == "lost") return Event(JobLost{JobId(j.at("id").get<uint64_t>()), at});
+    if (*type == "mig") {
+      return Event(MigReconfigured{NodeId(j.at("node").get<uint32_t>()), j.at("gpu").get<uint16_t>(),
+                                   MigLayout::Decode(j.at("layout").get<uint64_t>()), at});
+    }
+    if (*type == "condition") {
+      return Event(NodeConditionChanged{NodeId(j.at("node").get<uint32_t>()),
+                                        static_cast<NodeCondition>(j.at("condition").get<int>()), at});
+    }
+    if (*type == "gpu_health") {
+      return Event(GpuHealthChanged{NodeId(j.at("node").get<uint32_t>()), j.at("gpu").get<uint16_t>(),
+                                    j.at("healthy").get<bool>(), at});
+    }
+  } catch (const Json::exception&) {
+    return InvalidArgument("malformed '" + *type + "' event record");
+  }
+  return InvalidArgument("unknown event type '" + *type + "'");
+}
+
+}  // namespace gpupool
