@@ -1,1 +1,222 @@
 #include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "api/auth.h"
+#include "api/decode.h"
+#include "api/openapi.h"
+#include "model/demo_cluster.h"
+
+namespace gpupool {
+namespace {
+
+using Json = nlohmann::json;
+
+Json ValidJob() {
+  return Json::parse(R"({"tenant": "research", "name": "train", "priority_class": "training",
+    "replicas": 2, "resources": {"flavor": "h100-80gb", "gpus": 8},
+    "duration_estimate_s": 3600, "command": ["python", "train.py"]})");
+}
+
+Principal Admin() { return {"admin", Role::kClusterAdmin, TenantId(), ""}; }
+
+TEST(DecodeJob, AcceptsTheThreeResourceForms) {
+  const State s = DemoCluster();
+  Result<JobSpec> whole = DecodeJobRequest(s, Admin(), ValidJob().dump());
+  ASSERT_TRUE(whole.ok()) << whole.error().message;
+  EXPECT_EQ(whole->shape.kind, ShapeKind::kWholeGpus);
+  EXPECT_EQ(whole->shape.gpus, 8);
+  EXPECT_EQ(whole->replicas, 2);
+  EXPECT_EQ(whole->estimated_duration, Duration::Seconds(3600));
+
+  Json mig = ValidJob();
+  mig["replicas"] = 1;
+  mig["resources"] = {{"flavor", "h100-80gb"}, {"mig_profile", "1g.10gb"}};
+  Result<JobSpec> m = DecodeJobRequest(s, Admin(), mig.dump());
+  ASSERT_TRUE(m.ok()) << m.error().message;
+  EXPECT_EQ(m->shape.kind, ShapeKind::kMigProfile);
+  EXPECT_EQ(s.catalogue().model(m->shape.flavor).profiles[m->shape.mig_profile].name, "1g.10gb");
+
+  Json frac = ValidJob();
+  frac["replicas"] = 1;
+  frac["tenant"] = "interns";
+  frac["resources"] = {{"flavor", "a100-80gb"}, {"gpu_fraction", 0.25}, {"memory_gb", 20}};
+  Result<JobSpec> f = DecodeJobRequest(s, Admin(), frac.dump());
+  ASSERT_TRUE(f.ok()) << f.error().message;
+  EXPECT_EQ(f->shape.kind, ShapeKind::kGpuFraction);
+  EXPECT_EQ(f->shape.milli, 250);
+  EXPECT_EQ(f->shape.gpu_memory_mib, 20u * 1024);
+}
+
+// Each bad body is rejected with a message naming what is wrong.
+TEST(DecodeJob, BadInputTable) {
+  const State s = DemoCluster();
+  struct Case {
+    const char* what;
+    std::function<void(Json&)> edit;
+    const char* message_has;
+  };
+  const std::vector<Case> cases = {
+      {"unknown field", [](Json& j) { j["colour"] = "red"; }, "unknown field 'colour'"},
+      {"unknown nested field", [](Json& j) { j["resources"]["cores"] = 2; }, "resources.cores"},
+      {"missing tenant", [](Json& j) { j.erase("tenant"); }, "tenant"},
+      {"tenant wrong type", [](Json& j) { j["tenant"] = 7; }, "tenant"},
+      {"unknown tenant", [](Json& j) { j["tenant"] = "nobody"; }, "unknown tenant"},
+      {"unknown class", [](Json& j) { j["priority_class"] = "urgent"; }, "urgent"},
+      {"zero replicas", [](Json& j) { j["replicas"] = 0; }, "replicas"},
+      {"fractional replicas", [](Json& j) { j["replicas"] = 1.5; }, "replicas"},
+      {"huge replicas", [](Json& j) { j["replicas"] = 100000; }, "replicas"},
+      {"negative duration", [](Json& j) { j["duration_estimate_s"] = -5; }, "duration_estimate_s"},
+      {"string duration", [](Json& j) { j["duration_estimate_s"] = "1h"; }, "duration_estimate_s"},
+      {"unknown flavor", [](Json& j) { j["resources"]["flavor"] = "v100"; }, "v100"},
+      {"two forms", [](Json& j) { j["resources"]["mig_profile"] = "1g.10gb"; }, "exactly one"},
+      {"no form", [](Json& j) { j["resources"].erase("gpus"); }, "exactly one"},
+      {"too many gpus", [](Json& j) { j["resources"]["gpus"] = 17; }, "gpus"},
+      {"bad profile", [](Json& j) { j["resources"] = {{"flavor", "h100-80gb"}, {"mig_profile", "9g.99gb"}}; }, "9g.99gb"},
+      {"fraction above one", [](Json& j) { j["resources"] = {{"flavor", "a100-80gb"}, {"gpu_fraction", 1.5}, {"memory_gb", 8}}; }, "gpu_fraction"},
+      {"fraction too fine", [](Json& j) { j["resources"] = {{"flavor", "a100-80gb"}, {"gpu_fraction", 0.0001}, {"memory_gb", 8}}; }, "gpu_fraction"},
+      {"fraction without memory", [](Json& j) { j["resources"] = {{"flavor", "a100-80gb"}, {"gpu_fraction", 0.5}}; }, "memory_gb"},
+      {"empty command", [](Json& j) { j["command"] = Json::array(); }, "command"},
+      {"command not strings", [](Json& j) { j["command"] = {1, 2}; }, "command"},
+      {"bad topology", [](Json& j) { j["topology"] = {{"level", "galaxy"}}; }, "topology.level"},
+      {"empty name", [](Json& j) { j["name"] = ""; }, "name"},
+  };
+  for (const Case& c : cases) {
+    Json j = ValidJob();
+    c.edit(j);
+    Result<JobSpec> r = DecodeJobRequest(s, Admin(), j.dump());
+    ASSERT_FALSE(r.ok()) << c.what;
+    EXPECT_NE(r.error().message.find(c.message_has), std::string::npos)
+        << c.what << ": " << r.error().message;
+  }
+  for (const char* text : {"", "{", "[]", "null", "\"x\"", "{\"tenant\": }", "{} {}"}) {
+    EXPECT_FALSE(DecodeJobRequest(s, Admin(), text).ok()) << text;
+  }
+}
+
+TEST(DecodeJob, AnotherTenantIsUnknownNotForbidden) {
+  const State s = DemoCluster();
+  const Principal member{"bob", Role::kMember, *s.FindTenant("product"), ""};
+  Result<JobSpec> r = DecodeJobRequest(s, member, ValidJob().dump());
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code, ErrorCode::kNotFound);
+  EXPECT_EQ(r.error().message, "unknown tenant 'research'");
+}
+
+TEST(DecodeTenant, GpuAmountsAreExactAndValidated) {
+  const State s = DemoCluster();
+  Result<Tenant> t = DecodeTenantRequest(
+      s, R"({"name": "vision", "weight": 1.5, "quotas": {"h100-80gb": {"guaranteed": 2.5, "borrow_limit": 0.001}},
+             "limits": {"max_replicas": 4, "max_duration_s": 7200}})", nullptr);
+  ASSERT_TRUE(t.ok()) << t.error().message;
+  const FlavorQuota& q = t->quotas.at(*s.catalogue().Find("h100-80gb"));
+  EXPECT_EQ(q.guaranteed.units(), 17500);
+  EXPECT_EQ(q.borrow_limit->units(), 7);
+  EXPECT_EQ(t->weight_milli, 1500);
+  EXPECT_EQ(t->limits.max_duration, Duration::Seconds(7200));
+  for (const char* bad : {R"({"name": "Vision"})", R"({"name": "-x"})", R"({"name": "x", "weight": 0})",
+                          R"({"name": "x", "quotas": {"v100": {"guaranteed": 1}}})",
+                          R"({"name": "x", "quotas": {"h100-80gb": {"guaranteed": -1}}})",
+                          R"({"name": "x", "quotas": {"h100-80gb": {"guaranteed": 0.00001}}})",
+                          R"({"name": "x", "quotas": {"h100-80gb": {}}})",
+                          R"({"name": "x", "colour": 1})", R"({"name": "x", "limits": {"max_replicas": -1}})"}) {
+    EXPECT_FALSE(DecodeTenantRequest(s, bad, nullptr).ok()) << bad;
+  }
+}
+
+TEST(DecodeTenant, PatchKeepsWhatItDoesNotName) {
+  const State s = DemoCluster();
+  const Tenant& base = s.tenant(*s.FindTenant("research"));
+  Result<Tenant> t = DecodeTenantRequest(s, R"({"weight": 3})", &base);
+  ASSERT_TRUE(t.ok()) << t.error().message;
+  EXPECT_EQ(t->weight_milli, 3000);
+  EXPECT_EQ(t->quotas.size(), base.quotas.size());
+  EXPECT_EQ(t->name, "research");
+  EXPECT_FALSE(DecodeTenantRequest(s, R"({"name": "other"})", &base).ok());
+}
+
+TEST(DecodePriorityClass, ChecksFields) {
+  Result<PriorityClass> pc = DecodePriorityClassRequest(R"({"name": "urgent", "value": 900, "preemptible": false})");
+  ASSERT_TRUE(pc.ok());
+  EXPECT_EQ(pc->value, 900);
+  EXPECT_FALSE(pc->preemptible);
+  EXPECT_FALSE(DecodePriorityClassRequest(R"({"name": "urgent"})").ok());
+  EXPECT_FALSE(DecodePriorityClassRequest(R"({"name": "urgent", "value": "high"})").ok());
+  EXPECT_FALSE(DecodePriorityClassRequest(R"({"name": "urgent", "value": 1, "x": 1})").ok());
+}
+
+TEST(Errors, BodyHasCodeMessageDetailsAndStatusMaps) {
+  const Json j = Json::parse(ErrorBody(InvalidArgument("bad 'x'"), "d"));
+  EXPECT_EQ(j["error"]["message"], "bad 'x'");
+  EXPECT_EQ(j["error"]["details"], "d");
+  EXPECT_TRUE(j["error"]["code"].is_string());
+  EXPECT_EQ(HttpStatus(ErrorCode::kInvalidArgument), 400);
+  EXPECT_EQ(HttpStatus(ErrorCode::kUnauthenticated), 401);
+  EXPECT_EQ(HttpStatus(ErrorCode::kPermissionDenied), 403);
+  EXPECT_EQ(HttpStatus(ErrorCode::kNotFound), 404);
+  EXPECT_EQ(HttpStatus(ErrorCode::kAlreadyExists), 409);
+  EXPECT_EQ(HttpStatus(ErrorCode::kUnavailable), 503);
+}
+
+TEST(Tokens, OnlyTheHashIsKeptAndRevocationIsImmediate) {
+  TokenStore store;
+  const Principal p{"alice", Role::kMember, TenantId(1), ""};
+  auto [record, secret] = store.Create(p, Time::FromMillis(1));
+  EXPECT_EQ(secret.rfind("gp_" + record.id + "_", 0), 0u);
+  EXPECT_EQ(record.sha256, Sha256Hex(secret));
+  EXPECT_EQ(record.sha256.find(secret), std::string::npos);
+  EXPECT_EQ(store.Authenticate(secret), nullptr) << "not added yet";
+  store.Add(record);
+  const Principal* who = store.Authenticate(secret);
+  ASSERT_NE(who, nullptr);
+  EXPECT_EQ(who->name, "alice");
+  EXPECT_EQ(who->token_id, record.id);
+  EXPECT_EQ(store.Authenticate(secret + "x"), nullptr);
+  EXPECT_EQ(store.Authenticate(""), nullptr);
+  ASSERT_TRUE(store.Revoke(record.id).ok());
+  EXPECT_EQ(store.Authenticate(secret), nullptr);
+  EXPECT_FALSE(store.Revoke("nope").ok());
+}
+
+TEST(Tokens, Sha256MatchesAKnownVector) {
+  EXPECT_EQ(Sha256Hex("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+}
+
+TEST(Roles, ScopeRules) {
+  const Principal admin{"a", Role::kClusterAdmin, TenantId(), ""};
+  const Principal viewer{"v", Role::kViewer, TenantId(2), ""};
+  EXPECT_TRUE(admin.Sees(TenantId(5)));
+  EXPECT_TRUE(viewer.Sees(TenantId(2)));
+  EXPECT_FALSE(viewer.Sees(TenantId(3)));
+  EXPECT_FALSE(viewer.Writes());
+  for (Role r : {Role::kClusterAdmin, Role::kTenantAdmin, Role::kMember, Role::kViewer}) {
+    EXPECT_EQ(*ParseRole(RoleName(r)), r);
+  }
+  EXPECT_FALSE(ParseRole("root").ok());
+}
+
+TEST(Utf8, AcceptsWellFormedRejectsTheRest) {
+  EXPECT_TRUE(ValidUtf8(""));
+  EXPECT_TRUE(ValidUtf8("plain ascii"));
+  EXPECT_TRUE(ValidUtf8("gr\xC3\xBC\xC3\x9F \xE2\x82\xAC \xF0\x9F\x9A\x80"));  // ü ß € rocket
+  EXPECT_TRUE(ValidUtf8("\xF4\x8F\xBF\xBF"));                                     // U+10FFFF
+  for (const char* bad : {"\xFE", "\xC3", "a\xE2\x82", "\xC0\xAF", "\xE0\x80\xAF",  // truncated, overlong
+                          "\xED\xA0\x80", "\xF4\x90\x80\x80", "\x80", "ok\xF0\x9F\x9A"}) {
+    EXPECT_FALSE(ValidUtf8(bad)) << bad;
+  }
+}
+
+TEST(OpenApi, DocumentsEveryRoute) {
+  const Json doc = Json::parse(OpenApiDocument());
+  EXPECT_EQ(doc["openapi"], "3.0.3");
+  for (const RouteDoc& r : ApiRoutes()) {
+    ASSERT_TRUE(doc["paths"].contains(r.path)) << r.path;
+    EXPECT_TRUE(doc["paths"][r.path].contains(r.method)) << r.method << " " << r.path;
+  }
+  EXPECT_TRUE(doc["components"]["schemas"].contains("JobRequest"));
+  EXPECT_EQ(doc["paths"]["/v1/jobs"]["post"]["requestBody"]["content"]["application/json"]["schema"]["$ref"],
+            "#/components/schemas/JobRequest");
+}
+
+}  // namespace
+}  // namespace gpupool

@@ -205,7 +205,39 @@ int HttpStatus(ErrorCode code) {
 std::string ErrorBody(const Error& e, const std::string& details) {
   Json j = {{"error", {{"code", std::string(ErrorCodeName(e.code))}, {"message", e.message},
                        {"details", details}}}};
-  return j.dump();
+  // A message may quote a path segment that is not UTF-8: replace, never throw.
+  return j.dump(-1, ' ', false, Json::error_handler_t::replace);
+}
+
+bool ValidUtf8(std::string_view s) {
+  size_t i = 0;
+  while (i < s.size()) {
+    const auto b = static_cast<unsigned char>(s[i]);
+    int extra = 0;
+    uint32_t cp = 0;
+    if (b < 0x80) {
+      ++i;
+      continue;
+    } else if ((b & 0xE0) == 0xC0) {
+      extra = 1, cp = b & 0x1F;
+    } else if ((b & 0xF0) == 0xE0) {
+      extra = 2, cp = b & 0x0F;
+    } else if ((b & 0xF8) == 0xF0) {
+      extra = 3, cp = b & 0x07;
+    } else {
+      return false;
+    }
+    if (i + extra >= s.size()) return false;  // truncated sequence
+    for (int k = 1; k <= extra; ++k) {
+      const auto c = static_cast<unsigned char>(s[i + k]);
+      if ((c & 0xC0) != 0x80) return false;
+      cp = (cp << 6) | (c & 0x3F);
+    }
+    static constexpr uint32_t kMin[] = {0, 0x80, 0x800, 0x10000};
+    if (cp < kMin[extra] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return false;
+    i += extra + 1;
+  }
+  return true;
 }
 
 Result<JobSpec> DecodeJobRequest(const State& state, const Principal& caller, std::string_view body) {

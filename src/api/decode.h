@@ -30,6 +30,10 @@ Result<Tenant> DecodeTenantRequest(const State& state, std::string_view body, co
 // POST /v1/priority-classes: {"name", "value", "preemptible", "may_borrow", "grace_period_s"}.
 Result<PriorityClass> DecodePriorityClassRequest(std::string_view body);
 
+// True when `s` is well-formed UTF-8 (no overlongs, surrogates or code points above U+10FFFF).
+// Text from outside JSON bodies (headers, paths, YAML) must pass before it is stored or echoed.
+bool ValidUtf8(std::string_view s);
+
 // The HTTP status for an error code.
 int HttpStatus(ErrorCode code);
 // {"error": {"code", "message", "details"}}

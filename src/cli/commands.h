@@ -12,4 +12,11 @@ int Sim(const std::vector<std::string>& argv);
 int Packing(const std::vector<std::string>& argv);
 int Serve(const std::vector<std::string>& argv);
 
+// The REST API client verbs (client_cmd.cc): 0 done, 1 the server refused or was unreachable,
+// 2 a usage error.
+int Get(const std::vector<std::string>& argv);
+int Describe(const std::vector<std::string>& argv);
+int Submit(const std::vector<std::string>& argv);
+int Cancel(const std::vector<std::string>& argv);
+
 }  // namespace gpupool::cli

@@ -1,5 +1,5 @@
-// gpupool: one binary, subcommands. The daemon (serve) and agent come with their issues; until
-// then `demo` shows the scheduler at work and `sim` replays real traces through it.
+// gpupool: one binary, subcommands: the daemon (serve), its client verbs (get, describe, submit,
+// cancel), `demo` to show the scheduler at work and `sim` to replay real traces through it.
 #include <iostream>
 #include <string>
 #include <vector>
@@ -15,6 +15,16 @@ commands:
               --demo  --config FILE.yaml  --data-dir DIR (gpupool-data)  --listen HOST:PORT
               (127.0.0.1:8080; port 0 picks a free one, written to DIR/port)  --no-demo-traffic
               --simulate-executor (jobs run for their estimate)  --http-threads N (64)
+  get         list jobs|nodes|tenants  [--tenant T] [--state S] (jobs only)
+  describe    show one object: job ID | node NAME | tenant NAME
+  submit      submit a job: --tenant T --name N --priority-class P [--replicas R] --flavor F
+              (--gpus N | --mig-profile P | --gpu-fraction X --memory-gb G) --duration D
+              (seconds, or 30m, 2h) [--idempotency-key K] -- COMMAND ARGS...
+              or: submit -f JOB.yaml (the fields of the POST /v1/jobs body)
+  cancel      cancel a job: ID
+              client flags: -o table|json|yaml (table)  --url URL  --token TOKEN; else
+              GPUPOOL_URL, GPUPOOL_TOKEN, or url: and token: in $GPUPOOL_CONFIG or
+              ~/.config/gpupool/config.yaml; exit 1 when the server refuses, 2 on usage errors
   demo        schedule a generated day of work on a small demo cluster and print what happened
               --hours N (8)  --policy fgd|bestfit|spread|firstfit  --seed N (7)  --every MIN (60)
   catalogue   list the built-in GPU models and their MIG profiles [MODEL]
@@ -38,6 +48,10 @@ int main(int argc, char** argv) {
   const std::string cmd = args[0];
   args.erase(args.begin());
   if (cmd == "serve") return gpupool::cli::Serve(args);
+  if (cmd == "get") return gpupool::cli::Get(args);
+  if (cmd == "describe") return gpupool::cli::Describe(args);
+  if (cmd == "submit") return gpupool::cli::Submit(args);
+  if (cmd == "cancel") return gpupool::cli::Cancel(args);
   if (cmd == "demo") return gpupool::cli::Demo(args);
   if (cmd == "catalogue") return gpupool::cli::Catalogue(args);
   if (cmd == "sim") return gpupool::cli::Sim(args);

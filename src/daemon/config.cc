@@ -2,6 +2,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <charconv>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -33,9 +34,9 @@ Json ToJson(const YAML::Node& n) {
       if (n.Tag() == "!") return s;  // quoted
       if (s == "true") return true;
       if (s == "false") return false;
-      if (!s.empty() && s.find_first_not_of("-0123456789") == std::string::npos && s.size() < 18) {
-        return std::stoll(s);
-      }
+      int64_t i = 0;
+      const auto [stop, ec] = std::from_chars(s.data(), s.data() + s.size(), i);
+      if (!s.empty() && ec == std::errc() && stop == s.data() + s.size()) return i;
       if (!s.empty() && s.find_first_not_of("-0123456789.eE+") == std::string::npos) {
         char* end = nullptr;
         const double d = std::strtod(s.c_str(), &end);
@@ -46,6 +47,10 @@ Json ToJson(const YAML::Node& n) {
     default: return nullptr;
   }
 }
+
+// YAML escapes can spell lone surrogates, which yaml-cpp encodes as bytes that are not UTF-8:
+// the decoders then see U+FFFD instead (and reject it where names must be plain).
+std::string Text(const Json& j) { return j.dump(-1, ' ', false, Json::error_handler_t::replace); }
 
 Status Only(const Json& j, std::initializer_list<const char*> keys, const std::string& where) {
   if (!j.is_object()) return InvalidArgument(where + " must be a mapping");
@@ -137,6 +142,7 @@ Status Nodes(State& s, const Json& nodes) {
 }  // namespace
 
 Result<DaemonConfig> ParseDaemonConfig(const std::string& yaml_text) {
+  if (!ValidUtf8(yaml_text)) return InvalidArgument("the configuration is not valid UTF-8");
   Json root;
   try {
     root = ToJson(YAML::Load(yaml_text));
@@ -174,7 +180,7 @@ Result<DaemonConfig> ParseDaemonConfig(const std::string& yaml_text) {
   if (root.contains("priority_classes")) {
     if (!root["priority_classes"].is_array()) return InvalidArgument("'priority_classes' must be a list");
     for (const Json& pc : root["priority_classes"]) {
-      Result<PriorityClass> c = DecodePriorityClassRequest(pc.dump());
+      Result<PriorityClass> c = DecodePriorityClassRequest(Text(pc));
       if (!c.ok()) return InvalidArgument("priority_classes: " + c.error().message);
       Result<PriorityClassId> id = s.AddPriorityClass(*c);
       if (!id.ok()) return InvalidArgument("priority_classes: " + id.error().message);
@@ -185,7 +191,7 @@ Result<DaemonConfig> ParseDaemonConfig(const std::string& yaml_text) {
   if (root.contains("tenants")) {
     if (!root["tenants"].is_array()) return InvalidArgument("'tenants' must be a list");
     for (const Json& tj : root["tenants"]) {
-      Result<Tenant> t = DecodeTenantRequest(s, tj.dump(), nullptr);
+      Result<Tenant> t = DecodeTenantRequest(s, Text(tj), nullptr);
       if (!t.ok()) return InvalidArgument("tenants: " + t.error().message);
       Result<TenantId> id = s.AddTenant(*t);
       if (!id.ok()) return InvalidArgument("tenants: " + id.error().message);

@@ -10,7 +10,10 @@
 namespace gpupool {
 namespace {
 
-Reply JsonReply(int status, const Json& j) { return {status, j.dump()}; }
+// Replies never throw on text that is not UTF-8 (decoders reject it before it is stored).
+Reply JsonReply(int status, const Json& j) {
+  return {status, j.dump(-1, ' ', false, Json::error_handler_t::replace)};
+}
 Reply Err(const Error& e) { return {HttpStatus(e.code), ErrorBody(e)}; }
 Reply Unauthenticated() {
   return Err({ErrorCode::kUnauthenticated, "missing or invalid bearer token"});
@@ -247,9 +250,10 @@ Result<std::string> DaemonCore::IssueToken(const Principal& p, Time now) {
 
 Reply DaemonCore::SubmitJob(const CallContext& c, const std::string& body, const std::string& key) {
   if (c.principal == nullptr) return Unauthenticated();
-  if (!c.principal->Writes()) return Forbidden("submit jobs");
   if (key.size() > 128) return Err(InvalidArgument("Idempotency-Key is longer than 128 characters"));
-  const std::string idem = key.empty() ? "" : c.principal->name + "\n" + key;
+  if (!ValidUtf8(key)) return Err(InvalidArgument("Idempotency-Key is not valid UTF-8"));
+  // Keys are scoped to the token (as payment APIs scope them to the API key).
+  const std::string idem = key.empty() ? "" : c.principal->token_id + "\n" + key;
   if (!idem.empty()) {
     auto it = idempotency_.find(idem);
     if (it != idempotency_.end()) {
@@ -261,6 +265,7 @@ Reply DaemonCore::SubmitJob(const CallContext& c, const std::string& body, const
   }
   Result<JobSpec> spec = DecodeJobRequest(*state_, *c.principal, body);
   if (!spec.ok()) return Err(spec.error());
+  if (!c.principal->Writes()) return Forbidden("submit jobs");
   if (deleted_.count(spec->tenant)) return Err(NotFound("unknown tenant"));
   const JobSubmitted e{state_->NextJobId(), *spec, c.now};
   if (Status s = ApplyAndStage(e, idem); !s.ok()) return Err(s.error());
@@ -572,7 +577,8 @@ Reply DaemonCore::CreateToken(const CallContext& c, const std::string& body) {
   Result<std::string> secret = IssueToken(p, c.now);
   if (!secret.ok()) return Err(secret.error());
   Audit(c, "token.create", p.name);
-  return JsonReply(201, {{"token", *secret}, {"name", p.name}, {"role", std::string(RoleName(p.role))}});
+  const std::string id = secret->substr(3, secret->find('_', 3) - 3);  // gp_<id>_<secret>
+  return JsonReply(201, {{"id", id}, {"token", *secret}, {"name", p.name}, {"role", std::string(RoleName(p.role))}});
 }
 
 Reply DaemonCore::ListTokens(const CallContext& c) {

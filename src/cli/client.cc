@@ -1,0 +1,242 @@
+#include "cli/client.h"
+
+#include <httplib.h>
+#include <yaml-cpp/yaml.h>
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+namespace gpupool::cli {
+namespace {
+
+bool AllDigits(const std::string& s) {
+  return !s.empty() && s.find_first_not_of("0123456789") == std::string::npos;
+}
+
+struct FileConfig {
+  std::string url, token;
+};
+
+// The config file: a YAML mapping with `url` and `token`, both optional, nothing else.
+Result<FileConfig> ReadConfigFile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return NotFound("cannot read config file " + path);
+  std::stringstream text;
+  text << in.rdbuf();
+  FileConfig out;
+  try {
+    const YAML::Node root = YAML::Load(text.str());
+    if (root.IsNull()) return out;
+    if (!root.IsMap()) return InvalidArgument(path + ": expected a mapping with url: and token:");
+    for (const auto& kv : root) {
+      const std::string key = kv.first.as<std::string>();
+      if (key != "url" && key != "token") return InvalidArgument(path + ": unknown key '" + key + "'");
+      if (!kv.second.IsScalar()) return InvalidArgument(path + ": '" + key + "' must be a string");
+      (key == "url" ? out.url : out.token) = kv.second.Scalar();
+    }
+  } catch (const YAML::Exception& e) {
+    return InvalidArgument(path + ": not valid YAML: " + e.what());
+  }
+  return out;
+}
+
+std::string Describe(httplib::Error e) {
+  switch (e) {
+    case httplib::Error::Connection: return "could not connect";
+    case httplib::Error::ConnectionTimeout: return "connection timed out";
+    case httplib::Error::Read: return "no reply (read failed or timed out)";
+    case httplib::Error::Write: return "could not send the request";
+    case httplib::Error::SSLConnection: return "TLS handshake failed";
+    case httplib::Error::SSLLoadingCerts: return "cannot load TLS certificates";
+    case httplib::Error::SSLServerVerification: return "TLS server verification failed";
+    default: return "request failed (" + httplib::to_string(e) + ")";
+  }
+}
+
+ErrorCode CodeNamed(const std::string& name) {
+  for (ErrorCode c : {ErrorCode::kInvalidArgument, ErrorCode::kNotFound, ErrorCode::kAlreadyExists,
+                      ErrorCode::kFailedPrecondition, ErrorCode::kConflict,
+                      ErrorCode::kPermissionDenied, ErrorCode::kUnauthenticated,
+                      ErrorCode::kResourceExhausted, ErrorCode::kUnavailable}) {
+    if (ErrorCodeName(c) == name) return c;
+  }
+  return ErrorCode::kInternal;
+}
+
+}  // namespace
+
+std::string ServerUrl::Origin() const {
+  const bool v6 = host.find(':') != std::string::npos;
+  return scheme + "://" + (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
+}
+
+Result<ServerUrl> ParseServerUrl(const std::string& url) {
+  ServerUrl out;
+  std::string rest = url;
+  if (const size_t p = rest.find("://"); p != std::string::npos) {
+    out.scheme = rest.substr(0, p);
+    rest = rest.substr(p + 3);
+  } else {
+    out.scheme = "http";
+  }
+  if (out.scheme != "http" && out.scheme != "https") {
+    return InvalidArgument("server URL '" + url + "': scheme must be http or https");
+  }
+  if (const size_t slash = rest.find('/'); slash != std::string::npos) {
+    out.prefix = rest.substr(slash);
+    rest = rest.substr(0, slash);
+    while (!out.prefix.empty() && out.prefix.back() == '/') out.prefix.pop_back();
+  }
+  std::string port;
+  if (!rest.empty() && rest[0] == '[') {  // [IPv6]:port
+    const size_t close = rest.find(']');
+    if (close == std::string::npos) return InvalidArgument("server URL '" + url + "': unclosed '['");
+    out.host = rest.substr(1, close - 1);
+    if (close + 1 < rest.size()) {
+      if (rest[close + 1] != ':') return InvalidArgument("server URL '" + url + "': junk after ']'");
+      port = rest.substr(close + 2);
+    }
+  } else if (const size_t colon = rest.rfind(':'); colon != std::string::npos) {
+    out.host = rest.substr(0, colon);
+    port = rest.substr(colon + 1);
+  } else {
+    out.host = rest;
+  }
+  if (out.host.empty()) return InvalidArgument("server URL '" + url + "' has no host");
+  if (out.host.find_first_of("@?#") != std::string::npos) {
+    return InvalidArgument("server URL '" + url + "': unexpected character in the host");
+  }
+  if (port.empty()) {
+    out.port = out.scheme == "https" ? 443 : 80;
+  } else if (!AllDigits(port) || port.size() > 5 || std::stoi(port) < 1 || std::stoi(port) > 65535) {
+    return InvalidArgument("server URL '" + url + "': bad port '" + port + "'");
+  } else {
+    out.port = std::stoi(port);
+  }
+  return out;
+}
+
+Result<ClientConfig> ResolveClientConfig(const std::string& flag_url, const std::string& flag_token,
+                                         const GetEnv& getenv) {
+  auto env = [&](const char* name) {
+    const char* v = getenv(name);
+    return std::string(v ? v : "");
+  };
+  ClientConfig c{flag_url, flag_token, flag_url.empty() ? "" : "--url"};
+  if (c.url.empty() && !env("GPUPOOL_URL").empty()) c.url = env("GPUPOOL_URL"), c.url_source = "GPUPOOL_URL";
+  if (c.token.empty()) c.token = env("GPUPOOL_TOKEN");
+  if (c.url.empty() || c.token.empty()) {
+    const std::string explicit_path = env("GPUPOOL_CONFIG");
+    const std::string path = !explicit_path.empty() ? explicit_path
+                             : !env("HOME").empty() ? env("HOME") + "/.config/gpupool/config.yaml"
+                                                    : "";
+    Result<FileConfig> file = path.empty() ? Result<FileConfig>(FileConfig{}) : ReadConfigFile(path);
+    if (!file.ok() && (file.error().code != ErrorCode::kNotFound || !explicit_path.empty())) {
+      return InvalidArgument(file.error().message);
+    }
+    if (file.ok()) {
+      if (c.url.empty() && !file->url.empty()) c.url = file->url, c.url_source = path;
+      if (c.token.empty()) c.token = file->token;
+    }
+  }
+  if (c.url.empty()) c.url = kDefaultServerUrl, c.url_source = "the default";
+  // Tokens pasted from files often carry a newline; it is never part of the secret.
+  while (!c.token.empty() && (c.token.back() == '\n' || c.token.back() == '\r')) c.token.pop_back();
+  return c;
+}
+
+std::string UrlEncode(const std::string& s) {
+  std::string out;
+  for (const unsigned char ch : s) {
+    const bool keep = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+                      ch == '-' || ch == '.' || ch == '_' || ch == '~';
+    if (keep) {
+      out += static_cast<char>(ch);
+    } else {
+      char buf[4];
+      std::snprintf(buf, sizeof buf, "%%%02X", ch);
+      out += buf;
+    }
+  }
+  return out;
+}
+
+Error ReplyError(int status, const std::string& body) {
+  const Json j = Json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (j.is_object() && j.contains("error") && j["error"].is_object()) {
+    const Json& e = j["error"];
+    const std::string code = e.value("code", "");
+    std::string message = e.contains("message") && e["message"].is_string()
+                              ? e["message"].get<std::string>()
+                              : "error";
+    if (e.contains("details") && e["details"].is_string() && !e["details"].get<std::string>().empty()) {
+      message += " (" + e["details"].get<std::string>() + ")";
+    }
+    return {CodeNamed(code), message + " [HTTP " + std::to_string(status) + " " + code + "]"};
+  }
+  std::string excerpt = body.substr(0, 200);
+  while (!excerpt.empty() && (excerpt.back() == '\n' || excerpt.back() == ' ')) excerpt.pop_back();
+  return {ErrorCode::kInternal, "HTTP " + std::to_string(status) + (excerpt.empty() ? "" : ": " + excerpt)};
+}
+
+ApiClient::ApiClient(ServerUrl url, std::string display, std::string token)
+    : url_(std::move(url)), display_(std::move(display)), has_token_(!token.empty()),
+      http_(std::make_unique<httplib::Client>(url_.Origin())) {
+  http_->set_connection_timeout(5);
+  http_->set_read_timeout(30);
+  http_->set_write_timeout(30);
+  if (has_token_) http_->set_bearer_token_auth(token);
+}
+
+ApiClient::~ApiClient() = default;
+
+Result<std::unique_ptr<ApiClient>> ApiClient::Connect(const ClientConfig& config) {
+  Result<ServerUrl> url = ParseServerUrl(config.url);
+  if (!url.ok()) {
+    return InvalidArgument(url.error().message + (config.url_source.empty() ? "" : " (from " + config.url_source + ")"));
+  }
+  std::unique_ptr<ApiClient> c(new ApiClient(*url, config.url, config.token));
+  if (!c->http_->is_valid()) return InvalidArgument("cannot use server URL '" + config.url + "'");
+  return c;
+}
+
+Result<Json> ApiClient::Finish(const std::string& method, const std::string& path,
+                               const httplib::Result& reply) const {
+  if (!reply) {
+    return Error{ErrorCode::kUnavailable, "cannot reach the gpupool server at " + display_ + ": " +
+                                              Describe(reply.error()) +
+                                              " (set --url, GPUPOOL_URL or url: in the config file)"};
+  }
+  const int status = reply->status;
+  if (status < 200 || status > 299) {
+    Error e = ReplyError(status, reply->body);
+    if (status == 401 && !has_token_) {
+      e.message += "; no token given (set --token, GPUPOOL_TOKEN or token: in the config file)";
+    }
+    return e;
+  }
+  if (reply->body.empty()) return Json::object();
+  Json j = Json::parse(reply->body, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) {
+    return Error{ErrorCode::kInternal, method + " " + path + ": the server's reply is not JSON"};
+  }
+  return j;
+}
+
+Result<Json> ApiClient::Get(const std::string& path) {
+  return Finish("GET", path, http_->Get(url_.prefix + path));
+}
+
+Result<Json> ApiClient::Post(const std::string& path, const Json& body,
+                             const std::map<std::string, std::string>& headers) {
+  httplib::Headers h;
+  for (const auto& [k, v] : headers) h.emplace(k, v);
+  return Finish("POST", path, http_->Post(url_.prefix + path, h, body.dump(), "application/json"));
+}
+
+Result<Json> ApiClient::Delete(const std::string& path) {
+  return Finish("DELETE", path, http_->Delete(url_.prefix + path));
+}
+
+}  // namespace gpupool::cli

@@ -1,0 +1,229 @@
+// `gpupool get | describe | submit | cancel`: the REST API from the terminal.
+// Exit codes: 0 done, 1 the server refused or could not be reached, 2 a usage error.
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "cli/args.h"
+#include "cli/client.h"
+#include "cli/client_request.h"
+#include "cli/client_view.h"
+#include "cli/commands.h"
+
+namespace gpupool::cli {
+namespace {
+
+constexpr const char* kConnectionFlags =
+    "  --url URL  --token TOKEN  (else GPUPOOL_URL, GPUPOOL_TOKEN, or url:/token: in\n"
+    "  $GPUPOOL_CONFIG or ~/.config/gpupool/config.yaml)  -o table|json|yaml\n";
+
+constexpr const char* kGetUsage =
+    "usage: gpupool get jobs|nodes|tenants [--tenant T] [--state S] [-o table|json|yaml]\n";
+constexpr const char* kDescribeUsage =
+    "usage: gpupool describe job ID | node NAME | tenant NAME [-o table|json|yaml]\n";
+constexpr const char* kSubmitUsage =
+    "usage: gpupool submit --tenant T --name N --priority-class P [--replicas R] --flavor F\n"
+    "         (--gpus N | --mig-profile P | --gpu-fraction X --memory-gb G)\n"
+    "         --duration D (seconds, or 30m, 2h, 1h30m) [--idempotency-key K] -- COMMAND ARGS...\n"
+    "       gpupool submit -f JOB.yaml [--idempotency-key K]   (- reads standard input)\n";
+constexpr const char* kCancelUsage = "usage: gpupool cancel ID [-o table|json|yaml]\n";
+
+const std::set<std::string> kCommonFlags = {"url", "token", "output", "help"};
+
+int64_t NowMillis() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// What every verb does first: split and parse the command line, connect, pick the format.
+class Invocation {
+ public:
+  Invocation(std::string verb, const char* usage) : verb_(std::move(verb)), usage_(usage) {}
+
+  // Returns an exit code to stop with (0 for --help, 2 for a usage error), or -1 to go on.
+  int Parse(const std::vector<std::string>& argv, std::set<std::string> flags, bool takes_command = false) {
+    Result<SplitArgs> split = SplitCommandLine(argv, {"help"});
+    if (!split.ok()) return Usage(split.error().message);
+    if (split->has_separator && !takes_command) return Usage("unexpected '--'");
+    command_ = split->command;
+    flags.insert(kCommonFlags.begin(), kCommonFlags.end());
+    Result<Args> args = Args::Parse(split->flags, flags, {"help"});
+    if (!args.ok()) return Usage(args.error().message);
+    args_ = std::move(*args);
+    if (args_.Has("help")) {
+      std::cout << usage_ << kConnectionFlags;
+      return 0;
+    }
+    Result<Format> format = ParseFormat(args_.Str("output", "table"));
+    if (!format.ok()) return Usage(format.error().message);
+    format_ = *format;
+    return -1;
+  }
+
+  // Resolves the server and token; returns an exit code on failure, -1 on success.
+  int Connect() {
+    Result<ClientConfig> config = ResolveClientConfig(args_.Str("url", ""), args_.Str("token", ""),
+                                                      [](const char* name) { return std::getenv(name); });
+    if (!config.ok()) return Fail(config.error(), 2);
+    Result<std::unique_ptr<ApiClient>> api = ApiClient::Connect(*config);
+    if (!api.ok()) return Fail(api.error(), 2);
+    api_ = std::move(*api);
+    return -1;
+  }
+
+  int Usage(const std::string& message) const {
+    std::cerr << "gpupool " << verb_ << ": " << message << "\n" << usage_;
+    return 2;
+  }
+  int Fail(const Error& e, int code) const {
+    std::cerr << "gpupool " << verb_ << ": " << e.message << "\n";
+    return code;
+  }
+  // Prints `reply` as JSON or YAML; false for table output, which the verb renders itself.
+  bool PrintedAsData(const Json& reply) const {
+    if (format_ == Format::kTable) return false;
+    std::cout << (format_ == Format::kJson ? ToJsonText(reply) : ToYaml(reply));
+    return true;
+  }
+
+  const Args& args() const { return args_; }
+  const std::vector<std::string>& command() const { return command_; }
+  ApiClient& api() { return *api_; }
+
+ private:
+  std::string verb_;
+  const char* usage_;
+  Args args_;
+  std::vector<std::string> command_;
+  Format format_ = Format::kTable;
+  std::unique_ptr<ApiClient> api_;
+};
+
+// "jobs", "job" -> "jobs"; "" when it is no kind of object.
+std::string Kind(const std::string& word) {
+  for (const char* kind : {"jobs", "nodes", "tenants"}) {
+    const std::string k = kind;
+    if (word == k || word == k.substr(0, k.size() - 1)) return k;
+  }
+  return "";
+}
+
+Result<std::string> ReadJobFile(const std::string& path) {
+  std::stringstream text;
+  if (path == "-") {
+    text << std::cin.rdbuf();
+    return text.str();
+  }
+  std::ifstream in(path);
+  if (!in) return InvalidArgument("cannot read " + path);
+  text << in.rdbuf();
+  return text.str();
+}
+
+}  // namespace
+
+int Get(const std::vector<std::string>& argv) {
+  Invocation inv("get", kGetUsage);
+  if (int rc = inv.Parse(argv, {"tenant", "state"}); rc >= 0) return rc;
+  const auto& pos = inv.args().positional();
+  if (pos.size() != 1 || Kind(pos[0]).empty()) return inv.Usage("what to get: jobs, nodes or tenants");
+  const std::string kind = Kind(pos[0]);
+  if (kind != "jobs" && (inv.args().Has("tenant") || inv.args().Has("state"))) {
+    return inv.Usage("--tenant and --state filter jobs only");
+  }
+  const std::string state = inv.args().Str("state", "");
+  if (!state.empty() && state != "pending" && state != "admitted" && state != "running" &&
+      state != "succeeded" && state != "failed" && state != "cancelled") {
+    return inv.Usage("--state must be pending, admitted, running, succeeded, failed or cancelled");
+  }
+  if (int rc = inv.Connect(); rc >= 0) return rc;
+  std::string query;
+  for (const char* key : {"tenant", "state"}) {
+    const std::string v = inv.args().Str(key, "");
+    if (!v.empty()) query += (query.empty() ? "?" : "&") + std::string(key) + "=" + UrlEncode(v);
+  }
+  Result<Json> reply = inv.api().Get("/v1/" + kind + query);
+  if (!reply.ok()) return inv.Fail(reply.error(), 1);
+  if (inv.PrintedAsData(*reply)) return 0;
+  const Json items = reply->is_object() && reply->contains("items") ? (*reply)["items"] : Json::array();
+  if (kind == "jobs") PrintJobs(items, NowMillis(), std::cout);
+  if (kind == "nodes") PrintNodes(items, std::cout);
+  if (kind == "tenants") PrintTenants(items, std::cout);
+  return 0;
+}
+
+int Describe(const std::vector<std::string>& argv) {
+  Invocation inv("describe", kDescribeUsage);
+  if (int rc = inv.Parse(argv, {}); rc >= 0) return rc;
+  const auto& pos = inv.args().positional();
+  if (pos.size() != 2 || Kind(pos[0]).empty()) return inv.Usage("describe what: job ID, node NAME or tenant NAME");
+  const std::string kind = Kind(pos[0]);
+  if (int rc = inv.Connect(); rc >= 0) return rc;
+  Result<Json> reply = inv.api().Get("/v1/" + kind + "/" + UrlEncode(pos[1]));
+  if (!reply.ok()) return inv.Fail(reply.error(), 1);
+  if (inv.PrintedAsData(*reply)) return 0;
+  if (kind == "jobs") DescribeJob(*reply, NowMillis(), std::cout);
+  if (kind == "nodes") DescribeNode(*reply, std::cout);
+  if (kind == "tenants") DescribeTenant(*reply, std::cout);
+  return 0;
+}
+
+int Submit(const std::vector<std::string>& argv) {
+  Invocation inv("submit", kSubmitUsage);
+  const std::set<std::string> body_flags = {"tenant", "name", "priority-class", "replicas", "flavor", "gpus",
+                                            "mig-profile", "gpu-fraction", "memory-gb", "duration"};
+  std::set<std::string> flags = body_flags;
+  flags.insert({"file", "idempotency-key"});
+  if (int rc = inv.Parse(argv, flags, /*takes_command=*/true); rc >= 0) return rc;
+  const Args& args = inv.args();
+  if (!args.positional().empty()) {
+    return inv.Usage("unexpected '" + args.positional()[0] + "' (the job's command goes after '--')");
+  }
+  Result<Json> body = InvalidArgument("");
+  if (args.Has("file")) {
+    for (const std::string& f : body_flags) {
+      if (args.Has(f)) return inv.Usage("-f and --" + f + " do not go together: the file holds the job");
+    }
+    if (!inv.command().empty()) return inv.Usage("-f and a command after '--' do not go together");
+    Result<std::string> text = ReadJobFile(args.Str("file", ""));
+    if (!text.ok()) return inv.Usage(text.error().message);
+    body = JobRequestFromYaml(*text);
+    if (!body.ok()) return inv.Usage(args.Str("file", "") + ": " + body.error().message);
+  } else {
+    body = JobRequestFromArgs(args, inv.command());
+    if (!body.ok()) return inv.Usage(body.error().message);
+  }
+  if (int rc = inv.Connect(); rc >= 0) return rc;
+  std::map<std::string, std::string> headers;
+  if (args.Has("idempotency-key")) headers["Idempotency-Key"] = args.Str("idempotency-key", "");
+  Result<Json> reply = inv.api().Post("/v1/jobs", *body, headers);
+  if (!reply.ok()) return inv.Fail(reply.error(), 1);
+  if (inv.PrintedAsData(*reply)) return 0;
+  const Json& r = *reply;
+  const std::string id = r.contains("id") && r["id"].is_string() ? r["id"].get<std::string>() : "?";
+  const std::string state = r.contains("state") && r["state"].is_string() ? r["state"].get<std::string>() : "?";
+  if (r.contains("replayed") && r["replayed"] == true) {
+    std::cout << "job " << id << " was already submitted with this idempotency key (" << state << ")\n";
+  } else {
+    std::cout << "job " << id << " submitted (" << state << ")\n";
+  }
+  return 0;
+}
+
+int Cancel(const std::vector<std::string>& argv) {
+  Invocation inv("cancel", kCancelUsage);
+  if (int rc = inv.Parse(argv, {}); rc >= 0) return rc;
+  const auto& pos = inv.args().positional();
+  if (pos.size() != 1) return inv.Usage("cancel one job: its ID");
+  if (int rc = inv.Connect(); rc >= 0) return rc;
+  Result<Json> reply = inv.api().Delete("/v1/jobs/" + UrlEncode(pos[0]));
+  if (!reply.ok()) return inv.Fail(reply.error(), 1);
+  if (inv.PrintedAsData(*reply)) return 0;
+  std::cout << "job " << pos[0] << " cancelled\n";
+  return 0;
+}
+
+}  // namespace gpupool::cli

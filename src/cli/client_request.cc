@@ -1,0 +1,195 @@
+#include "cli/client_request.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+
+namespace gpupool::cli {
+namespace {
+
+// Fields whose scalars stay strings even when they read as numbers or booleans.
+bool StringField(const std::string& path) {
+  return path == "tenant" || path == "name" || path == "priority_class" || path == "command[]" ||
+         path == "resources.flavor" || path == "resources.mig_profile";
+}
+
+// A plain YAML scalar as JSON: true/false, integers and decimals become booleans and numbers;
+// quoted scalars and everything else stay strings.
+Json ScalarToJson(const YAML::Node& n, bool as_string) {
+  const std::string s = n.Scalar();
+  if (as_string || n.Tag() == "!") return s;
+  if (s == "true") return true;
+  if (s == "false") return false;
+  if (s == "~" || s == "null") return nullptr;
+  if (!s.empty() && s.size() < 19 && s.find_first_not_of("-0123456789") == std::string::npos &&
+      s.find('-', 1) == std::string::npos && s != "-") {
+    return std::stoll(s);
+  }
+  if (!s.empty() && s.find_first_not_of("-0123456789.eE+") == std::string::npos) {
+    char* end = nullptr;
+    const double d = std::strtod(s.c_str(), &end);
+    if (end && *end == '\0' && std::isfinite(d)) return d;
+  }
+  return s;
+}
+
+Json YamlToJson(const YAML::Node& n, const std::string& path) {
+  switch (n.Type()) {
+    case YAML::NodeType::Map: {
+      Json out = Json::object();
+      for (const auto& kv : n) {
+        const std::string key = kv.first.as<std::string>();
+        out[key] = YamlToJson(kv.second, path.empty() ? key : path + "." + key);
+      }
+      return out;
+    }
+    case YAML::NodeType::Sequence: {
+      Json out = Json::array();
+      for (const auto& item : n) out.push_back(YamlToJson(item, path + "[]"));
+      return out;
+    }
+    case YAML::NodeType::Scalar: return ScalarToJson(n, StringField(path));
+    default: return nullptr;
+  }
+}
+
+Result<double> Number(const Args& args, const std::string& name) {
+  const std::string s = args.Str(name, "");
+  errno = 0;
+  char* end = nullptr;
+  const double v = std::strtod(s.c_str(), &end);
+  if (s.empty() || errno != 0 || *end != '\0' || !std::isfinite(v)) {
+    return InvalidArgument("--" + name + " must be a number, not '" + s + "'");
+  }
+  return v;
+}
+
+}  // namespace
+
+Result<SplitArgs> SplitCommandLine(const std::vector<std::string>& argv,
+                                   const std::set<std::string>& booleans) {
+  SplitArgs out;
+  for (size_t i = 0; i < argv.size(); ++i) {
+    const std::string& s = argv[i];
+    if (s == "--") {
+      out.has_separator = true;
+      out.command.assign(argv.begin() + static_cast<std::ptrdiff_t>(i) + 1, argv.end());
+      break;
+    }
+    if (s.rfind("--", 0) == 0) {
+      out.flags.push_back(s);
+      // The value of `--name value` is copied untouched, even when it starts with '-'.
+      if (s.find('=') == std::string::npos && !booleans.count(s.substr(2)) && i + 1 < argv.size()) {
+        out.flags.push_back(argv[++i]);
+      }
+      continue;
+    }
+    if (s.size() < 2 || s[0] != '-') {
+      out.flags.push_back(s);
+      continue;
+    }
+    const char letter = s[1];
+    const std::string name = letter == 'o' ? "output" : letter == 'f' ? "file" : letter == 'h' ? "help" : "";
+    if (name.empty() || (letter == 'h' && s.size() > 2)) return InvalidArgument("unknown flag " + s);
+    if (letter == 'h') {
+      out.flags.push_back("--help");
+    } else if (s.size() > 2) {
+      out.flags.push_back("--" + name + "=" + s.substr(s[2] == '=' ? 3 : 2));
+    } else {
+      out.flags.push_back("--" + name);
+    }
+  }
+  return out;
+}
+
+Result<int64_t> ParseDuration(const std::string& text) {
+  if (text.empty()) return InvalidArgument("empty duration");
+  int64_t total = 0;
+  size_t i = 0;
+  while (i < text.size()) {
+    const size_t start = i;
+    while (i < text.size() && text[i] >= '0' && text[i] <= '9') ++i;
+    if (i == start || i - start > 9) {
+      return InvalidArgument("bad duration '" + text + "' (want seconds, or e.g. 30m, 2h, 1h30m)");
+    }
+    const int64_t n = std::stoll(text.substr(start, i - start));
+    int64_t unit = 1;
+    if (i < text.size()) {
+      switch (text[i]) {
+        case 's': unit = 1; break;
+        case 'm': unit = 60; break;
+        case 'h': unit = 3600; break;
+        case 'd': unit = 86400; break;
+        default:
+          return InvalidArgument("bad duration '" + text + "': unknown unit '" + text[i] + "' (s, m, h, d)");
+      }
+      ++i;
+    } else if (start > 0) {
+      return InvalidArgument("bad duration '" + text + "': a unit is needed after " + text.substr(start));
+    }
+    total += n * unit;
+    if (total > int64_t{1} << 40) return InvalidArgument("duration '" + text + "' is too long");
+  }
+  return total;
+}
+
+Result<Json> JobRequestFromArgs(const Args& args, const std::vector<std::string>& command) {
+  for (const char* flag : {"tenant", "name", "priority-class", "flavor", "duration"}) {
+    if (!args.Has(flag) || args.Str(flag, "").empty()) {
+      return InvalidArgument(std::string("--") + flag + " is required (or give the job in -f FILE.yaml)");
+    }
+  }
+  const int forms = args.Has("gpus") + args.Has("mig-profile") + args.Has("gpu-fraction");
+  if (forms != 1) return InvalidArgument("give exactly one of --gpus, --mig-profile, --gpu-fraction");
+  if (args.Has("gpu-fraction") != args.Has("memory-gb")) {
+    return InvalidArgument("--gpu-fraction and --memory-gb go together");
+  }
+  if (command.empty()) return InvalidArgument("the job's command goes after '--'");
+  Result<int64_t> replicas = args.Int("replicas", 1, 1, 1 << 20);
+  if (!replicas.ok()) return replicas.error();
+  Result<int64_t> duration = ParseDuration(args.Str("duration", ""));
+  if (!duration.ok()) return InvalidArgument("--duration: " + duration.error().message);
+
+  Json resources = {{"flavor", args.Str("flavor", "")}};
+  if (args.Has("gpus")) {
+    Result<int64_t> gpus = args.Int("gpus", 0, 1, 1 << 20);
+    if (!gpus.ok()) return gpus.error();
+    resources["gpus"] = *gpus;
+  } else if (args.Has("mig-profile")) {
+    resources["mig_profile"] = args.Str("mig-profile", "");
+  } else {
+    Result<double> fraction = Number(args, "gpu-fraction");
+    if (!fraction.ok()) return fraction.error();
+    Result<int64_t> memory = args.Int("memory-gb", 0, 1, 1 << 20);
+    if (!memory.ok()) return memory.error();
+    resources["gpu_fraction"] = *fraction;
+    resources["memory_gb"] = *memory;
+  }
+  return Json{{"tenant", args.Str("tenant", "")},
+              {"name", args.Str("name", "")},
+              {"priority_class", args.Str("priority-class", "")},
+              {"replicas", *replicas},
+              {"resources", resources},
+              {"duration_estimate_s", *duration},
+              {"command", command}};
+}
+
+Result<Json> JobRequestFromYaml(const std::string& yaml_text) {
+  Json j;
+  try {
+    j = YamlToJson(YAML::Load(yaml_text), "");
+  } catch (const YAML::Exception& e) {
+    return InvalidArgument(std::string("not valid YAML: ") + e.what());
+  }
+  if (!j.is_object()) return InvalidArgument("the job file must be a mapping of the job's fields");
+  if (auto d = j.find("duration_estimate_s"); d != j.end() && d->is_string()) {
+    Result<int64_t> seconds = ParseDuration(d->get<std::string>());
+    if (!seconds.ok()) return InvalidArgument("duration_estimate_s: " + seconds.error().message);
+    *d = *seconds;
+  }
+  return j;
+}
+
+}  // namespace gpupool::cli

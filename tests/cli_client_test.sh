@@ -1,0 +1,261 @@
+#!/usr/bin/env bash
+# The client verbs (get, describe, submit, cancel) end to end against a real daemon on port 0:
+# every verb and output format, the exit codes (0 done, 1 server refused or unreachable, 2 usage)
+# and where the server and token come from (flags, environment, config file).
+# Usage: cli_client_test.sh GPUPOOL_BINARY
+set -u
+bin=${1:?usage: cli_client_test.sh GPUPOOL_BINARY}
+command -v python3 > /dev/null || { echo "skipped: no python3"; exit 77; }
+tmp=$(mktemp -d)
+daemon=
+cleanup() {
+  if [ -n "$daemon" ]; then kill "$daemon" 2> /dev/null; wait "$daemon" 2> /dev/null; fi
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+fail() {
+  echo "FAIL: $*" >&2
+  echo "--- last command: ${last[*]}  (exit $rc)" >&2
+  echo "--- stdout:" >&2; cat "$tmp/out" >&2
+  echo "--- stderr:" >&2; cat "$tmp/err" >&2
+  exit 1
+}
+# gp ARGS...: runs the client; its output lands in $tmp/out and $tmp/err, its exit code in $rc.
+gp() {
+  last=("$@")
+  "$bin" "$@" > "$tmp/out" 2> "$tmp/err"
+  rc=$?
+}
+expect_rc() { [ "$rc" -eq "$1" ] || fail "$2: want exit $1"; }
+out_has() { grep -qE -- "$1" "$tmp/out" || fail "stdout lacks /$1/"; }
+out_lacks() { ! grep -qE -- "$1" "$tmp/out" || fail "stdout has /$1/"; }
+err_has() { grep -qE -- "$1" "$tmp/err" || fail "stderr lacks /$1/"; }
+json() { python3 -c "import json,sys; d=json.load(open('$tmp/out')); $1" || fail "JSON check: $1"; }
+last=(); rc=0; : > "$tmp/out"; : > "$tmp/err"
+
+# One 8-GPU node; research may use 4 GPUs and never borrow, prod has 4 with no borrow cap.
+cat > "$tmp/config.yaml" << 'EOF'
+scheduler: {placement: fgd, tick_ms: 50}
+tenants:
+  - name: research
+    weight: 2
+    quotas: {h100-80gb: {guaranteed: 4, borrow_limit: 0}}
+    limits: {max_replicas: 8}
+  - name: prod
+    quotas: {h100-80gb: {guaranteed: 4}}
+nodes:
+  - {name: h100, count: 1, flavor: h100-80gb, gpus: 8, block: rack-a, nvlink_domain: nvl-0}
+EOF
+"$bin" serve --config "$tmp/config.yaml" --data-dir "$tmp/data" --listen 127.0.0.1:0 \
+  > "$tmp/daemon.log" 2>&1 &
+daemon=$!
+for _ in $(seq 1 100); do
+  [ -s "$tmp/data/port" ] && [ -s "$tmp/data/admin.token" ] && break
+  kill -0 "$daemon" 2> /dev/null || { cat "$tmp/daemon.log" >&2; echo "FAIL: daemon exited" >&2; exit 1; }
+  sleep 0.1
+done
+[ -s "$tmp/data/port" ] || { cat "$tmp/daemon.log" >&2; echo "FAIL: no port file" >&2; exit 1; }
+url="http://127.0.0.1:$(cat "$tmp/data/port")"
+token=$(cat "$tmp/data/admin.token")
+# Only what this test sets: no real user config, environment as given below.
+export HOME="$tmp/home"
+unset GPUPOOL_CONFIG
+export GPUPOOL_URL="$url" GPUPOOL_TOKEN="$token"
+
+# --- get on an empty cluster: a header and nothing else.
+gp get jobs
+expect_rc 0 "get jobs (empty)"
+out_has '^ID +NAME +TENANT +STATE +RESOURCES +REPLICAS +AGE +REASON$'
+[ "$(wc -l < "$tmp/out")" -eq 1 ] || fail "empty get jobs prints only the header"
+
+# --- submit from flags: prints the id; the job fits and is placed.
+gp submit --tenant research --name small --priority-class training --flavor h100-80gb --gpus 1 \
+  --duration 30m -- sleep 60
+expect_rc 0 "submit small"
+out_has '^job [0-9]+ submitted \(pending\)$'
+small=$(sed -E 's/^job ([0-9]+) .*/\1/' "$tmp/out")
+
+# --- submit -o json: 2 x 4 GPUs is above research's 4 with no borrowing, so it waits.
+gp submit --tenant research --name big --priority-class training --flavor h100-80gb --replicas 2 \
+  --gpus 4 --duration 2h -o json -- python train.py --epochs "10 20"
+expect_rc 0 "submit big -o json"
+json 'assert d["state"] == "pending", d'
+big=$(python3 -c "import json; print(json.load(open('$tmp/out'))['id'])")
+
+# --- submit -f YAML, twice with one idempotency key: one job.
+cat > "$tmp/job.yaml" << 'EOF'
+tenant: prod
+name: serve
+priority_class: inference
+replicas: 1
+resources: {flavor: h100-80gb, gpus: 2}
+duration_estimate_s: 1h
+command: [serve, --port, 8000]
+EOF
+gp submit -f "$tmp/job.yaml" --idempotency-key deploy-1
+expect_rc 0 "submit -f"
+out_has '^job [0-9]+ submitted'
+prod=$(sed -E 's/^job ([0-9]+) .*/\1/' "$tmp/out")
+gp submit -f - --idempotency-key deploy-1 < "$tmp/job.yaml"
+expect_rc 0 "submit -f - replayed"
+out_has "^job $prod was already submitted with this idempotency key"
+
+# Wait for the scheduler to place the small job and give the big one its reason.
+for _ in $(seq 1 100); do
+  gp get jobs -o json
+  python3 -c "
+import json, sys
+jobs = {j['id']: j for j in json.load(open('$tmp/out'))['items']}
+ok = jobs['$small']['state'] == 'admitted' and jobs['$big'].get('reason', {}).get('code') not in (None, 'not_yet_considered')
+sys.exit(0 if ok else 1)" && break
+  sleep 0.1
+done
+
+# --- get jobs: table, filters, JSON and YAML.
+gp get jobs
+expect_rc 0 "get jobs"
+out_has "^ *$small +small +research +admitted +h100-80gb:1gpu +1 +[0-9]+[sm]"
+out_has "^ *$big +big +research +pending +h100-80gb:4gpu +2 +[0-9a-z]+ +[a-z_]+$"
+out_has "^ *$prod +serve +prod "
+gp get jobs --tenant prod
+expect_rc 0 "get jobs --tenant"
+out_has "^ *$prod +serve"
+out_lacks "research"
+gp get jobs --state pending -o json
+expect_rc 0 "get jobs --state pending -o json"
+json "assert [j['id'] for j in d['items']] == ['$big'], d"
+gp get jobs -o yaml
+expect_rc 0 "get jobs -o yaml"
+if python3 -c "import yaml" 2> /dev/null; then
+  python3 -c "
+import yaml
+d = yaml.safe_load(open('$tmp/out'))
+assert sorted(j['id'] for j in d['items']) == sorted(['$small', '$big', '$prod']), d
+assert all(isinstance(j['id'], str) for j in d['items'])" || fail "get jobs -o yaml does not load"
+else
+  out_has '^items:'
+fi
+
+# --- describe job: key: value lines with the reason and the placement.
+gp describe job "$big"
+expect_rc 0 "describe big"
+out_has '^State: +pending$'
+out_has '^Reason: +[a-z_]+: .+'
+out_has '^Placement: +<none>$'
+out_has "^Command: +python train.py --epochs '10 20'$"
+out_has '^Duration estimate: +2h \(7200 s\)$'
+gp describe job "$small"
+expect_rc 0 "describe small"
+out_has '^State: +admitted$'
+out_has '^Admitted as: +guaranteed$'
+out_has '^Placement:$'
+out_has '^ +0 +h100-0 +[0-9]$'
+gp describe job "$small" -o json
+json "assert d['placement'][0]['node'] == 'h100-0', d"
+gp describe job "$small" -o yaml
+out_has "^id: \"$small\"$"
+out_has '^state: admitted$'
+
+# --- nodes and tenants.
+gp get nodes
+expect_rc 0 "get nodes"
+out_has '^NAME +FLAVOR +CONDITION +GPUS +HEALTHY +FREE +MIG +SHARED +BLOCK +NVLINK$'
+out_has '^h100-0 +h100-80gb +ready +8 +8 +[0-9] +0 +0 +rack-a +nvl-0$'
+gp describe node h100-0
+expect_rc 0 "describe node"
+out_has '^Condition: +ready$'
+out_has "^Jobs: +.*$small"
+gp get tenants
+expect_rc 0 "get tenants"
+out_has '^NAME +WEIGHT +GUARANTEED +ALLOCATED +BORROWED +PENDING +ACTIVE$'
+out_has '^research +2 +4 +1 +0 +1 +1$'
+gp get tenants -o json
+json "assert sorted(t['name'] for t in d['items']) == ['prod', 'research'], d"
+gp describe tenant research
+expect_rc 0 "describe tenant"
+out_has '^Limits: +max_replicas=8$'
+out_has '^  h100-80gb +4 +0 +- +1 +0$'
+gp describe tenant research -o yaml
+out_has '^name: research$'
+
+# --- cancel: the job turns cancelled; cancelling again is the server's error.
+gp cancel "$big"
+expect_rc 0 "cancel"
+out_has "^job $big cancelled$"
+gp describe job "$big"
+out_has '^State: +cancelled$'
+gp get jobs --state cancelled -o json
+json "assert [j['id'] for j in d['items']] == ['$big'], d"
+gp cancel "$big" -o json
+expect_rc 1 "cancel twice"
+err_has "already cancelled"
+gp cancel "$prod" -o json
+expect_rc 0 "cancel -o json"
+json "assert d == {'id': '$prod', 'state': 'cancelled'}, d"
+
+# --- the server's refusals: exit 1 with its message.
+gp describe job 999
+expect_rc 1 "describe missing job"
+err_has "no job '999'"
+gp submit --tenant nobody --name x --priority-class training --flavor h100-80gb --gpus 1 --duration 60 -- true
+expect_rc 1 "submit to an unknown tenant"
+err_has "unknown tenant 'nobody'"
+gp get jobs --token wrong-token
+expect_rc 1 "wrong token"
+err_has 'missing or invalid bearer token'
+GPUPOOL_TOKEN= gp get jobs
+expect_rc 1 "no token"
+err_has 'no token given'
+
+# --- usage errors: exit 2.
+gp get jobs --bogus 1
+expect_rc 2 "unknown flag"
+err_has 'unknown flag --bogus'
+gp get widgets
+expect_rc 2 "unknown kind"
+gp get jobs -o xml
+expect_rc 2 "bad format"
+gp get nodes --state pending
+expect_rc 2 "--state on nodes"
+gp describe job
+expect_rc 2 "describe without an id"
+gp submit --tenant research --name x --priority-class training --gpus 1 --duration 60 -- true
+expect_rc 2 "submit without --flavor"
+err_has '--flavor is required'
+gp submit --tenant research --name x --priority-class training --flavor h100-80gb --gpus 1 --duration soon -- true
+expect_rc 2 "bad duration"
+gp submit -f "$tmp/job.yaml" --gpus 1
+expect_rc 2 "-f with body flags"
+gp cancel
+expect_rc 2 "cancel without an id"
+gp get jobs --url ftp://example
+expect_rc 2 "bad URL scheme"
+gp get jobs --help
+expect_rc 0 "--help"
+out_has '^usage: gpupool get'
+
+# --- unreachable server: exit 1, naming the URL.
+gp get jobs --url http://127.0.0.1:1
+expect_rc 1 "unreachable"
+err_has 'cannot reach the gpupool server at http://127.0.0.1:1'
+
+# --- server and token from a config file, explicit and default; flags still win.
+unset GPUPOOL_URL GPUPOOL_TOKEN
+printf 'url: %s\ntoken: %s\n' "$url" "$token" > "$tmp/client.yaml"
+GPUPOOL_CONFIG="$tmp/client.yaml" gp get tenants
+expect_rc 0 "config from GPUPOOL_CONFIG"
+out_has '^prod '
+GPUPOOL_CONFIG="$tmp/client.yaml" gp get tenants --token wrong-token
+expect_rc 1 "--token over the config file"
+GPUPOOL_CONFIG="$tmp/missing.yaml" gp get tenants
+expect_rc 2 "missing GPUPOOL_CONFIG"
+mkdir -p "$HOME/.config/gpupool"
+cp "$tmp/client.yaml" "$HOME/.config/gpupool/config.yaml"
+gp describe node h100-0
+expect_rc 0 "config from ~/.config/gpupool/config.yaml"
+out_has '^Name: +h100-0$'
+GPUPOOL_URL=http://127.0.0.1:1 gp get jobs
+expect_rc 1 "GPUPOOL_URL over the config file"
+
+echo "cli client ok"

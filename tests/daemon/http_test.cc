@@ -1,0 +1,343 @@
+// The daemon over real HTTP: the isolation matrix (every endpoint x every role x own and other
+// tenant), the bad-input table, the OpenAPI document against the routes, and /metrics.
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <map>
+#include <set>
+
+#include "api/openapi.h"
+#include "daemon/daemon_process.h"
+
+namespace gpupool::testing {
+namespace {
+
+constexpr const char* kConfig = R"(
+scheduler: {tick_ms: 20}
+tenants:
+  - {name: alpha, quotas: {h100-80gb: {guaranteed: 16}}}
+  - {name: beta, quotas: {h100-80gb: {guaranteed: 16}}}
+nodes:
+  - {name: n, count: 4, flavor: h100-80gb, gpus: 8}
+)";
+
+std::string JobBody(const std::string& tenant, const std::string& name, int gpus = 8) {
+  return Json({{"tenant", tenant}, {"name", name}, {"priority_class", "training"}, {"replicas", 1},
+               {"resources", {{"flavor", "h100-80gb"}, {"gpus", gpus}}},
+               {"duration_estimate_s", 3600}, {"command", {"python", "train.py"}}})
+      .dump();
+}
+
+class DaemonHttp : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    const auto dir = FreshDir("http");
+    std::ofstream(dir / "cluster.yaml") << kConfig;
+    daemon_ = new DaemonProcess(dir, {"--config", (dir / "cluster.yaml").string()});
+    ASSERT_TRUE(daemon_->ok()) << daemon_->log();
+    httplib::Client c = daemon_->Client();
+    tokens_["admin"] = daemon_->admin_token();
+    auto make = [&](const std::string& who, const std::string& role, const std::string& tenant) {
+      Response r = Call(c, "POST", "/v1/tokens", tokens_["admin"],
+                        Json({{"name", who}, {"role", role}, {"tenant", tenant}}).dump());
+      ASSERT_EQ(r.status, 201) << r.body.dump();
+      tokens_[who] = r.body["token"];
+    };
+    make("alpha-admin", "tenant-admin", "alpha");
+    make("alpha-member", "member", "alpha");
+    make("alpha-viewer", "viewer", "alpha");
+    make("beta-admin", "tenant-admin", "beta");
+    make("beta-member", "member", "beta");
+    tokens_["anonymous"] = "";
+    tokens_["forged"] = "gp_000000000000_" + std::string(48, 'a');
+    for (const std::string t : {"alpha", "beta"}) {
+      Response r = Call(c, "POST", "/v1/jobs", tokens_[t + "-member"], JobBody(t, t + "-job"));
+      ASSERT_EQ(r.status, 201) << r.body.dump();
+      jobs_[t] = r.body["id"];
+    }
+    // Both 8-GPU jobs are placed, each on a node of its own.
+    for (int i = 0; i < 200; ++i) {
+      Response a = Call(c, "GET", "/v1/jobs/" + jobs_["alpha"], tokens_["admin"]);
+      Response b = Call(c, "GET", "/v1/jobs/" + jobs_["beta"], tokens_["admin"]);
+      if (a.body["state"] == "admitted" && b.body["state"] == "admitted") {
+        nodes_["alpha"] = a.body["placement"][0]["node"];
+        nodes_["beta"] = b.body["placement"][0]["node"];
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    ASSERT_FALSE(nodes_["alpha"].empty());
+    ASSERT_NE(nodes_["alpha"], nodes_["beta"]);
+    for (const char* n : {"n-0", "n-1", "n-2", "n-3"}) {
+      if (n != nodes_["alpha"] && n != nodes_["beta"]) nodes_["spare"] = n;
+    }
+  }
+  static void TearDownTestSuite() {
+    delete daemon_;
+    daemon_ = nullptr;
+  }
+
+  static DaemonProcess* daemon_;
+  static std::map<std::string, std::string> tokens_, jobs_, nodes_;
+};
+DaemonProcess* DaemonHttp::daemon_ = nullptr;
+std::map<std::string, std::string> DaemonHttp::tokens_, DaemonHttp::jobs_, DaemonHttp::nodes_;
+
+// GET, returning one member of the body by value (a range-for over a member of a temporary
+// would dangle).
+Json Get(httplib::Client& c, const std::string& path, const std::string& token, const std::string& key) {
+  return Call(c, "GET", path, token).body[key];
+}
+
+// One row of the matrix: a request made by `who` against tenant `target` ("alpha" is the
+// callers' own tenant for alpha-*, "beta" the other one), and the status expected.
+struct Case {
+  std::string route;  // the OpenAPI route this row covers, "METHOD /path"
+  std::string who, target;
+  int expect;
+};
+
+const std::vector<std::string> kCallers = {"admin", "alpha-admin", "alpha-member", "alpha-viewer", "anonymous", "forged"};
+
+// The expected status for a caller, from the rules: 401 without a valid token; another tenant's
+// objects are 404; then the role decides.
+int Expect(const std::string& who, const std::string& target, int admin, int tenant_admin, int member, int viewer,
+           bool other_is_404 = true) {
+  if (who == "anonymous" || who == "forged") return 401;
+  if (who == "admin") return admin;
+  if (target == "beta" && other_is_404) return 404;
+  if (who == "alpha-admin") return tenant_admin;
+  if (who == "alpha-member") return member;
+  return viewer;
+}
+
+TEST_F(DaemonHttp, IsolationMatrix) {
+  httplib::Client c = daemon_->Client();
+  std::set<std::string> covered;
+  int checked = 0, serial = 0;
+  auto check = [&](const std::string& route, const std::string& who, const std::string& target, int expect,
+                   const std::string& method, const std::string& path, const std::string& body = "") {
+    covered.insert(route);
+    Response r = Call(c, method, path, tokens_[who], body);
+    EXPECT_EQ(r.status, expect) << route << " as " << who << " on " << target << " (" << method << " " << path
+                                << "): " << r.body.dump();
+    if (r.status >= 400) {
+      EXPECT_TRUE(r.body.contains("error") && r.body["error"].contains("code") &&
+                  r.body["error"].contains("message") && r.body["error"].contains("details"))
+          << route << ": " << r.body.dump();
+    }
+    ++checked;
+    return r;
+  };
+  // A fresh job of `tenant`, made by the admin, for a mutation that consumes it.
+  auto fresh_job = [&](const std::string& tenant) {
+    Response r = Call(c, "POST", "/v1/jobs", tokens_["admin"], JobBody(tenant, "f" + std::to_string(++serial), 1));
+    EXPECT_EQ(r.status, 201);
+    return r.body["id"].get<std::string>();
+  };
+  auto fresh_token = [&](const std::string& tenant) {
+    Response r = Call(c, "POST", "/v1/tokens", tokens_["admin"],
+                      Json({{"name", "t" + std::to_string(++serial)}, {"role", "viewer"}, {"tenant", tenant}}).dump());
+    EXPECT_EQ(r.status, 201);
+    return r.body["id"].get<std::string>();
+  };
+
+  for (const std::string& who : kCallers) {
+    for (const std::string target : {"alpha", "beta"}) {
+      const std::string job = "/v1/jobs/" + jobs_[target];
+      check("get /v1/jobs/{id}", who, target, Expect(who, target, 200, 200, 200, 200), "GET", job);
+      check("delete /v1/jobs/{id}", who, target, Expect(who, target, 200, 200, 200, 403), "DELETE",
+            "/v1/jobs/" + fresh_job(target));
+      check("post /v1/jobs", who, target, Expect(who, target, 201, 201, 201, 403), "POST", "/v1/jobs",
+            JobBody(target, "p" + std::to_string(++serial), 1));
+      check("get /v1/jobs", who, target, Expect(who, target, 200, 200, 200, 200), "GET", "/v1/jobs?tenant=" + target);
+      check("get /v1/tenants/{name}", who, target, Expect(who, target, 200, 200, 200, 200), "GET", "/v1/tenants/" + target);
+      check("patch /v1/tenants/{name}", who, target, Expect(who, target, 200, 403, 403, 403), "PATCH",
+            "/v1/tenants/" + target, R"({"weight": 1})");
+      check("post /v1/tokens", who, target, Expect(who, target, 201, 201, 403, 403), "POST", "/v1/tokens",
+            Json({{"name", "k" + std::to_string(++serial)}, {"role", "member"}, {"tenant", target}}).dump());
+      check("delete /v1/tokens/{id}", who, target, Expect(who, target, 200, 200, 404, 404), "DELETE",
+            "/v1/tokens/" + fresh_token(target));
+      const std::string node = "/v1/nodes/" + nodes_[target];
+      check("get /v1/nodes/{name}", who, target, Expect(who, target, 200, 200, 200, 200), "GET", node);
+      // The admin acts on the spare node (so the fixture's jobs stay put) and undoes it.
+      for (const std::string action : {"cordon", "drain", "uncordon"}) {
+        check("post /v1/nodes/{name}/" + action, who, target, Expect(who, target, 200, 403, 403, 403), "POST",
+              (who == "admin" ? "/v1/nodes/" + nodes_["spare"] : node) + "/" + action);
+      }
+    }
+    // Routes without a tenant in the path.
+    check("get /v1/summary", who, "-", Expect(who, "alpha", 200, 200, 200, 200), "GET", "/v1/summary");
+    check("get /v1/tenants", who, "-", Expect(who, "alpha", 200, 200, 200, 200), "GET", "/v1/tenants");
+    check("post /v1/tenants", who, "-", Expect(who, "alpha", 201, 403, 403, 403), "POST", "/v1/tenants",
+          Json({{"name", "t" + std::to_string(++serial)}}).dump());
+    check("delete /v1/tenants/{name}", who, "-", Expect(who, "alpha", 200, 403, 403, 403), "DELETE",
+          "/v1/tenants/" + (who == "admin" ? "t" + std::to_string(serial) : std::string("alpha")));
+    check("get /v1/priority-classes", who, "-", Expect(who, "alpha", 200, 200, 200, 200), "GET", "/v1/priority-classes");
+    check("post /v1/priority-classes", who, "-", Expect(who, "alpha", 201, 403, 403, 403), "POST",
+          "/v1/priority-classes", Json({{"name", "c" + std::to_string(++serial)}, {"value", 5}}).dump());
+    check("get /v1/tokens", who, "-", Expect(who, "alpha", 200, 200, 200, 200), "GET", "/v1/tokens");
+    check("get /v1/nodes", who, "-", Expect(who, "alpha", 200, 200, 200, 200), "GET", "/v1/nodes");
+    check("get /v1/audit", who, "-", Expect(who, "alpha", 200, 200, 403, 403), "GET", "/v1/audit");
+  }
+  for (const char* route : {"get /healthz", "get /metrics", "get /v1/openapi.json"}) covered.insert(route);
+  for (const RouteDoc& r : ApiRoutes()) {
+    EXPECT_TRUE(covered.count(std::string(r.method) + " " + r.path)) << "the matrix misses " << r.method << " " << r.path;
+  }
+  EXPECT_EQ(checked, 6 * (2 * 12 + 9)) << "6 callers x (2 targets x 12 tenant-scoped + 9 cluster-wide requests)";
+}
+
+// What the lists show each caller: never another tenant's jobs, tokens, usage, nodes or audit.
+TEST_F(DaemonHttp, ListsNeverShowAnotherTenant) {
+  httplib::Client c = daemon_->Client();
+  for (const std::string who : {"alpha-admin", "alpha-member", "alpha-viewer"}) {
+    const std::string t = tokens_[who];
+    for (const Json& j : Get(c, "/v1/jobs", t, "items")) EXPECT_EQ(j["tenant"], "alpha") << who;
+    EXPECT_EQ(Call(c, "GET", "/v1/jobs?tenant=beta", t).status, 404);
+    const Json tenants = Call(c, "GET", "/v1/tenants", t).body["items"];
+    ASSERT_EQ(tenants.size(), 1u) << who;
+    EXPECT_EQ(tenants[0]["name"], "alpha");
+    for (const Json& tok : Get(c, "/v1/tokens", t, "items")) EXPECT_EQ(tok["tenant"], "alpha") << who;
+    std::set<std::string> nodes;
+    for (const Json& n : Get(c, "/v1/nodes", t, "items")) nodes.insert(n["name"]);
+    EXPECT_TRUE(nodes.count(nodes_["alpha"])) << who;
+    EXPECT_FALSE(nodes.count(nodes_["beta"])) << who;
+    for (const Json& id : Get(c, "/v1/nodes/" + nodes_["alpha"], t, "jobs")) {
+      EXPECT_EQ(Call(c, "GET", "/v1/jobs/" + id.get<std::string>(), t).status, 200) << "node shows a foreign job";
+    }
+    const Json summary = Call(c, "GET", "/v1/summary", t).body;
+    const Json all = Call(c, "GET", "/v1/summary", tokens_["admin"]).body;
+    EXPECT_LT(summary["pending_jobs"].get<int>() + summary["active_jobs"].get<int>(),
+              all["pending_jobs"].get<int>() + all["active_jobs"].get<int>());
+  }
+  for (const Json& a : Get(c, "/v1/audit", tokens_["alpha-admin"], "items")) EXPECT_EQ(a["tenant"], "alpha");
+  // The admin sees both tenants.
+  std::set<std::string> tenants;
+  for (const Json& j : Get(c, "/v1/jobs", tokens_["admin"], "items")) tenants.insert(j["tenant"]);
+  EXPECT_TRUE(tenants.count("alpha") && tenants.count("beta"));
+}
+
+TEST_F(DaemonHttp, AuditRecordsPrincipalActionObjectTimeAndRemote) {
+  httplib::Client c = daemon_->Client();
+  Response r = Call(c, "POST", "/v1/jobs", tokens_["alpha-member"], JobBody("alpha", "audited", 1));
+  ASSERT_EQ(r.status, 201);
+  const Json items = Call(c, "GET", "/v1/audit", tokens_["admin"]).body["items"];
+  ASSERT_FALSE(items.empty());
+  const Json& last = items.back();
+  EXPECT_EQ(last["principal"], "alpha-member");
+  EXPECT_EQ(last["action"], "job.submit");
+  EXPECT_EQ(last["object"], r.body["id"]);
+  EXPECT_EQ(last["remote"], "127.0.0.1");
+  EXPECT_GT(last["at_ms"].get<int64_t>(), 1700000000000);
+}
+
+TEST_F(DaemonHttp, BadInputIsA4xxAndChangesNothing) {
+  httplib::Client c = daemon_->Client();
+  const std::string admin = tokens_["admin"];
+  auto count = [&] {
+    return std::make_pair(Call(c, "GET", "/v1/jobs", admin).body["items"].size(),
+                          Call(c, "GET", "/v1/audit", admin).body["items"].size());
+  };
+  const auto before = count();
+  Json valid = Json::parse(JobBody("alpha", "x", 1));
+  auto with = [&](const std::function<void(Json&)>& edit) {
+    Json j = valid;
+    edit(j);
+    return j.dump();
+  };
+  struct Bad {
+    std::string what, method, path, body;
+    int status;
+  };
+  const std::vector<Bad> table = {
+      {"malformed JSON", "POST", "/v1/jobs", "{\"tenant\": ", 400},
+      {"not an object", "POST", "/v1/jobs", "[1, 2]", 400},
+      {"empty body", "POST", "/v1/jobs", "", 400},
+      {"wrong type", "POST", "/v1/jobs", with([](Json& j) { j["replicas"] = "two"; }), 400},
+      {"unknown field", "POST", "/v1/jobs", with([](Json& j) { j["gpu"] = 1; }), 400},
+      {"out of range", "POST", "/v1/jobs", with([](Json& j) { j["duration_estimate_s"] = 0; }), 400},
+      {"negative gpus", "POST", "/v1/jobs", with([](Json& j) { j["resources"]["gpus"] = -1; }), 400},
+      {"unknown flavor", "POST", "/v1/jobs", with([](Json& j) { j["resources"]["flavor"] = "tpu-v5"; }), 400},
+      {"unknown profile", "POST", "/v1/jobs",
+       with([](Json& j) { j["resources"] = {{"flavor", "h100-80gb"}, {"mig_profile", "5g.5gb"}}; }), 400},
+      {"fraction out of range", "POST", "/v1/jobs",
+       with([](Json& j) { j["resources"] = {{"flavor", "h100-80gb"}, {"gpu_fraction", 0}, {"memory_gb", 1}}; }), 400},
+      {"huge number", "POST", "/v1/jobs", with([](Json& j) { j["replicas"] = 1e300; }), 400},
+      {"deep nesting", "POST", "/v1/jobs", std::string(5000, '[') + std::string(5000, ']'), 400},
+      {"idempotency key too long", "POST", "/v1/jobs", valid.dump(), 400},
+      {"body too large", "POST", "/v1/jobs", std::string(2 << 20, ' '), 413},
+      {"bad tenant body", "POST", "/v1/tenants", R"({"name": "UPPER"})", 400},
+      {"bad quota", "PATCH", "/v1/tenants/alpha", R"({"quotas": {"h100-80gb": {"guaranteed": "lots"}}})", 400},
+      {"bad class", "POST", "/v1/priority-classes", R"({"name": "x", "value": 1.5})", 400},
+      {"bad role", "POST", "/v1/tokens", R"({"name": "x", "role": "god", "tenant": "alpha"})", 400},
+      {"unknown job", "GET", "/v1/jobs/999999", "", 404},
+      {"non-numeric job id", "GET", "/v1/jobs/abc", "", 404},
+      {"unknown node", "POST", "/v1/nodes/nope/cordon", "", 404},
+      {"unknown route", "GET", "/v1/nothing", "", 404},
+  };
+  for (const Bad& b : table) {
+    httplib::Headers h;
+    if (b.what == "idempotency key too long") h.emplace("Idempotency-Key", std::string(200, 'k'));
+    Response r = Call(c, b.method, b.path, admin, b.body, h);
+    EXPECT_EQ(r.status, b.status) << b.what << ": " << r.body.dump();
+    ASSERT_TRUE(r.body.is_object() && r.body.contains("error")) << b.what;
+    EXPECT_TRUE(r.body["error"]["code"].is_string()) << b.what;
+    EXPECT_FALSE(r.body["error"]["message"].get<std::string>().empty()) << b.what;
+    EXPECT_TRUE(r.body["error"].contains("details")) << b.what;
+  }
+  EXPECT_EQ(count(), before) << "a rejected request must change nothing (jobs, audit)";
+  EXPECT_EQ(Call(c, "GET", "/healthz", "").status, 200) << "still alive";
+}
+
+TEST_F(DaemonHttp, IdempotencyKeyOverHttp) {
+  httplib::Client c = daemon_->Client();
+  const httplib::Headers h = {{"Idempotency-Key", "retry-42"}};
+  Response a = Call(c, "POST", "/v1/jobs", tokens_["alpha-member"], JobBody("alpha", "once", 1), h);
+  Response b = Call(c, "POST", "/v1/jobs", tokens_["alpha-member"], JobBody("alpha", "once", 1), h);
+  ASSERT_EQ(a.status, 201);
+  ASSERT_EQ(b.status, 201);
+  EXPECT_EQ(a.body["id"], b.body["id"]);
+  int named = 0;
+  for (const Json& j : Get(c, "/v1/jobs", tokens_["admin"], "items")) named += j["name"] == "once";
+  EXPECT_EQ(named, 1);
+}
+
+TEST_F(DaemonHttp, JobShowsPendingReasonAndPlacement) {
+  httplib::Client c = daemon_->Client();
+  Response r = Call(c, "POST", "/v1/jobs", tokens_["beta-member"],
+                    Json::parse(JobBody("beta", "too-big", 8)).dump());
+  ASSERT_EQ(r.status, 201);
+  Json body = Json::parse(JobBody("beta", "gang", 8));
+  body["replicas"] = 16;  // 128 GPUs: more than the cluster has
+  Response g = Call(c, "POST", "/v1/jobs", tokens_["beta-member"], body.dump());
+  ASSERT_EQ(g.status, 201);
+  Json job;
+  for (int i = 0; i < 100; ++i) {
+    job = Call(c, "GET", "/v1/jobs/" + g.body["id"].get<std::string>(), tokens_["beta-member"]).body;
+    if (job.contains("reason") && job["reason"]["code"] != "not_yet_considered") break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_EQ(job["state"], "pending");
+  ASSERT_TRUE(job.contains("reason"));
+  EXPECT_FALSE(job["reason"]["message"].get<std::string>().empty());
+  const Json placed = Call(c, "GET", "/v1/jobs/" + jobs_["alpha"], tokens_["alpha-viewer"]).body;
+  EXPECT_EQ(placed["placement"][0]["gpus"].size(), 8u);
+}
+
+TEST_F(DaemonHttp, OpenApiAndMetrics) {
+  httplib::Client c = daemon_->Client();
+  Response doc = Call(c, "GET", "/v1/openapi.json", "");
+  ASSERT_EQ(doc.status, 200);
+  EXPECT_EQ(doc.body["openapi"], "3.0.3");
+  EXPECT_TRUE(doc.body["paths"].contains("/v1/jobs/{id}"));
+  httplib::Result m = c.Get("/metrics");
+  ASSERT_TRUE(m);
+  EXPECT_EQ(m->status, 200);
+  EXPECT_NE(m->body.find("gpupool_tenant_guaranteed_gpu_eq{flavor=\"h100-80gb\",tenant=\"alpha\"} 16"), std::string::npos)
+      << m->body.substr(0, 2000);
+  EXPECT_NE(m->body.find("gpupool_api_request_seconds_bucket"), std::string::npos);
+  EXPECT_NE(m->body.find("gpupool_scheduling_cycle_seconds_count"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace gpupool::testing
