@@ -9,7 +9,8 @@ cd "$(dirname "$0")/.."
 export GPUPOOL_SETUP_FLAGS=--test
 if [ "${1:-}" = "--sanitize" ]; then
   export GPUPOOL_BUILD_DIR=build-asan
-  ./scripts/build.sh -DGPUPOOL_SANITIZE=ON -DGPUPOOL_BENCH=OFF
+  # The fuzz target has its own clang sanitizers; two ASan runtimes cannot share a binary.
+  ./scripts/build.sh -DGPUPOOL_SANITIZE=ON -DGPUPOOL_BENCH=OFF -DGPUPOOL_FUZZ=OFF
 else
   ./scripts/build.sh
 fi

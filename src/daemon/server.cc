@@ -1,6 +1,7 @@
 #include "daemon/server.h"
 
 #include <httplib.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 
 #include <atomic>
@@ -310,11 +311,25 @@ Status Serve(const ServeOptions& o) {
   Loop loop(core, metrics, config.tick_ms, o.demo || o.simulate_executor, o.demo && o.demo_traffic);
   httplib::Server srv;
   srv.set_payload_max_length(o.max_body_bytes);
+  srv.set_tcp_nodelay(true);  // small JSON replies must not wait for delayed ACKs
+  // Each keep-alive connection holds an HTTP thread while it lasts: closing it after 100
+  // requests lets connections beyond the pool size take turns (httplib's default, 5, makes
+  // clients reconnect all the time).
+  srv.set_keep_alive_max_count(100);
+  // httplib listens with a backlog of 5, which drops SYNs when many clients connect at once (a
+  // 1 s retransmit each). Linux lets a second listen() on the socket raise it.
+  socket_t listen_fd = INVALID_SOCKET;
+  srv.set_socket_options([&listen_fd](socket_t sock) {
+    int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+    listen_fd = sock;
+  });
   const int threads = o.http_threads;
   srv.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
   Routes(srv, loop, metrics);
   const int port = want_port == 0 ? srv.bind_to_any_port(host) : (srv.bind_to_port(host, want_port) ? want_port : -1);
   if (port < 0) return Error{ErrorCode::kUnavailable, "cannot listen on " + host + ":" + std::to_string(want_port)};
+  if (listen_fd != INVALID_SOCKET) (void)::listen(listen_fd, SOMAXCONN);
   {
     std::ofstream(fs::path(data_dir) / "port.tmp") << port << "\n";
     fs::rename(fs::path(data_dir) / "port.tmp", fs::path(data_dir) / "port", ec);
