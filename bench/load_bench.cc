@@ -1,7 +1,7 @@
 // load_bench: concurrent clients submitting durable jobs to a running `gpupool serve`.
 //
-// Each client is one thread with one keep-alive connection and its own member token (one
-// tenant per client, round robin); it POSTs /v1/jobs back to back, each with an
+// Each client is one thread with one keep-alive connection, using the member token of one
+// tenant (one token per tenant, clients assigned to tenants round robin); it POSTs /v1/jobs back to back, each with an
 // Idempotency-Key, and times every request until the 201 arrives, which the daemon sends only
 // once the job is in the journal. A monitor thread samples GET /v1/summary to see whether the
 // scheduler keeps up (the pending queue stays short, jobs are admitted as fast as they come).

@@ -258,4 +258,15 @@ out_has '^Name: +h100-0$'
 GPUPOOL_URL=http://127.0.0.1:1 gp get jobs
 expect_rc 1 "GPUPOOL_URL over the config file"
 
+# --- serve refuses what it cannot do safely, with a clear message and exit 1.
+gp serve --config "$tmp/config.yaml" --data-dir "$tmp/data" --listen 127.0.0.1:0
+expect_rc 1 "a second daemon on the same data directory"
+err_has 'another gpupool serve is using'
+gp serve --data-dir "$tmp/empty-data" --listen 127.0.0.1:0
+expect_rc 1 "a new data directory without a cluster"
+err_has 'needs a cluster: pass --config'
+gp serve --demo --config "$tmp/config.yaml" --data-dir "$tmp/demo-data" --listen 127.0.0.1:0
+expect_rc 1 "--demo with a cluster in --config"
+err_has 'demo brings its own cluster'
+
 echo "cli client ok"

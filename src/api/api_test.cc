@@ -114,10 +114,18 @@ TEST(DecodeTenant, GpuAmountsAreExactAndValidated) {
   EXPECT_EQ(q.borrow_limit->units(), 7);
   EXPECT_EQ(t->weight_milli, 1500);
   EXPECT_EQ(t->limits.max_duration, Duration::Seconds(7200));
+  // Exact at scale: decimal fractions that are whole 1/7000 GPUs, up to a million GPUs.
+  Result<Tenant> big = DecodeTenantRequest(
+      s, R"({"name": "big", "quotas": {"h100-80gb": {"guaranteed": 999999.1, "borrow_limit": 0.1}}})", nullptr);
+  ASSERT_TRUE(big.ok()) << big.error().message;
+  EXPECT_EQ(big->quotas.at(*s.catalogue().Find("h100-80gb")).guaranteed.units(), 6999993700);
+  EXPECT_EQ(big->quotas.at(*s.catalogue().Find("h100-80gb")).borrow_limit->units(), 700);
   for (const char* bad : {R"({"name": "Vision"})", R"({"name": "-x"})", R"({"name": "x", "weight": 0})",
                           R"({"name": "x", "quotas": {"v100": {"guaranteed": 1}}})",
                           R"({"name": "x", "quotas": {"h100-80gb": {"guaranteed": -1}}})",
                           R"({"name": "x", "quotas": {"h100-80gb": {"guaranteed": 0.00001}}})",
+                          R"({"name": "x", "quotas": {"h100-80gb": {"guaranteed": 100.00001}}})",  // was rounded
+                          R"({"name": "x", "quotas": {"h100-80gb": {"guaranteed": 999999.9999}}})",
                           R"({"name": "x", "quotas": {"h100-80gb": {}}})",
                           R"({"name": "x", "colour": 1})", R"({"name": "x", "limits": {"max_replicas": -1}})"}) {
     EXPECT_FALSE(DecodeTenantRequest(s, bad, nullptr).ok()) << bad;
@@ -143,6 +151,9 @@ TEST(DecodePriorityClass, ChecksFields) {
   EXPECT_FALSE(DecodePriorityClassRequest(R"({"name": "urgent"})").ok());
   EXPECT_FALSE(DecodePriorityClassRequest(R"({"name": "urgent", "value": "high"})").ok());
   EXPECT_FALSE(DecodePriorityClassRequest(R"({"name": "urgent", "value": 1, "x": 1})").ok());
+  // Above INT64_MAX the JSON number is unsigned; it once wrapped to -1 and was accepted.
+  EXPECT_FALSE(DecodePriorityClassRequest(R"({"name": "urgent", "value": 18446744073709551615})").ok());
+  EXPECT_FALSE(DecodePriorityClassRequest(R"({"name": "urgent", "value": 9223372036854775808})").ok());
 }
 
 TEST(Errors, BodyHasCodeMessageDetailsAndStatusMaps) {

@@ -32,8 +32,10 @@ Result<int64_t> Int(const Json& j, const char* key, int64_t lo, int64_t hi, cons
   auto it = j.find(key);
   if (it == j.end()) return InvalidArgument("missing field '" + where + key + "'");
   if (!it->is_number_integer()) return InvalidArgument("'" + where + key + "' must be an integer");
-  const int64_t v = it->get<int64_t>();
-  if (v < lo || v > hi) {
+  // Integers above INT64_MAX parse as unsigned and would wrap to negative in get<int64_t>().
+  const bool huge = it->is_number_unsigned() && it->get<uint64_t>() > static_cast<uint64_t>(INT64_MAX);
+  const int64_t v = huge ? INT64_MAX : it->get<int64_t>();
+  if (huge || v < lo || v > hi) {
     return InvalidArgument("'" + where + key + "' must be in [" + std::to_string(lo) + ", " +
                            std::to_string(hi) + "]");
   }
@@ -61,7 +63,9 @@ Result<GpuEq> Gpus(const Json& j, const char* key, const std::string& where) {
   if (!(x >= 0 && x <= 1e6)) return InvalidArgument("'" + where + key + "' must be in [0, 1000000]");
   const double units = x * GpuEq::kUnitsPerGpu;
   const double rounded = std::round(units);
-  if (std::fabs(units - rounded) > 1e-6 * std::max(1.0, units)) {
+  // Absolute, in units: decimal inputs such as 0.1 land within 1e-6 units of the whole number
+  // even at a million GPUs, while 100.00001 GPUs (0.07 units off) is refused.
+  if (std::fabs(units - rounded) > 1e-4) {
     return InvalidArgument("'" + where + key + "' is not a whole number of 1/7000 GPU");
   }
   return GpuEq::Units(static_cast<int64_t>(rounded));

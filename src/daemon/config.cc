@@ -48,8 +48,9 @@ Json ToJson(const YAML::Node& n) {
   }
 }
 
-// YAML escapes can spell lone surrogates, which yaml-cpp encodes as bytes that are not UTF-8:
-// the decoders then see U+FFFD instead (and reject it where names must be plain).
+// Defensive: should a scalar hold bytes that are not UTF-8 (the text as a whole was checked),
+// the decoders see U+FFFD instead of an exception from dump(), and reject it where names must
+// be plain.
 std::string Text(const Json& j) { return j.dump(-1, ' ', false, Json::error_handler_t::replace); }
 
 Status Only(const Json& j, std::initializer_list<const char*> keys, const std::string& where) {

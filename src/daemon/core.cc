@@ -92,7 +92,12 @@ Status DaemonCore::Replay(const std::vector<Record>& records) {
   idempotency_.clear();
   audit_.clear();
   for (const Record& r : records) {
-    Status s = ApplyRecord(r);
+    Status s = Ok();
+    try {
+      s = ApplyRecord(r);
+    } catch (const std::exception& e) {  // a record of the wrong shape (hand-edited, or a bug)
+      s = InvalidArgument(e.what());
+    }
     if (!s.ok()) {
       return Error{ErrorCode::kInternal, "journal record " + std::to_string(r.seq) + " (" + r.kind +
                                              "): " + s.error().message};
@@ -194,9 +199,13 @@ Status DaemonCore::Flush() {
   Status s = journal_->Append(staged_);
   staged_.clear();
   if (s.ok()) return Ok();
-  // Memory is ahead of disk: rebuild from what is durable, then report.
+  // Memory is ahead of disk: rebuild from what is durable, then report. If even that fails,
+  // stop: serving from a state that is not on disk could acknowledge what a restart loses, and
+  // a restart recovers exactly what is durable.
   Result<std::vector<Record>> records = journal_->ReadAll();
-  if (records.ok()) (void)Replay(*records);
+  GP_CHECK(records.ok()) << "journal unreadable after a failed append: " << records.error().message;
+  const Status replayed = Replay(*records);
+  GP_CHECK(replayed.ok()) << "journal replay failed after a failed append: " << replayed.error().message;
   return s;
 }
 
@@ -291,6 +300,17 @@ Reply DaemonCore::GetJob(const CallContext& c, const std::string& id) {
 
 Reply DaemonCore::ListJobs(const CallContext& c, const std::string& tenant, const std::string& st) {
   if (c.principal == nullptr) return Unauthenticated();
+  if (!st.empty()) {
+    bool known = false;
+    for (JobState s : {JobState::kPending, JobState::kAdmitted, JobState::kRunning, JobState::kSucceeded,
+                       JobState::kFailed, JobState::kCancelled}) {
+      known = known || JobStateName(s) == st;
+    }
+    if (!known) {
+      return Err(InvalidArgument("unknown state '" + st +
+                                 "': pending, admitted, running, succeeded, failed or cancelled"));
+    }
+  }
   TenantId filter;
   if (!tenant.empty()) {
     Result<TenantId> t = state_->FindTenant(tenant);
@@ -560,13 +580,14 @@ Reply DaemonCore::CreateToken(const CallContext& c, const std::string& body) {
       !j.contains("role") || !j["role"].is_string()) {
     return Err(InvalidArgument("'name' and 'role' are required strings"));
   }
+  if (j["name"].get<std::string>().size() > 128) return Err(InvalidArgument("'name' is longer than 128 characters"));
   Result<Role> role = ParseRole(j["role"].get<std::string>());
   if (!role.ok()) return Err(role.error());
   Principal p{j["name"].get<std::string>(), *role, TenantId(), ""};
   if (*role != Role::kClusterAdmin) {
     if (!j.contains("tenant") || !j["tenant"].is_string()) return Err(InvalidArgument("'tenant' is required"));
     Result<TenantId> t = state_->FindTenant(j["tenant"].get<std::string>());
-    if (!t.ok() || !c.principal->Sees(*t)) return Err(NotFound("unknown tenant"));
+    if (!t.ok() || !c.principal->Sees(*t) || deleted_.count(*t)) return Err(NotFound("unknown tenant"));
     p.tenant = *t;
   }
   // Cluster admins make any token; tenant admins make member and viewer tokens of their tenant.

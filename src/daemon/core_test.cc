@@ -9,6 +9,7 @@
 
 #include "daemon/config.h"
 #include "daemon/core.h"
+#include "daemon/metrics.h"
 #include "model/demo_cluster.h"
 
 namespace gpupool {
@@ -148,6 +149,8 @@ TEST_F(CoreTest, BadInputChangesNothing) {
   // Bytes that are not UTF-8 outside the JSON body (a header; a path segment echoed in the error).
   EXPECT_EQ(core_->SubmitJob(As(members_["research"]), Job("research"), "key\xFE").status, 400);
   EXPECT_EQ(core_->GetNode(As(admin_), "node\xFE\xC3").status, 404);
+  EXPECT_EQ(core_->ListJobs(As(admin_), "", "finished").status, 400);
+  EXPECT_EQ(core_->CreateToken(As(admin_), R"({"name": ")" + std::string(129, 'n') + R"(", "role": "cluster-admin"})").status, 400);
   EXPECT_EQ(core_->staged(), staged);
   EXPECT_EQ(Snapshot(*core_), before);
 }
@@ -199,6 +202,7 @@ TEST_F(CoreTest, TenantLifecycle) {
   ASSERT_EQ(core_->DeleteTenant(a, "vision").status, 200);
   EXPECT_EQ(core_->GetTenant(a, "vision").status, 404);
   EXPECT_EQ(core_->SubmitJob(a, Job("vision"), "").status, 404);
+  EXPECT_EQ(core_->CreateToken(a, R"({"name": "late", "role": "member", "tenant": "vision"})").status, 404);
   ASSERT_TRUE(core_->Flush().ok());
   core_.reset();
   core_ = Open();
@@ -267,6 +271,20 @@ nodes:
                           "nodes: [{name: n, count: --5}]", "nodes: [{name: n, count: 99999999999999999999}]"}) {
     EXPECT_FALSE(ParseDaemonConfig(bad).ok()) << bad;
   }
+}
+
+// A tenant's gauges leave /metrics with it (they used to keep their last values until restart).
+TEST_F(CoreTest, MetricsDropTheSeriesOfADeletedTenant) {
+  const CallContext a = As(admin_);
+  ASSERT_EQ(core_->CreateTenant(a, R"({"name": "vision", "quotas": {"h100-80gb": {"guaranteed": 4}}})").status, 201);
+  Metrics m;
+  m.AfterCycle(core_->state(), nullptr, 0);
+  EXPECT_NE(m.Render().find(R"(gpupool_tenant_guaranteed_gpu_eq{flavor="h100-80gb",tenant="vision"} 4)"), std::string::npos);
+  ASSERT_EQ(core_->DeleteTenant(a, "vision").status, 200);
+  m.AfterCycle(core_->state(), nullptr, 0);
+  const std::string text = m.Render();
+  EXPECT_EQ(text.find(R"(tenant="vision")"), std::string::npos) << text;
+  EXPECT_NE(text.find(R"(tenant="research")"), std::string::npos);
 }
 
 }  // namespace

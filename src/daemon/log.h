@@ -1,4 +1,4 @@
-// Structured logs: one JSON object per line on stderr, {"ts", "level", "msg", ...fields}.
+// Structured logs: one JSON object per line on stderr, {"ts_ms", "level", "msg", ...fields}.
 #pragma once
 
 #include <string>

@@ -8,7 +8,9 @@
 #pragma once
 
 #include <memory>
+#include <set>
 #include <string>
+#include <utility>
 
 #include "scheduler/plan.h"
 
@@ -48,6 +50,9 @@ class Metrics {
   prometheus::Family<prometheus::Histogram>* flush_seconds_;
   prometheus::Family<prometheus::Counter>* flush_records_;
   prometheus::Family<prometheus::Counter>* flush_failures_;
+  // (tenant, flavor) label pairs the gauges carry now; a pair that drops out (tenant deleted,
+  // quota removed, last job gone) is removed so that its old values do not linger.
+  std::set<std::pair<std::string, std::string>> gauge_labels_;
 };
 
 }  // namespace gpupool

@@ -1,13 +1,18 @@
 #include "daemon/server.h"
 
 #include <httplib.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
+#include <cerrno>
 #include <condition_variable>
 #include <csignal>
+#include <cstring>
 #include <deque>
 #include <filesystem>
 #include <fstream>
@@ -231,18 +236,48 @@ void Routes(httplib::Server& srv, Loop& loop, Metrics& metrics) {
 }
 
 Status WriteSecret(const std::filesystem::path& p, const std::string& text) {
-  // Created 0600 before anything is written, so the secret is never readable by others.
+  // A new file created with mode 0600 (never readable by others, not even for a moment), synced,
+  // then renamed over the old one.
   const std::string tmp = p.string() + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    if (!out || chmod(tmp.c_str(), 0600) != 0) return Error{ErrorCode::kUnavailable, "cannot write " + tmp};
-    out << text;
-    if (!out.flush()) return Error{ErrorCode::kUnavailable, "cannot write " + tmp};
+  const auto failed = [&](const std::string& what) {
+    return Error{ErrorCode::kUnavailable, "cannot write " + tmp + ": " + what + ": " + std::strerror(errno)};
+  };
+  (void)::unlink(tmp.c_str());
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0) return failed("open");
+  size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      ::close(fd);
+      return failed("write");
+    }
+    done += static_cast<size_t>(n);
   }
+  if (::fsync(fd) != 0) {
+    ::close(fd);
+    return failed("fsync");
+  }
+  ::close(fd);
   std::error_code ec;
   std::filesystem::rename(tmp, p, ec);
   if (ec) return Error{ErrorCode::kUnavailable, "cannot write " + p.string() + ": " + ec.message()};
   return Ok();
+}
+
+// One daemon per data directory: a second would append to the same journal behind the first's
+// back. The lock is released when the process exits, however it exits.
+Status LockDataDir(const std::filesystem::path& dir) {
+  const std::string path = (dir / "lock").string();
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (fd < 0) return Error{ErrorCode::kUnavailable, "cannot open " + path + ": " + std::strerror(errno)};
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    ::close(fd);
+    return Error{ErrorCode::kFailedPrecondition,
+                 "another gpupool serve is using " + dir.string() + " (" + path + " is locked)"};
+  }
+  return Ok();  // fd stays open, and locked, for the life of the process
 }
 
 Result<std::pair<std::string, int>> ParseListen(const std::string& s) {
@@ -266,7 +301,8 @@ Status Serve(const ServeOptions& o) {
     if (!loaded.ok()) return loaded.error();
     config = std::move(*loaded);
   }
-  if (o.demo && !o.config_path.empty() && !config.cluster.tenants().empty()) {
+  if (o.demo && !o.config_path.empty() &&
+      (!config.cluster.tenants().empty() || !config.cluster.nodes().empty())) {
     return InvalidArgument("--demo brings its own cluster; drop the tenants and nodes from --config");
   }
   const std::string data_dir = !o.data_dir.empty() ? o.data_dir : !config.data_dir.empty() ? config.data_dir : "gpupool-data";
@@ -278,23 +314,29 @@ Status Serve(const ServeOptions& o) {
   std::error_code ec;
   fs::create_directories(data_dir, ec);
   if (ec) return Error{ErrorCode::kUnavailable, "cannot create " + data_dir + ": " + ec.message()};
+  GP_RETURN_IF_ERROR(LockDataDir(data_dir));
   Result<std::unique_ptr<Journal>> journal = OpenSqliteJournal((fs::path(data_dir) / "journal.db").string());
   if (!journal.ok()) return journal.error();
   Result<std::unique_ptr<DaemonCore>> opened = DaemonCore::Open(std::move(*journal), config.scheduler);
   if (!opened.ok()) return opened.error();
   DaemonCore& core = **opened;
   if (core.empty()) {
+    if (!o.demo && config.cluster.nodes().empty()) {
+      return InvalidArgument("a new data directory needs a cluster: pass --config FILE.yaml with nodes "
+                             "and tenants, or --demo");
+    }
     const State cluster = o.demo ? DemoCluster() : std::move(config.cluster);
     Result<std::string> admin = core.Bootstrap(cluster, Now());
     if (!admin.ok()) return admin.error();
+    // The secrets reach the disk before the journal that holds their hashes: a crash between
+    // the two leaves an empty journal, and the next start bootstraps again with new secrets.
     if (o.demo) {
       Result<std::string> tokens = IssueDemoTokens(core, Now());
       if (!tokens.ok()) return tokens.error();
-      GP_RETURN_IF_ERROR(core.Flush());
       GP_RETURN_IF_ERROR(WriteSecret(fs::path(data_dir) / "demo-tokens.json", *tokens));
     }
-    GP_RETURN_IF_ERROR(core.Flush());
     GP_RETURN_IF_ERROR(WriteSecret(fs::path(data_dir) / "admin.token", *admin + "\n"));
+    GP_RETURN_IF_ERROR(core.Flush());
     Log("info", "bootstrapped a new cluster", {{"admin_token_file", (fs::path(data_dir) / "admin.token").string()}});
   } else {
     Log("info", "recovered state from the journal",
