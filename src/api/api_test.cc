@@ -225,6 +225,8 @@ TEST(OpenApi, DocumentsEveryRoute) {
     EXPECT_TRUE(doc["paths"][r.path].contains(r.method)) << r.method << " " << r.path;
   }
   EXPECT_TRUE(doc["components"]["schemas"].contains("JobRequest"));
+  EXPECT_EQ(doc["paths"]["/v1/jobs/{id}"]["get"]["parameters"][0]["name"], "id");
+  EXPECT_EQ(doc["paths"]["/v1/nodes/{name}/drain"]["post"]["parameters"][0]["in"], "path");
   EXPECT_EQ(doc["paths"]["/v1/jobs"]["post"]["requestBody"]["content"]["application/json"]["schema"]["$ref"],
             "#/components/schemas/JobRequest");
 }

@@ -1,7 +1,6 @@
 #include "api/openapi.h"
 
 #include <nlohmann/json.hpp>
-#include <regex>
 
 namespace gpupool {
 namespace {
@@ -147,13 +146,13 @@ const std::vector<RouteDoc>& ApiRoutes() {
 
 std::string OpenApiDocument() {
   Json paths = Json::object();
-  static const std::regex param(R"(\{([a-z]+)\})");
   for (const RouteDoc& r : ApiRoutes()) {
     Json op = {{"summary", r.summary}, {"description", std::string("Who: ") + r.roles}};
     const std::string path = r.path;
     Json params = Json::array();
-    for (auto it = std::sregex_iterator(path.begin(), path.end(), param); it != std::sregex_iterator(); ++it) {
-      params.push_back({{"name", (*it)[1].str()}, {"in", "path"}, {"required", true},
+    for (size_t open = path.find('{'); open != std::string::npos; open = path.find('{', open + 1)) {
+      const size_t close = path.find('}', open);
+      params.push_back({{"name", path.substr(open + 1, close - open - 1)}, {"in", "path"}, {"required", true},
                         {"schema", {{"type", "string"}}}});
     }
     if (path == "/v1/jobs" && std::string(r.method) == "get") {
