@@ -206,6 +206,53 @@ TEST(Roles, ScopeRules) {
   EXPECT_FALSE(ParseRole("root").ok());
 }
 
+TEST(Rfc3339, ParsesUtcOffsetsAndFractions) {
+  EXPECT_EQ(ParseRfc3339("1970-01-01T00:00:00Z")->millis(), 0);
+  EXPECT_EQ(ParseRfc3339("2026-12-01T10:00:00Z")->millis(), 1796119200000);
+  EXPECT_EQ(ParseRfc3339("2026-12-01T11:30:00+01:30")->millis(), 1796119200000);
+  EXPECT_EQ(ParseRfc3339("2026-12-01T08:00:00-02:00")->millis(), 1796119200000);
+  EXPECT_EQ(ParseRfc3339("2026-12-01T10:00:00.25Z")->millis(), 1796119200250);
+  EXPECT_EQ(ParseRfc3339("2026-12-01T10:00:00.250000Z")->millis(), 1796119200250);
+  EXPECT_EQ(ParseRfc3339("2024-02-29T00:00:00Z")->millis(), 1709164800000);  // leap day
+  for (const char* bad : {"", "2026-12-01", "2026-12-01T10:00Z", "2026-12-01t10:00:00z", "2026-12-01T10:00:00",
+                          "2026-13-01T10:00:00Z", "2026-02-29T00:00:00Z", "2026-12-01T24:00:00Z",
+                          "2026-12-01T10:00:00.Z", "2026-12-01T10:00:00.0001Z", "2026-12-01T10:00:00+0100",
+                          "1969-12-31T23:59:59Z", "2026-12-01T10:00:00Zjunk", "２026-12-01T10:00:00Z"}) {
+    EXPECT_FALSE(ParseRfc3339(bad).ok()) << bad;
+  }
+}
+
+TEST(DecodeReservation, TenantWindowAndMaintenance) {
+  const State s = DemoCluster();
+  const Principal admin{"root", Role::kClusterAdmin, TenantId(), "t"};
+  const Principal member{"bob", Role::kMember, *s.FindTenant("research"), "t2"};
+  Result<ReservationRequest> r = DecodeReservationRequest(
+      s, member, R"({"tenant": "research", "flavor": "h100-80gb", "gpus": 8, "start": "2026-12-01T10:00:00Z", "end": "2026-12-01T12:00:00Z"})");
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->amount, GpuEq::Gpus(8));
+  EXPECT_EQ((r->end - r->start), Duration::Hours(2));
+  EXPECT_FALSE(r->maintenance);
+  Result<ReservationRequest> m = DecodeReservationRequest(
+      s, admin, R"({"maintenance": true, "flavor": "a100-80gb", "gpus": 8, "start": "2026-12-01T10:00:00Z", "end": "2026-12-02T10:00:00Z"})");
+  ASSERT_TRUE(m.ok()) << m.error().message;
+  EXPECT_FALSE(m->tenant.valid());
+  EXPECT_EQ(DecodeReservationRequest(s, member, R"({"tenant": "product", "flavor": "h100-80gb", "gpus": 1, "start": "2026-12-01T10:00:00Z", "end": "2026-12-01T12:00:00Z"})")
+                .error().code, ErrorCode::kNotFound) << "another tenant reads as unknown";
+  for (const char* bad : {
+           R"({"tenant": "research", "flavor": "v100", "gpus": 1, "start": "2026-12-01T10:00:00Z", "end": "2026-12-01T12:00:00Z"})",
+           R"({"tenant": "research", "flavor": "h100-80gb", "gpus": 0, "start": "2026-12-01T10:00:00Z", "end": "2026-12-01T12:00:00Z"})",
+           R"({"tenant": "research", "flavor": "h100-80gb", "gpus": 1.5, "start": "2026-12-01T10:00:00Z", "end": "2026-12-01T12:00:00Z"})",
+           R"({"tenant": "research", "flavor": "h100-80gb", "gpus": 1, "start": "2026-12-01T12:00:00Z", "end": "2026-12-01T12:00:00Z"})",
+           R"({"tenant": "research", "flavor": "h100-80gb", "gpus": 1, "start": "tomorrow", "end": "2026-12-01T12:00:00Z"})",
+           R"({"tenant": "research", "flavor": "h100-80gb", "gpus": 1, "start": 1796119200, "end": "2026-12-01T12:00:00Z"})",
+           R"({"tenant": "research", "flavor": "h100-80gb", "gpus": 1, "start": "2026-12-01T10:00:00Z"})",
+           R"({"tenant": "research", "flavor": "h100-80gb", "gpus": 1, "start": "2026-12-01T10:00:00Z", "end": "2026-12-01T12:00:00Z", "x": 1})",
+           R"({"maintenance": true, "tenant": "research", "flavor": "h100-80gb", "gpus": 1, "start": "2026-12-01T10:00:00Z", "end": "2026-12-01T12:00:00Z"})",
+           R"({"maintenance": "yes", "flavor": "h100-80gb", "gpus": 1, "start": "2026-12-01T10:00:00Z", "end": "2026-12-01T12:00:00Z"})"}) {
+    EXPECT_FALSE(DecodeReservationRequest(s, admin, bad).ok()) << bad;
+  }
+}
+
 TEST(Utf8, AcceptsWellFormedRejectsTheRest) {
   EXPECT_TRUE(ValidUtf8(""));
   EXPECT_TRUE(ValidUtf8("plain ascii"));

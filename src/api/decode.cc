@@ -213,6 +213,122 @@ std::string ErrorBody(const Error& e, const std::string& details) {
   return j.dump(-1, ' ', false, Json::error_handler_t::replace);
 }
 
+namespace {
+
+// Days from 1970-01-01 to the given proleptic Gregorian date (the civil-from-days inverse).
+int64_t DaysFromCivil(int64_t y, int64_t m, int64_t d) {
+  y -= m <= 2;
+  const int64_t era = (y >= 0 ? y : y - 399) / 400;
+  const int64_t yoe = y - era * 400;
+  const int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+  const int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+  return era * 146097 + doe - 719468;
+}
+
+bool Digits(std::string_view s, size_t at, size_t n, int64_t* out) {
+  if (at + n > s.size()) return false;
+  int64_t v = 0;
+  for (size_t i = at; i < at + n; ++i) {
+    if (s[i] < '0' || s[i] > '9') return false;
+    v = v * 10 + (s[i] - '0');
+  }
+  *out = v;
+  return true;
+}
+
+}  // namespace
+
+Result<Time> ParseRfc3339(std::string_view s) {
+  const auto bad = [&] {
+    return InvalidArgument("'" + std::string(s.substr(0, 64)) +
+                           "' is not an RFC 3339 time such as 2026-12-01T10:00:00Z");
+  };
+  int64_t y, mo, d, h, mi, sec;
+  if (!Digits(s, 0, 4, &y) || s.size() < 20 || s[4] != '-' || !Digits(s, 5, 2, &mo) || s[7] != '-' ||
+      !Digits(s, 8, 2, &d) || s[10] != 'T' || !Digits(s, 11, 2, &h) || s[13] != ':' ||
+      !Digits(s, 14, 2, &mi) || s[16] != ':' || !Digits(s, 17, 2, &sec)) {
+    return bad();
+  }
+  static constexpr int kDays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  const bool leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+  if (y < 1970 || mo < 1 || mo > 12 || d < 1 || d > kDays[mo - 1] + (mo == 2 && leap) || h > 23 || mi > 59 ||
+      sec > 59) {
+    return bad();
+  }
+  size_t i = 19;
+  int64_t ms = 0;
+  if (i < s.size() && s[i] == '.') {
+    size_t digits = 0;
+    for (++i; i < s.size() && s[i] >= '0' && s[i] <= '9'; ++i, ++digits) {
+      if (digits < 3) {
+        ms = ms * 10 + (s[i] - '0');
+      } else if (s[i] != '0') {
+        return InvalidArgument("'" + std::string(s.substr(0, 64)) + "' is finer than a millisecond");
+      }
+    }
+    if (digits == 0) return bad();
+    for (size_t k = digits; k < 3; ++k) ms *= 10;
+  }
+  int64_t offset_min = 0;
+  if (i < s.size() && s[i] == 'Z') {
+    ++i;
+  } else if (i < s.size() && (s[i] == '+' || s[i] == '-')) {
+    int64_t oh, om;
+    if (!Digits(s, i + 1, 2, &oh) || i + 3 >= s.size() || s[i + 3] != ':' || !Digits(s, i + 4, 2, &om) ||
+        oh > 23 || om > 59) {
+      return bad();
+    }
+    offset_min = (s[i] == '+' ? 1 : -1) * (oh * 60 + om);
+    i += 6;
+  } else {
+    return bad();
+  }
+  if (i != s.size()) return bad();
+  const int64_t secs = DaysFromCivil(y, mo, d) * 86400 + h * 3600 + mi * 60 + sec - offset_min * 60;
+  return Time::FromMillis(secs * 1000 + ms);
+}
+
+Result<ReservationRequest> DecodeReservationRequest(const State& state, const Principal& caller,
+                                                    std::string_view body) {
+  Result<Json> parsed = ParseObject(body);
+  if (!parsed.ok()) return parsed.error();
+  const Json& j = *parsed;
+  GP_RETURN_IF_ERROR(OnlyFields(j, {"tenant", "flavor", "gpus", "start", "end", "maintenance"}, ""));
+  ReservationRequest r;
+  if (j.contains("maintenance")) {
+    Result<bool> m = Bool(j, "maintenance", "");
+    if (!m.ok()) return m.error();
+    r.maintenance = *m;
+  }
+  if (r.maintenance) {
+    if (j.contains("tenant")) return InvalidArgument("a maintenance window has no 'tenant'");
+  } else {
+    Result<std::string> tenant = Str(j, "tenant", "");
+    if (!tenant.ok()) return tenant.error();
+    Result<TenantId> tid = state.FindTenant(*tenant);
+    if (!tid.ok() || !caller.Sees(*tid)) return NotFound("unknown tenant '" + *tenant + "'");
+    r.tenant = *tid;
+  }
+  Result<std::string> flavor = Str(j, "flavor", "");
+  if (!flavor.ok()) return flavor.error();
+  Result<FlavorId> f = state.catalogue().Find(*flavor);
+  if (!f.ok()) return InvalidArgument("unknown flavor '" + *flavor + "'");
+  r.flavor = *f;
+  Result<int64_t> gpus = Int(j, "gpus", 1, 100000, "");
+  if (!gpus.ok()) return gpus.error();
+  r.amount = GpuEq::Gpus(*gpus);
+  for (const char* key : {"start", "end"}) {
+    auto it = j.find(key);
+    if (it == j.end()) return InvalidArgument(std::string("missing field '") + key + "'");
+    if (!it->is_string()) return InvalidArgument(std::string("'") + key + "' must be an RFC 3339 string");
+    Result<Time> t = ParseRfc3339(it->get<std::string>());
+    if (!t.ok()) return InvalidArgument(std::string("'") + key + "': " + t.error().message);
+    (std::string(key) == "start" ? r.start : r.end) = *t;
+  }
+  if (!(r.start < r.end)) return InvalidArgument("'end' must be after 'start'");
+  return r;
+}
+
 bool ValidUtf8(std::string_view s) {
   size_t i = 0;
   while (i < s.size()) {

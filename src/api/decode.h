@@ -30,6 +30,24 @@ Result<Tenant> DecodeTenantRequest(const State& state, std::string_view body, co
 // POST /v1/priority-classes: {"name", "value", "preemptible", "may_borrow", "grace_period_s"}.
 Result<PriorityClass> DecodePriorityClassRequest(std::string_view body);
 
+// POST /v1/reservations: {"tenant": T, "flavor": F, "gpus": N, "start": RFC3339, "end": RFC3339}
+// or, for cluster admins, a maintenance window: {"maintenance": true, "flavor", "gpus", "start",
+// "end"} (no tenant). Whole GPUs, 1..100000; start < end. Feasibility is the calendar's call.
+struct ReservationRequest {
+  TenantId tenant;  // invalid for maintenance
+  FlavorId flavor;
+  GpuEq amount;
+  Time start, end;
+  bool maintenance = false;
+};
+Result<ReservationRequest> DecodeReservationRequest(const State& state, const Principal& caller,
+                                                    std::string_view body);
+
+// RFC 3339 date-time: "2026-12-01T10:00:00Z", with optional fractional seconds (kept to the
+// millisecond; finer digits must be zero) and a "Z" or "+HH:MM"/"-HH:MM" offset. Years
+// 1970..9999. Nothing else is accepted (no lowercase t/z, no missing seconds).
+Result<Time> ParseRfc3339(std::string_view s);
+
 // True when `s` is well-formed UTF-8 (no overlongs, surrogates or code points above U+10FFFF).
 // Text from outside JSON bodies (headers, paths, YAML) must pass before it is stored or echoed.
 bool ValidUtf8(std::string_view s);

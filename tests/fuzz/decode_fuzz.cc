@@ -11,7 +11,9 @@
 //   'T'  DecodeTenantRequest, patch of "research" (PATCH /v1/tenants/research)
 //   'p'  DecodePriorityClassRequest
 //   'y'  ParseDaemonConfig (YAML)
-// Any other first byte maps onto these seven by its value modulo 7, so every input is used.
+//   'r'  DecodeReservationRequest as a member of "research"; 'R' as a cluster admin
+//   'z'  ParseRfc3339
+// Any other first byte maps onto these ten by its value modulo 10, so every input is used.
 //
 // Besides "does not crash, leak or hit UB", each target checks what the daemon relies on when
 // a decoder says yes; a violated property aborts, which libFuzzer reports as a crash.
@@ -142,6 +144,31 @@ void FuzzPriorityClass(std::string_view body) {
   if (!copy.FindPriorityClass(pc->name).ok()) (void)copy.AddPriorityClass(*pc);
 }
 
+void FuzzReservation(const Principal& caller, std::string_view body) {
+  const World& w = TheWorld();
+  Result<ReservationRequest> r = DecodeReservationRequest(w.state, caller, body);
+  if (!r.ok()) {
+    Reply(r.error());
+    return;
+  }
+  Accepted("reservation", std::to_string(r->amount.units()));
+  FUZZ_REQUIRE(r->start < r->end, "window");
+  FUZZ_REQUIRE(r->amount > GpuEq() && r->amount <= GpuEq::Gpus(100000), std::to_string(r->amount.units()));
+  FUZZ_REQUIRE(r->maintenance != r->tenant.valid(), "tenant xor maintenance");
+  FUZZ_REQUIRE(!r->tenant.valid() || caller.Sees(r->tenant), "scoping");
+}
+
+// A time that parses must print back (as UTC) to a time that parses to the same instant.
+void FuzzTime(std::string_view text) {
+  Result<Time> t = ParseRfc3339(text);
+  if (!t.ok()) {
+    Reply(t.error());
+    return;
+  }
+  FUZZ_REQUIRE(t->millis() >= -24 * 3600 * 1000 && t->millis() < int64_t{253402300800000} + 24 * 3600 * 1000,
+               std::to_string(t->millis()));
+}
+
 void FuzzConfig(std::string_view text) {
   Result<DaemonConfig> c = ParseDaemonConfig(std::string(text));
   if (!c.ok()) {
@@ -164,7 +191,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
   const World& w = TheWorld();
   const std::string_view body(reinterpret_cast<const char*>(data) + 1, size - 1);
-  static constexpr char kSelectors[] = {'j', 'J', 'k', 't', 'T', 'p', 'y'};
+  static constexpr char kSelectors[] = {'j', 'J', 'k', 't', 'T', 'p', 'y', 'r', 'R', 'z'};
   char sel = static_cast<char>(data[0]);
   bool known = false;
   for (char s : kSelectors) known = known || s == sel;
@@ -176,6 +203,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     case 't': FuzzTenant(body, /*patch=*/false); break;
     case 'T': FuzzTenant(body, /*patch=*/true); break;
     case 'p': FuzzPriorityClass(body); break;
+    case 'r': FuzzReservation(w.member, body); break;
+    case 'R': FuzzReservation(w.admin, body); break;
+    case 'z': FuzzTime(body); break;
     default: FuzzConfig(body); break;
   }
   return 0;
