@@ -258,6 +258,36 @@ out_has '^Name: +h100-0$'
 GPUPOOL_URL=http://127.0.0.1:1 gp get jobs
 expect_rc 1 "GPUPOOL_URL over the config file"
 
+# --- reservations: the 8 GPUs are all guaranteed, so a reservation is refused with the short
+# interval; a maintenance window (admins) may take guaranteed capacity.
+export GPUPOOL_URL="$url" GPUPOOL_TOKEN="$token"
+gp reserve --tenant research --flavor h100-80gb --gpus 1 --start 2031-01-01T10:00:00Z --end 2031-01-01T12:00:00Z
+expect_rc 1 "reservation with nothing reservable"
+err_has 'short by 1 GPU from 2031-01-01T10:00:00Z to 2031-01-01T12:00:00Z'
+gp reserve --maintenance --flavor h100-80gb --gpus 8 --start 2031-01-02T00:00:00Z --end 2031-01-02T06:00:00+02:00
+expect_rc 0 "maintenance window"
+out_has '^maintenance window [0-9]+: 8 x h100-80gb'
+gp get reservations
+expect_rc 0 "get reservations"
+out_has '^ID +TENANT +FLAVOR +GPUS +START +END'
+out_has '<maintenance> +h100-80gb +8 +2031-01-02T00:00:00Z +2031-01-02T04:00:00Z'
+gp get reservations -o json
+json "assert d['items'][0]['maintenance'] is True and d['items'][0]['gpus'] == 8"
+gp availability --flavor h100-80gb --start 2031-01-01T00:00:00Z --end 2031-01-01T01:00:00Z
+expect_rc 0 "reservable GPUs"
+out_has '^0 x h100-80gb can be reserved'
+gp availability --flavor h100-80gb --gpus 1 --duration 1h
+expect_rc 0 "earliest start"
+out_has 'no start within a year fits 1 x h100-80gb'
+gp availability --flavor h100-80gb --gpus 1
+expect_rc 2 "--gpus without --duration"
+gp reserve --flavor h100-80gb --gpus 1 --start 2031-01-01T10:00:00Z --end 2031-01-01T12:00:00Z
+expect_rc 2 "neither --tenant nor --maintenance"
+gp reserve --tenant research --flavor h100-80gb --gpus 1 --start tomorrow --end 2031-01-01T12:00:00Z
+expect_rc 1 "bad time (the server says why)"
+err_has "RFC 3339"
+unset GPUPOOL_URL GPUPOOL_TOKEN
+
 # --- serve refuses what it cannot do safely, with a clear message and exit 1.
 gp serve --config "$tmp/config.yaml" --data-dir "$tmp/data" --listen 127.0.0.1:0
 expect_rc 1 "a second daemon on the same data directory"

@@ -5,6 +5,7 @@
 #include <random>
 
 #include "model/builder.h"
+#include "policy/calendar/calendars.h"
 #include "policy/quota/quota.h"
 #include "scheduler/schedule.h"
 
@@ -164,9 +165,37 @@ class Sim {
     }
   }
 
-  // Checks what the plan does against the state it was made from, then applies it.
+  // Reservations and maintenance windows, created the way the daemon creates them: booked on
+  // the calendar built from the state, applied only if that succeeded. Some start in the past,
+  // so they are in force at once; some are cancelled again.
+  void Reserve(Time now) {
+    if (Chance(0.08)) {
+      Reservation r;
+      r.id = state_.NextReservationId();
+      r.flavor = *state_.catalogue().Find(Chance(0.5) ? "h100-80gb" : "a100-40gb");
+      r.maintenance = Chance(0.25);
+      if (!r.maintenance) {
+        const int last = static_cast<int>(state_.tenants().size()) - 1;
+        r.tenant = TenantId(static_cast<uint32_t>(Uniform(0, last)));
+      }
+      r.amount = GpuEq::Gpus(Uniform(1, 6));
+      r.start = now + Duration::Seconds(Uniform(-6, 12) * 300);
+      r.end = r.start + Duration::Seconds(Uniform(1, 24) * 600);
+      r.created = now;
+      if (BuildCalendar(state_, r.flavor).Book(ToBooking(r)).ok()) {
+        ASSERT_TRUE(Apply(state_, ReservationCreated{r}).ok());
+      }
+    }
+    if (!state_.reservations().empty() && Chance(0.03)) {
+      const ReservationId id = state_.reservations().begin()->first;
+      ASSERT_TRUE(Apply(state_, ReservationCancelled{id, now}).ok());
+    }
+  }
+
+  // Checks what the plan does against the state it was made from, then applies it. Guarantees
+  // are those in force at `now`: standing plus reserved (docs/design/reservations.md).
   void CheckAndApply(const Plan& plan, const SchedulerConfig& cfg, Time now) {
-    QuotaBook book(state_);
+    QuotaBook book(state_, now);
     const Catalogue& cat = state_.catalogue();
     for (const PreemptDecision& d : plan.preemptions) {
       const Job& v = *state_.FindJob(d.victim);
@@ -179,7 +208,10 @@ class Sim {
           << "a job preempted its own preemptor";
       if (v.spec.tenant != p.spec.tenant) {
         // Never preempt another tenant inside its guarantee.
-        ASSERT_GT(book.usage(v.spec.tenant, f), book.guaranteed(v.spec.tenant, f));
+        ASSERT_GT(book.usage(v.spec.tenant, f), book.guaranteed(v.spec.tenant, f))
+            << "a tenant within its guarantee and reservations lost work to another: using "
+            << ToString(book.usage(v.spec.tenant, f)) << " of "
+            << ToString(book.guaranteed(v.spec.tenant, f));
         ASSERT_LE(book.usage(p.spec.tenant, f) + p.Eq(cat), book.guaranteed(p.spec.tenant, f))
             << "reclaim by a tenant that would be above its guarantee";
       } else {
@@ -204,7 +236,8 @@ class Sim {
     for (const Tenant& t : state_.tenants()) {
       for (const auto& [f, q] : t.quotas) {
         if (!q.borrow_limit) continue;
-        const GpuEq cap = Max(before[{t.id.value(), f.value()}], q.guaranteed + *q.borrow_limit);
+        const GpuEq cap =
+            Max(before[{t.id.value(), f.value()}], book.guaranteed(t.id, f) + *q.borrow_limit);
         ASSERT_LE(book.usage(t.id, f), cap) << "tenant " << t.name << " above its borrow limit";
       }
     }
@@ -217,20 +250,32 @@ class Sim {
       if (state_.FindJob(id)->state == JobState::kAdmitted) admitted.push_back(id);
     }
     for (JobId id : admitted) ASSERT_TRUE(Apply(state_, JobStarted{id, now}).ok());
+    // Under maintenance, new work in the shared pool never uses the capacity taken out: each
+    // admission checked P + d <= C, and preemptions only lower P afterwards.
+    const QuotaBook after(state_, now);
+    for (const PlaceDecision& d : plan.placements) {
+      const FlavorId f = state_.FindJob(d.job)->spec.shape.flavor;
+      if (d.kind == AdmissionKind::kDedicated || after.maintenance(f) == GpuEq()) continue;
+      ASSERT_LE(after.usage_on_capacity(f), after.capacity(f))
+          << "work placed on capacity under maintenance: " << ToString(after.usage_on_capacity(f))
+          << " in use of " << ToString(after.capacity(f));
+    }
     Status inv = CheckInvariants(state_);
     ASSERT_TRUE(inv.ok()) << inv.error().message;
   }
 
   State& state() { return state_; }
+  bool reservations = false;  // Reserve() on each step
 
  private:
   std::mt19937_64 rng_;
   State state_;
 };
 
-void RunSeed(uint64_t seed, int steps, const SchedulerConfig& cfg) {
+void RunSeed(uint64_t seed, int steps, const SchedulerConfig& cfg, bool reservations = false) {
   SCOPED_TRACE("seed=" + std::to_string(seed));
   Sim sim(seed);
+  sim.reservations = reservations;
   sim.BuildCluster();
   Time now = Time::FromSeconds(0);
   for (int step = 0; step < steps; ++step) {
@@ -239,6 +284,7 @@ void RunSeed(uint64_t seed, int steps, const SchedulerConfig& cfg) {
     sim.FinishSome(now);
     sim.SubmitSome(now);
     sim.Disturb(now);
+    if (sim.reservations) sim.Reserve(now);
     if (::testing::Test::HasFatalFailure()) return;
     const Plan plan = Schedule(sim.state(), cfg, now);
     const Plan again = Schedule(sim.state(), cfg, now);
@@ -303,6 +349,23 @@ TEST(PropertyTest, InvariantsHoldWithUsageBlendAndNoBackfill) {
   for (uint64_t seed = 100; seed < 106; ++seed) {
     RunSeed(seed, 250, cfg);
     if (HasFatalFailure()) return;
+  }
+}
+
+TEST(PropertyTest, InvariantsHoldWithReservationsAndMaintenance) {
+  // The checks of CheckAndApply with reservations and maintenance windows coming and going:
+  // no tenant within its standing plus reserved guarantee loses work to another, reclaim only
+  // by a tenant within it, borrow caps on the guarantee in force, no new work on capacity under
+  // maintenance.
+  for (const char* policy : {"fgd", "firstfit"}) {
+    SchedulerConfig cfg;
+    cfg.placement = policy;
+    cfg.preemption.min_runtime = Duration::Minutes(2);
+    for (uint64_t seed = 300; seed < 310; ++seed) {
+      SCOPED_TRACE(policy);
+      RunSeed(seed, 250, cfg, true);
+      if (HasFatalFailure()) return;
+    }
   }
 }
 

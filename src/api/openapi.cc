@@ -101,7 +101,19 @@ Json Schemas() {
                           {"preemptible", {{"type", "boolean"}}},
                           {"may_borrow", {{"type", "boolean"}}},
                           {"grace_period_s", {{"type", "integer"}, {"minimum", 0}}}}}};
+  Json rfc3339 = {{"type", "string"}, {"format", "date-time"}};
+  Json reservation_request = {{"type", "object"},
+                              {"additionalProperties", false},
+                              {"required", {"flavor", "gpus", "start", "end"}},
+                              {"properties",
+                               {{"tenant", {{"type", "string"}}},
+                                {"flavor", {{"type", "string"}}},
+                                {"gpus", {{"type", "integer"}, {"minimum", 1}, {"maximum", 100000}}},
+                                {"start", rfc3339},
+                                {"end", rfc3339},
+                                {"maintenance", {{"type", "boolean"}}}}}};
   return {{"Error", error},
+          {"ReservationRequest", reservation_request},
           {"Resources", resources},
           {"JobRequest", job_request},
           {"Job", job},
@@ -140,6 +152,12 @@ const std::vector<RouteDoc>& ApiRoutes() {
       {"post", "/v1/nodes/{name}/uncordon", "make the node schedulable", "cluster-admin", "", 200},
       {"post", "/v1/nodes/{name}/drain", "cordon and requeue the node's jobs", "cluster-admin", "", 200},
       {"get", "/v1/audit", "the audit log", "cluster-admin, tenant-admin (own tenant)", "", 200},
+      {"post", "/v1/reservations", "reserve GPUs of a flavor for [start, end); 409 names the short interval; maintenance windows (admins)", "cluster-admin, tenant-admin, member", "ReservationRequest", 201},
+      {"get", "/v1/reservations", "list reservations and maintenance windows", "any token (own tenant; maintenance for all)", "", 200},
+      {"get", "/v1/reservations/{id}", "a reservation", "any token (own tenant)", "", 200},
+      {"delete", "/v1/reservations/{id}", "cancel a reservation", "cluster-admin, tenant-admin, member (own tenant); maintenance: cluster-admin", "", 200},
+      {"get", "/v1/availability", "earliest start (flavor, gpus, duration_s[, after]) or reservable GPUs (flavor, start, end)", "any token", "", 200},
+      {"get", "/v1/calendar", "per bucket: capacity, guaranteed, reserved, maintenance, free (flavor, start, end, step_s)", "any token", "", 200},
   };
   return routes;
 }
@@ -158,6 +176,17 @@ std::string OpenApiDocument() {
     if (path == "/v1/jobs" && std::string(r.method) == "get") {
       params.push_back({{"name", "tenant"}, {"in", "query"}, {"schema", {{"type", "string"}}}});
       params.push_back({{"name", "state"}, {"in", "query"}, {"schema", {{"type", "string"}}}});
+    }
+    const auto query = [&](const char* name, const char* type) {
+      params.push_back({{"name", name}, {"in", "query"}, {"schema", {{"type", type}}}});
+    };
+    if (path == "/v1/availability") {
+      for (const char* n : {"flavor", "gpus", "duration_s", "after", "start", "end"}) {
+        query(n, std::string(n) == "gpus" || std::string(n) == "duration_s" ? "integer" : "string");
+      }
+    }
+    if (path == "/v1/calendar") {
+      for (const char* n : {"flavor", "start", "end", "step_s"}) query(n, std::string(n) == "step_s" ? "integer" : "string");
     }
     if (path == "/v1/jobs" && std::string(r.method) == "post") {
       params.push_back({{"name", "Idempotency-Key"}, {"in", "header"}, {"schema", {{"type", "string"}, {"maxLength", 128}}}});

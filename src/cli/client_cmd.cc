@@ -20,7 +20,13 @@ constexpr const char* kConnectionFlags =
     "  $GPUPOOL_CONFIG or ~/.config/gpupool/config.yaml)  -o table|json|yaml\n";
 
 constexpr const char* kGetUsage =
-    "usage: gpupool get jobs|nodes|tenants [--tenant T] [--state S] [-o table|json|yaml]\n";
+    "usage: gpupool get jobs|nodes|tenants|reservations [--tenant T] [--state S] [-o table|json|yaml]\n";
+constexpr const char* kReserveUsage =
+    "usage: gpupool reserve --tenant T --flavor F --gpus N --start RFC3339 --end RFC3339\n"
+    "       gpupool reserve --maintenance --flavor F --gpus N --start RFC3339 --end RFC3339  (admins)\n";
+constexpr const char* kAvailabilityUsage =
+    "usage: gpupool availability --flavor F --gpus N --duration D [--after RFC3339]   (earliest start)\n"
+    "       gpupool availability --flavor F --start RFC3339 --end RFC3339            (GPUs reservable)\n";
 constexpr const char* kDescribeUsage =
     "usage: gpupool describe job ID | node NAME | tenant NAME [-o table|json|yaml]\n";
 constexpr const char* kSubmitUsage =
@@ -44,13 +50,17 @@ class Invocation {
   Invocation(std::string verb, const char* usage) : verb_(std::move(verb)), usage_(usage) {}
 
   // Returns an exit code to stop with (0 for --help, 2 for a usage error), or -1 to go on.
-  int Parse(const std::vector<std::string>& argv, std::set<std::string> flags, bool takes_command = false) {
-    Result<SplitArgs> split = SplitCommandLine(argv, {"help"});
+  // `switches` are the flags that take no value (--help is always one).
+  int Parse(const std::vector<std::string>& argv, std::set<std::string> flags, bool takes_command = false,
+            std::set<std::string> switches = {}) {
+    switches.insert("help");
+    Result<SplitArgs> split = SplitCommandLine(argv, switches);
     if (!split.ok()) return Usage(split.error().message);
     if (split->has_separator && !takes_command) return Usage("unexpected '--'");
     command_ = split->command;
     flags.insert(kCommonFlags.begin(), kCommonFlags.end());
-    Result<Args> args = Args::Parse(split->flags, flags, {"help"});
+    flags.insert(switches.begin(), switches.end());
+    Result<Args> args = Args::Parse(split->flags, flags, switches);
     if (!args.ok()) return Usage(args.error().message);
     args_ = std::move(*args);
     if (args_.Has("help")) {
@@ -104,7 +114,7 @@ class Invocation {
 
 // "jobs", "job" -> "jobs"; "" when it is no kind of object.
 std::string Kind(const std::string& word) {
-  for (const char* kind : {"jobs", "nodes", "tenants"}) {
+  for (const char* kind : {"jobs", "nodes", "tenants", "reservations"}) {
     const std::string k = kind;
     if (word == k || word == k.substr(0, k.size() - 1)) return k;
   }
@@ -129,7 +139,7 @@ int Get(const std::vector<std::string>& argv) {
   Invocation inv("get", kGetUsage);
   if (int rc = inv.Parse(argv, {"tenant", "state"}); rc >= 0) return rc;
   const auto& pos = inv.args().positional();
-  if (pos.size() != 1 || Kind(pos[0]).empty()) return inv.Usage("what to get: jobs, nodes or tenants");
+  if (pos.size() != 1 || Kind(pos[0]).empty()) return inv.Usage("what to get: jobs, nodes, tenants or reservations");
   const std::string kind = Kind(pos[0]);
   if (kind != "jobs" && (inv.args().Has("tenant") || inv.args().Has("state"))) {
     return inv.Usage("--tenant and --state filter jobs only");
@@ -152,6 +162,7 @@ int Get(const std::vector<std::string>& argv) {
   if (kind == "jobs") PrintJobs(items, NowMillis(), std::cout);
   if (kind == "nodes") PrintNodes(items, std::cout);
   if (kind == "tenants") PrintTenants(items, std::cout);
+  if (kind == "reservations") PrintReservations(items, std::cout);
   return 0;
 }
 
@@ -159,7 +170,9 @@ int Describe(const std::vector<std::string>& argv) {
   Invocation inv("describe", kDescribeUsage);
   if (int rc = inv.Parse(argv, {}); rc >= 0) return rc;
   const auto& pos = inv.args().positional();
-  if (pos.size() != 2 || Kind(pos[0]).empty()) return inv.Usage("describe what: job ID, node NAME or tenant NAME");
+  if (pos.size() != 2 || Kind(pos[0]).empty() || Kind(pos[0]) == "reservations") {
+    return inv.Usage("describe what: job ID, node NAME or tenant NAME");
+  }
   const std::string kind = Kind(pos[0]);
   if (int rc = inv.Connect(); rc >= 0) return rc;
   Result<Json> reply = inv.api().Get("/v1/" + kind + "/" + UrlEncode(pos[1]));
@@ -223,6 +236,73 @@ int Cancel(const std::vector<std::string>& argv) {
   if (!reply.ok()) return inv.Fail(reply.error(), 1);
   if (inv.PrintedAsData(*reply)) return 0;
   std::cout << "job " << pos[0] << " cancelled\n";
+  return 0;
+}
+
+int Reserve(const std::vector<std::string>& argv) {
+  Invocation inv("reserve", kReserveUsage);
+  if (int rc = inv.Parse(argv, {"tenant", "flavor", "gpus", "start", "end"}, false, {"maintenance"}); rc >= 0) {
+    return rc;
+  }
+  const Args& args = inv.args();
+  if (!args.positional().empty()) return inv.Usage("unexpected '" + args.positional()[0] + "'");
+  const bool maintenance = args.Has("maintenance");
+  if (maintenance == args.Has("tenant")) return inv.Usage("give --tenant, or --maintenance (no tenant)");
+  for (const char* f : {"flavor", "gpus", "start", "end"}) {
+    if (!args.Has(f)) return inv.Usage(std::string("--") + f + " is required");
+  }
+  Result<int64_t> gpus = args.Int("gpus", 0, 1, 100000);
+  if (!gpus.ok()) return inv.Usage(gpus.error().message);
+  Json body = {{"flavor", args.Str("flavor", "")}, {"gpus", *gpus}, {"start", args.Str("start", "")},
+               {"end", args.Str("end", "")}};
+  if (maintenance) body["maintenance"] = true;
+  else body["tenant"] = args.Str("tenant", "");
+  if (int rc = inv.Connect(); rc >= 0) return rc;
+  Result<Json> reply = inv.api().Post("/v1/reservations", body, {});
+  if (!reply.ok()) return inv.Fail(reply.error(), 1);
+  if (inv.PrintedAsData(*reply)) return 0;
+  std::cout << (maintenance ? "maintenance window " : "reservation ") << (*reply)["id"].get<std::string>()
+            << ": " << *gpus << " x " << args.Str("flavor", "") << " from " << args.Str("start", "") << " to "
+            << args.Str("end", "") << "\n";
+  return 0;
+}
+
+int Availability(const std::vector<std::string>& argv) {
+  Invocation inv("availability", kAvailabilityUsage);
+  if (int rc = inv.Parse(argv, {"flavor", "gpus", "duration", "after", "start", "end"}); rc >= 0) return rc;
+  const Args& args = inv.args();
+  if (!args.positional().empty()) return inv.Usage("unexpected '" + args.positional()[0] + "'");
+  if (!args.Has("flavor")) return inv.Usage("--flavor is required");
+  const bool earliest = args.Has("gpus") || args.Has("duration") || args.Has("after");
+  const bool window = args.Has("start") || args.Has("end");
+  if (earliest == window) return inv.Usage("give --gpus and --duration, or --start and --end");
+  std::string query = "?flavor=" + UrlEncode(args.Str("flavor", ""));
+  if (earliest) {
+    if (!args.Has("gpus") || !args.Has("duration")) return inv.Usage("--gpus and --duration go together");
+    Result<int64_t> secs = ParseDuration(args.Str("duration", ""));
+    if (!secs.ok()) return inv.Usage(secs.error().message);
+    query += "&gpus=" + UrlEncode(args.Str("gpus", "")) + "&duration_s=" + std::to_string(*secs);
+    if (args.Has("after")) query += "&after=" + UrlEncode(args.Str("after", ""));
+  } else {
+    if (!args.Has("start") || !args.Has("end")) return inv.Usage("--start and --end go together");
+    query += "&start=" + UrlEncode(args.Str("start", "")) + "&end=" + UrlEncode(args.Str("end", ""));
+  }
+  if (int rc = inv.Connect(); rc >= 0) return rc;
+  Result<Json> reply = inv.api().Get("/v1/availability" + query);
+  if (!reply.ok()) return inv.Fail(reply.error(), 1);
+  if (inv.PrintedAsData(*reply)) return 0;
+  const Json& r = *reply;
+  if (earliest) {
+    if (r["earliest_start"].is_null()) {
+      std::cout << "no start within a year fits " << args.Str("gpus", "") << " x " << args.Str("flavor", "") << "\n";
+    } else {
+      std::cout << "earliest start for " << args.Str("gpus", "") << " x " << args.Str("flavor", "") << ": "
+                << r["earliest_start"].get<std::string>() << "\n";
+    }
+  } else {
+    std::cout << r["reservable_gpus"] << " x " << args.Str("flavor", "") << " can be reserved from "
+              << args.Str("start", "") << " to " << args.Str("end", "") << "\n";
+  }
   return 0;
 }
 

@@ -247,6 +247,16 @@ void PrintTenants(const Json& items, std::ostream& out) {
   t.Print(out);
 }
 
+void PrintReservations(const Json& items, std::ostream& out) {
+  Table t({"ID", "TENANT", "FLAVOR", "GPUS", "START", "END"});
+  for (const Json& r : Items(items)) {
+    const bool maintenance = Field(r, "maintenance") == true;
+    t.Row({Str(r, "id"), maintenance ? "<maintenance>" : Str(r, "tenant"), Str(r, "flavor"), Gpus(Num(r, "gpus")),
+           Str(r, "start"), Str(r, "end")});
+  }
+  t.Print(out);
+}
+
 void DescribeJob(const Json& job, int64_t now_ms, std::ostream& out) {
   Page p;
   p.Add("ID", Str(job, "id"));

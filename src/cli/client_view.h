@@ -31,6 +31,7 @@ std::string ResourcesCell(const Json& resources);
 void PrintJobs(const Json& items, int64_t now_ms, std::ostream& out);
 void PrintNodes(const Json& items, std::ostream& out);
 void PrintTenants(const Json& items, std::ostream& out);
+void PrintReservations(const Json& items, std::ostream& out);
 
 // `describe`: one object as aligned "Key: value" lines with tables for placements and quotas.
 void DescribeJob(const Json& job, int64_t now_ms, std::ostream& out);

@@ -18,5 +18,7 @@ int Get(const std::vector<std::string>& argv);
 int Describe(const std::vector<std::string>& argv);
 int Submit(const std::vector<std::string>& argv);
 int Cancel(const std::vector<std::string>& argv);
+int Reserve(const std::vector<std::string>& argv);
+int Availability(const std::vector<std::string>& argv);
 
 }  // namespace gpupool::cli

@@ -15,13 +15,17 @@ commands:
               --demo  --config FILE.yaml  --data-dir DIR (gpupool-data)  --listen HOST:PORT
               (127.0.0.1:8080; port 0 picks a free one, written to DIR/port)  --no-demo-traffic
               --simulate-executor (jobs run for their estimate)  --http-threads N (64)
-  get         list jobs|nodes|tenants  [--tenant T] [--state S] (jobs only)
+  get         list jobs|nodes|tenants|reservations  [--tenant T] [--state S] (jobs only)
   describe    show one object: job ID | node NAME | tenant NAME
   submit      submit a job: --tenant T --name N --priority-class P [--replicas R] --flavor F
               (--gpus N | --mig-profile P | --gpu-fraction X --memory-gb G) --duration D
               (seconds, or 30m, 2h) [--idempotency-key K] -- COMMAND ARGS...
               or: submit -f JOB.yaml (the fields of the POST /v1/jobs body)
   cancel      cancel a job: ID
+  reserve     book GPUs for a window: --tenant T --flavor F --gpus N --start T1 --end T2 (RFC 3339);
+              --maintenance instead of --tenant for a maintenance window (admins)
+  availability  --flavor F --gpus N --duration D [--after T]: earliest start;
+              --flavor F --start T1 --end T2: how many GPUs can still be reserved
               client flags: -o table|json|yaml (table)  --url URL  --token TOKEN; else
               GPUPOOL_URL, GPUPOOL_TOKEN, or url: and token: in $GPUPOOL_CONFIG or
               ~/.config/gpupool/config.yaml; exit 1 when the server refuses, 2 on usage errors
@@ -52,6 +56,8 @@ int main(int argc, char** argv) {
   if (cmd == "describe") return gpupool::cli::Describe(args);
   if (cmd == "submit") return gpupool::cli::Submit(args);
   if (cmd == "cancel") return gpupool::cli::Cancel(args);
+  if (cmd == "reserve") return gpupool::cli::Reserve(args);
+  if (cmd == "availability") return gpupool::cli::Availability(args);
   if (cmd == "demo") return gpupool::cli::Demo(args);
   if (cmd == "catalogue") return gpupool::cli::Catalogue(args);
   if (cmd == "sim") return gpupool::cli::Sim(args);

@@ -31,6 +31,7 @@ using NodeId = StrongId<struct NodeTag>;
 using FlavorId = StrongId<struct FlavorTag, uint16_t>;
 using PriorityClassId = StrongId<struct PriorityClassTag, uint16_t>;
 using JobId = StrongId<struct JobTag, uint64_t>;
+using ReservationId = StrongId<struct ReservationTag, uint64_t>;
 
 }  // namespace gpupool
 

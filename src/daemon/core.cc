@@ -1,8 +1,10 @@
 #include "daemon/core.h"
 
+#include <charconv>
 #include <nlohmann/json.hpp>
 
 #include "api/decode.h"
+#include "policy/calendar/calendars.h"
 #include "policy/quota/quota.h"
 #include "scheduler/schedule.h"
 #include "store/codec.h"
@@ -443,6 +445,13 @@ Reply DaemonCore::DeleteTenant(const CallContext& c, const std::string& name) {
       }
     }
   }
+  // Its reservations would go on counting as guarantee: they are cancelled first, by the caller.
+  for (const auto& [rid, res] : state_->reservations()) {
+    if (res.tenant == t->id && c.now < res.end) {
+      return Err(FailedPrecondition("tenant '" + name + "' holds reservation " + std::to_string(rid.value()) +
+                                    " (until " + Rfc3339(res.end) + "); cancel it first"));
+    }
+  }
   // A tombstone: the id stays (jobs and the ledger refer to it); no quota, no tokens, hidden.
   const Record r{0, "tenant_deleted", Json({{"name", name}}).dump()};
   if (Status s = ApplyRecord(r); !s.ok()) return Err(s.error());
@@ -644,6 +653,177 @@ Reply DaemonCore::ListAudit(const CallContext& c) {
     items.push_back(j);
   }
   return JsonReply(200, {{"items", items}});
+}
+
+// --- reservations -----------------------------------------------------------------------
+
+namespace {
+
+double AsGpus(GpuEq q) { return q.ToGpus(); }
+
+// A query parameter: "" when absent.
+std::string Param(const std::map<std::string, std::string>& q, const std::string& key) {
+  auto it = q.find(key);
+  return it == q.end() ? "" : it->second;
+}
+
+Result<int64_t> PositiveParam(const std::map<std::string, std::string>& q, const std::string& key, int64_t max) {
+  const std::string v = Param(q, key);
+  int64_t n = 0;
+  const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+  if (v.empty() || ec != std::errc() || end != v.data() + v.size() || n < 1 || n > max) {
+    return InvalidArgument("'" + key + "' must be an integer in [1, " + std::to_string(max) + "]");
+  }
+  return n;
+}
+
+Result<Time> TimeParam(const std::map<std::string, std::string>& q, const std::string& key) {
+  Result<Time> t = ParseRfc3339(Param(q, key));
+  if (!t.ok()) return InvalidArgument("'" + key + "': " + t.error().message);
+  return t;
+}
+
+}  // namespace
+
+nlohmann::json DaemonCore::ReservationView(const Reservation& r) const {
+  Json j = {{"id", std::to_string(r.id.value())},
+            {"flavor", state_->catalogue().model(r.flavor).name},
+            {"gpus", AsGpus(r.amount)},
+            {"start", Rfc3339(r.start)},
+            {"end", Rfc3339(r.end)},
+            {"maintenance", r.maintenance},
+            {"created", Rfc3339(r.created)}};
+  if (r.tenant.valid()) j["tenant"] = state_->tenant(r.tenant).name;
+  return j;
+}
+
+const Reservation* DaemonCore::VisibleReservation(const CallContext& c, const std::string& id) const {
+  uint64_t n = 0;
+  const auto [end, ec] = std::from_chars(id.data(), id.data() + id.size(), n);
+  if (id.empty() || ec != std::errc() || end != id.data() + id.size()) return nullptr;
+  const Reservation* r = state_->FindReservation(ReservationId(n));
+  if (r == nullptr) return nullptr;
+  if (!r->maintenance && !c.principal->Sees(r->tenant)) return nullptr;
+  return r;
+}
+
+Reply DaemonCore::CreateReservation(const CallContext& c, const std::string& body) {
+  if (c.principal == nullptr) return Unauthenticated();
+  Result<ReservationRequest> req = DecodeReservationRequest(*state_, *c.principal, body);
+  if (!req.ok()) return Err(req.error());
+  if (req->maintenance && !c.principal->admin()) return Forbidden("book maintenance windows");
+  if (!c.principal->Writes()) return Forbidden("reserve capacity");
+  if (req->tenant.valid() && deleted_.count(req->tenant)) return Err(NotFound("unknown tenant"));
+  Reservation r;
+  r.id = state_->NextReservationId();
+  r.tenant = req->tenant;
+  r.flavor = req->flavor;
+  r.amount = req->amount;
+  r.start = req->start;
+  r.end = req->end;
+  r.maintenance = req->maintenance;
+  r.created = c.now;
+  // Check and book in one loop turn: nothing else runs between the calendar and the event.
+  Calendar cal = BuildCalendar(*state_, r.flavor);
+  if (Status booked = cal.Book(ToBooking(r)); !booked.ok()) return Err(booked.error());
+  if (Status s = ApplyAndStage(ReservationCreated{r}); !s.ok()) return Err(s.error());
+  Audit(c, r.maintenance ? "maintenance.create" : "reservation.create", std::to_string(r.id.value()));
+  return JsonReply(201, ReservationView(r));
+}
+
+Reply DaemonCore::ListReservations(const CallContext& c) {
+  if (c.principal == nullptr) return Unauthenticated();
+  Json items = Json::array();
+  for (const auto& [id, r] : state_->reservations()) {
+    if (r.maintenance || c.principal->Sees(r.tenant)) items.push_back(ReservationView(r));
+  }
+  return JsonReply(200, {{"items", items}});
+}
+
+Reply DaemonCore::GetReservation(const CallContext& c, const std::string& id) {
+  if (c.principal == nullptr) return Unauthenticated();
+  const Reservation* r = VisibleReservation(c, id);
+  if (r == nullptr) return Err(NotFound("no reservation '" + id + "'"));
+  return JsonReply(200, ReservationView(*r));
+}
+
+Reply DaemonCore::CancelReservation(const CallContext& c, const std::string& id) {
+  if (c.principal == nullptr) return Unauthenticated();
+  const Reservation* r = VisibleReservation(c, id);
+  if (r == nullptr) return Err(NotFound("no reservation '" + id + "'"));
+  if (r->maintenance ? !c.principal->admin() : !c.principal->Writes()) return Forbidden("cancel this reservation");
+  const ReservationId rid = r->id;
+  const bool maintenance = r->maintenance;
+  if (Status s = ApplyAndStage(ReservationCancelled{rid, c.now}); !s.ok()) return Err(s.error());
+  Audit(c, maintenance ? "maintenance.cancel" : "reservation.cancel", id);
+  return JsonReply(200, {{"id", id}, {"state", "cancelled"}});
+}
+
+Reply DaemonCore::Availability(const CallContext& c, const std::map<std::string, std::string>& q) {
+  if (c.principal == nullptr) return Unauthenticated();
+  Result<FlavorId> flavor = state_->catalogue().Find(Param(q, "flavor"));
+  if (!flavor.ok()) return Err(InvalidArgument("unknown flavor '" + Param(q, "flavor") + "'"));
+  const Calendar cal = BuildCalendar(*state_, *flavor);
+  Json out = {{"flavor", Param(q, "flavor")}};
+  if (q.count("gpus") || q.count("duration_s")) {
+    Result<int64_t> gpus = PositiveParam(q, "gpus", 100000);
+    if (!gpus.ok()) return Err(gpus.error());
+    Result<int64_t> secs = PositiveParam(q, "duration_s", 10LL * 365 * 86400);
+    if (!secs.ok()) return Err(secs.error());
+    Time after = c.now;
+    if (q.count("after")) {
+      Result<Time> a = TimeParam(q, "after");
+      if (!a.ok()) return Err(a.error());
+      after = std::max(*a, c.now);
+    }
+    const Time horizon = Time::FromMillis(after.millis() + Duration::Hours(24 * 366).millis());
+    Result<std::optional<Time>> start =
+        cal.EarliestStart(GpuEq::Gpus(*gpus), Duration::Seconds(*secs), after, horizon);
+    if (!start.ok()) return Err(start.error());
+    out["gpus"] = *gpus;
+    out["duration_s"] = *secs;
+    out["earliest_start"] = start->has_value() ? Json(Rfc3339(**start)) : Json(nullptr);
+    return JsonReply(200, out);
+  }
+  if (q.count("start") || q.count("end")) {
+    Result<Time> a = TimeParam(q, "start");
+    if (!a.ok()) return Err(a.error());
+    Result<Time> b = TimeParam(q, "end");
+    if (!b.ok()) return Err(b.error());
+    Result<GpuEq> free = cal.Reservable(*a, *b);
+    if (!free.ok()) return Err(free.error());
+    out["start"] = Rfc3339(*a);
+    out["end"] = Rfc3339(*b);
+    out["reservable_gpus"] = free->units() / GpuEq::kUnitsPerGpu;  // whole GPUs only
+    return JsonReply(200, out);
+  }
+  return Err(InvalidArgument("give gpus and duration_s (earliest start) or start and end (reservable GPUs)"));
+}
+
+Reply DaemonCore::CalendarView(const CallContext& c, const std::map<std::string, std::string>& q) {
+  if (c.principal == nullptr) return Unauthenticated();
+  Result<FlavorId> flavor = state_->catalogue().Find(Param(q, "flavor"));
+  if (!flavor.ok()) return Err(InvalidArgument("unknown flavor '" + Param(q, "flavor") + "'"));
+  Result<Time> a = TimeParam(q, "start");
+  if (!a.ok()) return Err(a.error());
+  Result<Time> b = TimeParam(q, "end");
+  if (!b.ok()) return Err(b.error());
+  Result<int64_t> step = PositiveParam(q, "step_s", 366LL * 86400);
+  if (!step.ok()) return Err(step.error());
+  Result<std::vector<Calendar::Bucket>> buckets =
+      BuildCalendar(*state_, *flavor).Buckets(*a, *b, Duration::Seconds(*step));
+  if (!buckets.ok()) return Err(buckets.error());
+  Json items = Json::array();
+  for (const Calendar::Bucket& k : *buckets) {
+    items.push_back({{"start", Rfc3339(k.start)},
+                     {"end", Rfc3339(k.end)},
+                     {"capacity", AsGpus(k.capacity)},
+                     {"guaranteed", AsGpus(k.guaranteed)},
+                     {"reserved", AsGpus(k.reserved)},
+                     {"maintenance", AsGpus(k.maintenance)},
+                     {"free", AsGpus(k.free)}});
+  }
+  return JsonReply(200, {{"flavor", Param(q, "flavor")}, {"step_s", *step}, {"items", items}});
 }
 
 Reply DaemonCore::Summary(const CallContext& c) {

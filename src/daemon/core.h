@@ -68,6 +68,18 @@ class DaemonCore {
   Reply ListTokens(const CallContext& c);
   Reply RevokeToken(const CallContext& c, const std::string& id);
   Reply ListAudit(const CallContext& c);
+
+  // Reservations and maintenance windows (DESIGN.md §5). Creation books the flavor's calendar
+  // and applies the event in the same loop turn: no double booking, however many requests race.
+  Reply CreateReservation(const CallContext& c, const std::string& body);
+  Reply ListReservations(const CallContext& c);
+  Reply GetReservation(const CallContext& c, const std::string& id);
+  Reply CancelReservation(const CallContext& c, const std::string& id);
+  // GET /v1/availability: flavor with gpus and duration_s [and after] gives the earliest start;
+  // flavor with start and end gives how many GPUs can still be reserved.
+  Reply Availability(const CallContext& c, const std::map<std::string, std::string>& query);
+  // GET /v1/calendar?flavor&start&end&step_s: capacity, guaranteed, reserved, maintenance, free.
+  Reply CalendarView(const CallContext& c, const std::map<std::string, std::string>& query);
   Reply Summary(const CallContext& c);
 
   // One scheduling cycle at `now`, and the simulated executor: admitted jobs start, running jobs
@@ -91,6 +103,9 @@ class DaemonCore {
   Status ApplyAndStage(const Event& e, const std::string& meta = "");
   void Audit(const CallContext& c, const std::string& action, const std::string& object);
   const Job* VisibleJob(const CallContext& c, const std::string& id) const;
+  // A reservation the caller may see: its tenant's, or any maintenance window.
+  const Reservation* VisibleReservation(const CallContext& c, const std::string& id) const;
+  nlohmann::json ReservationView(const Reservation& r) const;
   // The tenant named `name` if it exists, is not deleted and the caller sees it.
   const Tenant* VisibleTenant(const CallContext& c, const std::string& name) const;
   // Non-admins see the nodes that run their tenant's work.

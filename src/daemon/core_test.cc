@@ -199,6 +199,14 @@ TEST_F(CoreTest, TenantLifecycle) {
   EXPECT_EQ(core_->DeleteTenant(a, "vision").status, 409) << "live jobs";
   const std::string id = std::to_string(core_->state().NextJobId().value() - 1);
   ASSERT_EQ(core_->CancelJob(a, id).status, 200);
+  // A reservation that has not ended blocks the delete until it is cancelled.
+  ASSERT_EQ(core_->UpdateTenant(a, "research", R"({"quotas": {"h100-80gb": {"guaranteed": 16}}})").status, 200)
+      << "frees capacity to reserve (the demo cluster guarantees all of it)";
+  const Reply booked = core_->CreateReservation(
+      a, R"({"tenant": "vision", "flavor": "h100-80gb", "gpus": 1, "start": "2031-01-01T00:00:00Z", "end": "2031-01-01T01:00:00Z"})");
+  ASSERT_EQ(booked.status, 201) << booked.body;
+  EXPECT_EQ(core_->DeleteTenant(a, "vision").status, 409) << "reservation held";
+  ASSERT_EQ(core_->CancelReservation(a, Json::parse(booked.body)["id"]).status, 200);
   ASSERT_EQ(core_->DeleteTenant(a, "vision").status, 200);
   EXPECT_EQ(core_->GetTenant(a, "vision").status, 404);
   EXPECT_EQ(core_->SubmitJob(a, Job("vision"), "").status, 404);

@@ -220,6 +220,28 @@ void Routes(httplib::Server& srv, Loop& loop, Metrics& metrics) {
     });
   }
   r.Add("GET", "/v1/audit", "/v1/audit", [](DaemonCore& c, C ctx, R) { return c.ListAudit(ctx); });
+  r.Add("POST", "/v1/reservations", "/v1/reservations", [](DaemonCore& c, C ctx, R req) {
+    return c.CreateReservation(ctx, req.body);
+  });
+  r.Add("GET", "/v1/reservations", "/v1/reservations", [](DaemonCore& c, C ctx, R) { return c.ListReservations(ctx); });
+  r.Add("GET", "/v1/reservations/" + id, "/v1/reservations/{id}", [](DaemonCore& c, C ctx, R req) {
+    return c.GetReservation(ctx, req.matches[1]);
+  });
+  r.Add("DELETE", "/v1/reservations/" + id, "/v1/reservations/{id}", [](DaemonCore& c, C ctx, R req) {
+    return c.CancelReservation(ctx, req.matches[1]);
+  });
+  // Query parameters as a map (the last value of a repeated key wins).
+  const auto query = [](R req) {
+    std::map<std::string, std::string> q;
+    for (const auto& [k, v] : req.params) q[k] = v;
+    return q;
+  };
+  r.Add("GET", "/v1/availability", "/v1/availability", [query](DaemonCore& c, C ctx, R req) {
+    return c.Availability(ctx, query(req));
+  });
+  r.Add("GET", "/v1/calendar", "/v1/calendar", [query](DaemonCore& c, C ctx, R req) {
+    return c.CalendarView(ctx, query(req));
+  });
   srv.set_error_handler([](R, httplib::Response& res) {
     if (!res.body.empty()) return;
     ErrorCode code = ErrorCode::kInvalidArgument;

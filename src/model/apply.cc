@@ -20,6 +20,8 @@ class StateMutator {
   Status operator()(const MigReconfigured& e);
   Status operator()(const NodeConditionChanged& e);
   Status operator()(const GpuHealthChanged& e);
+  Status operator()(const ReservationCreated& e);
+  Status operator()(const ReservationCancelled& e);
 
  private:
   Result<Job*> FindJob(JobId id);
@@ -301,6 +303,44 @@ Status StateMutator::operator()(const GpuHealthChanged& e) {
   if (!nr.ok()) return nr.error();
   if (e.gpu >= (*nr)->gpus.size()) return InvalidArgument("GPU index out of range");
   (*nr)->gpus[e.gpu].healthy = e.healthy;
+  return Ok();
+}
+
+Status StateMutator::operator()(const ReservationCreated& e) {
+  const Reservation& r = e.reservation;
+  const std::string what = r.maintenance ? "maintenance window" : "reservation";
+  if (!r.id.valid() || r.id.value() == 0) return InvalidArgument(what + " needs an id");
+  if (r.id < s_.NextReservationId()) {
+    return AlreadyExists(what + " id " + std::to_string(r.id.value()) + " is taken");
+  }
+  if (r.id != s_.NextReservationId()) {
+    return FailedPrecondition(what + " id " + std::to_string(r.id.value()) +
+                              " is not the next id " + std::to_string(s_.next_reservation_id_));
+  }
+  if (!r.flavor.valid() || r.flavor.value() >= s_.catalogue_.size()) {
+    return InvalidArgument(what + " names an unknown GPU model");
+  }
+  if (r.maintenance && r.tenant.valid()) {
+    return InvalidArgument("a maintenance window belongs to no tenant");
+  }
+  if (!r.maintenance && (!r.tenant.valid() || r.tenant.value() >= s_.tenants_.size())) {
+    return InvalidArgument("reservation names an unknown tenant");
+  }
+  if (r.amount <= GpuEq() || r.amount > Reservation::kMaxAmount ||
+      r.amount.units() % GpuEq::kUnitsPerGpu != 0) {
+    return InvalidArgument(what + " amount must be a whole number of GPUs from 1 to " +
+                           ToString(Reservation::kMaxAmount));
+  }
+  if (!(r.start < r.end)) return InvalidArgument(what + " must start before it ends");
+  s_.reservations_.emplace(r.id, r);
+  ++s_.next_reservation_id_;
+  return Ok();
+}
+
+Status StateMutator::operator()(const ReservationCancelled& e) {
+  if (s_.reservations_.erase(e.id) == 0) {
+    return NotFound("unknown reservation " + std::to_string(e.id.value()));
+  }
   return Ok();
 }
 

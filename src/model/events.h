@@ -56,8 +56,30 @@ struct GpuHealthChanged {
   Time at;
 };
 
+// A reservation or a maintenance window (model/reservation.h). Apply checks the record itself:
+// id == state.NextReservationId() (a taken or skipped id is refused), a known flavor, a known
+// tenant for a reservation and none for maintenance, a whole number of GPUs in
+// (0, Reservation::kMaxAmount], start < end. The time of the event is reservation.created.
+//
+// Apply does NOT check that it fits: the model cannot see the availability calendar
+// (policy/calendar depends on the model, not the reverse). The caller books it on the calendar
+// built from this same state first (BuildCalendar, policy/calendar/calendars.h) and applies the
+// event only if that succeeded. The daemon does both in one turn of its event loop, which owns
+// the state, so no other change can come between the check and the event: that is what makes
+// creation atomic. Replaying a journal applies the event without the check, as it was checked
+// when first made.
+struct ReservationCreated {
+  Reservation reservation;
+};
+// Removes a reservation or maintenance window, over or not. kNotFound for an unknown id.
+struct ReservationCancelled {
+  ReservationId id;
+  Time at;
+};
+
 using Event = std::variant<JobSubmitted, JobAdmitted, JobStarted, JobFinished, JobPreempted,
-                           JobLost, MigReconfigured, NodeConditionChanged, GpuHealthChanged>;
+                           JobLost, MigReconfigured, NodeConditionChanged, GpuHealthChanged,
+                           ReservationCreated, ReservationCancelled>;
 
 // Validates the event against the state and applies it; on error nothing changes.
 Status Apply(State& state, const Event& event);

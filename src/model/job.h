@@ -79,6 +79,7 @@ enum class ReasonCode : uint8_t {
   kHeldForBackfill,    // capacity is held for an earlier job
   kNeverFits,          // shape larger than any node
   kPreemptionBudget,   // would need preemption, but the cycle's budget is spent
+  kMaintenance,        // within the guarantee, but maintenance leaves the pool no room
 };
 std::string_view ReasonCodeName(ReasonCode c);
 

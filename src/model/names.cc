@@ -72,6 +72,7 @@ std::string_view ReasonCodeName(ReasonCode c) {
     case ReasonCode::kHeldForBackfill: return "held_for_backfill";
     case ReasonCode::kNeverFits: return "never_fits";
     case ReasonCode::kPreemptionBudget: return "preemption_budget";
+    case ReasonCode::kMaintenance: return "maintenance";
   }
   return "?";
 }

@@ -21,6 +21,8 @@ State& State::operator=(const State& other) {
   pending_ = other.pending_;
   active_ = other.active_;
   next_job_id_ = other.next_job_id_;
+  reservations_ = other.reservations_;
+  next_reservation_id_ = other.next_reservation_id_;
   by_id_.clear();
   for (auto& [id, job] : jobs_) by_id_.push_back(&job);
   return *this;
@@ -134,6 +136,11 @@ Result<NodeId> State::FindNode(std::string_view name) const {
 const Job* State::FindJob(JobId id) const {
   if (!id.valid() || id.value() == 0 || id.value() > by_id_.size()) return nullptr;
   return by_id_[id.value() - 1];
+}
+
+const Reservation* State::FindReservation(ReservationId id) const {
+  auto it = reservations_.find(id);
+  return it == reservations_.end() ? nullptr : &it->second;
 }
 
 Status State::SetPendingReason(JobId id, PendingReason reason) {

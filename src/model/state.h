@@ -1,4 +1,4 @@
-// The cluster state: catalogue, tenants, priority classes, nodes and jobs.
+// The cluster state: catalogue, tenants, priority classes, nodes, jobs and reservations.
 //
 // Configuration (tenants, classes, nodes) is added through the Add* calls; everything that
 // happens afterwards arrives as an Event and goes through Apply (model/events.h), which
@@ -18,6 +18,7 @@
 #include "model/catalogue.h"
 #include "model/job.h"
 #include "model/node.h"
+#include "model/reservation.h"
 #include "model/tenant.h"
 
 namespace gpupool {
@@ -69,6 +70,13 @@ class State {
   // set directly rather than journaled as an event. Fails for a job that is not pending.
   Status SetPendingReason(JobId id, PendingReason reason);
 
+  // --- reservations and maintenance windows ------------------------------------------------
+  // Created and cancelled through Apply (ReservationCreated, ReservationCancelled). A cancelled
+  // one is removed; one whose window is over stays until cancelled. Ids are never reused.
+  const std::map<ReservationId, Reservation>& reservations() const { return reservations_; }
+  const Reservation* FindReservation(ReservationId id) const;
+  ReservationId NextReservationId() const { return ReservationId(next_reservation_id_); }
+
   // Decayed usage (GPU-seconds) of every tenant at `now`, indexed by tenant id, including the
   // running jobs' contribution so far. One pass over the active jobs.
   std::vector<double> DecayedUsages(Time now) const;
@@ -85,6 +93,8 @@ class State {
   std::vector<Job*> by_id_;  // job id - 1 -> its entry in jobs_ (ids are dense from 1)
   std::set<JobId> pending_, active_;
   uint64_t next_job_id_ = 1;
+  std::map<ReservationId, Reservation> reservations_;
+  uint64_t next_reservation_id_ = 1;
 };
 
 // Rebuilds every index from the jobs' placements and checks it: no GPU slice held twice,

@@ -128,5 +128,97 @@ TEST_F(StateTest, DecayedUsageHalvesAfterOneHalfLife) {
   EXPECT_NEAR(later, at_end / 2, 1e-9);
 }
 
+// --- reservations ---------------------------------------------------------------------------
+
+Reservation Res(const State& s, const std::string& tenant, int gpus, int start_s, int end_s) {
+  Reservation r;
+  r.id = s.NextReservationId();
+  if (!tenant.empty()) r.tenant = *s.FindTenant(tenant);
+  r.maintenance = tenant.empty();
+  r.flavor = *s.catalogue().Find("h100-80gb");
+  r.amount = GpuEq::Gpus(gpus);
+  r.start = Time::FromSeconds(start_s);
+  r.end = Time::FromSeconds(end_s);
+  r.created = Time::FromSeconds(1);
+  return r;
+}
+
+TEST_F(StateTest, ReservationsAreCreatedAndCancelledById) {
+  const Reservation r = Res(s_, "a", 4, 100, 200);
+  EXPECT_EQ(r.id, ReservationId(1));
+  ASSERT_TRUE(Apply(s_, ReservationCreated{r}).ok());
+  const Reservation m = Res(s_, "", 2, 150, 300);
+  EXPECT_EQ(m.id, ReservationId(2));
+  ASSERT_TRUE(Apply(s_, ReservationCreated{m}).ok());
+  ASSERT_NE(s_.FindReservation(r.id), nullptr);
+  EXPECT_EQ(*s_.FindReservation(r.id), r);
+  EXPECT_TRUE(s_.FindReservation(m.id)->maintenance);
+  EXPECT_TRUE(r.Holds(Time::FromSeconds(100)));
+  EXPECT_FALSE(r.Holds(Time::FromSeconds(200)));  // [start, end)
+
+  ASSERT_TRUE(Apply(s_, ReservationCancelled{r.id, Time::FromSeconds(5)}).ok());
+  EXPECT_EQ(s_.FindReservation(r.id), nullptr);
+  EXPECT_EQ(s_.reservations().size(), 1u);
+  const Status again = Apply(s_, ReservationCancelled{r.id, Time::FromSeconds(6)});
+  ASSERT_FALSE(again.ok());
+  EXPECT_EQ(again.error().code, ErrorCode::kNotFound);
+  // Ids are never reused, even after a cancel.
+  EXPECT_EQ(s_.NextReservationId(), ReservationId(3));
+  const State copy = s_;  // copies carry the reservations and the next id
+  EXPECT_EQ(copy.reservations(), s_.reservations());
+  EXPECT_EQ(copy.NextReservationId(), ReservationId(3));
+}
+
+TEST_F(StateTest, BadReservationsAreRejectedAndChangeNothing) {
+  ASSERT_TRUE(Apply(s_, ReservationCreated{Res(s_, "a", 4, 100, 200)}).ok());
+  const auto before = s_.reservations();
+  struct Case {
+    const char* what;
+    Reservation r;
+    ErrorCode code;
+  };
+  std::vector<Case> cases;
+  auto add = [&](const char* what, ErrorCode code, auto&& change) {
+    Reservation r = Res(s_, "b", 2, 100, 200);
+    change(r);
+    cases.push_back({what, r, code});
+  };
+  add("taken id", ErrorCode::kAlreadyExists, [](Reservation& r) { r.id = ReservationId(1); });
+  add("skipped id", ErrorCode::kFailedPrecondition,
+      [](Reservation& r) { r.id = ReservationId(7); });
+  add("no id", ErrorCode::kInvalidArgument, [](Reservation& r) { r.id = ReservationId(); });
+  add("id 0", ErrorCode::kInvalidArgument, [](Reservation& r) { r.id = ReservationId(0); });
+  add("unknown tenant", ErrorCode::kInvalidArgument,
+      [](Reservation& r) { r.tenant = TenantId(9); });
+  add("no tenant", ErrorCode::kInvalidArgument, [](Reservation& r) { r.tenant = TenantId(); });
+  add("maintenance with a tenant", ErrorCode::kInvalidArgument,
+      [](Reservation& r) { r.maintenance = true; });
+  add("unknown flavor", ErrorCode::kInvalidArgument,
+      [](Reservation& r) { r.flavor = FlavorId(999); });
+  add("no flavor", ErrorCode::kInvalidArgument, [](Reservation& r) { r.flavor = FlavorId(); });
+  add("zero amount", ErrorCode::kInvalidArgument, [](Reservation& r) { r.amount = GpuEq(); });
+  add("negative amount", ErrorCode::kInvalidArgument,
+      [](Reservation& r) { r.amount = GpuEq::Gpus(-2); });
+  add("part of a GPU", ErrorCode::kInvalidArgument,
+      [](Reservation& r) { r.amount = GpuEq::MigSlices(3); });
+  add("absurd amount", ErrorCode::kInvalidArgument,
+      [](Reservation& r) { r.amount = Reservation::kMaxAmount + GpuEq::Gpus(1); });
+  add("empty window", ErrorCode::kInvalidArgument, [](Reservation& r) { r.end = r.start; });
+  add("reversed window", ErrorCode::kInvalidArgument,
+      [](Reservation& r) { r.end = Time::FromSeconds(50); });
+  for (const Case& c : cases) {
+    const Status st = Apply(s_, ReservationCreated{c.r});
+    ASSERT_FALSE(st.ok()) << c.what;
+    EXPECT_EQ(st.error().code, c.code) << c.what << ": " << st.error().message;
+    EXPECT_EQ(s_.reservations(), before) << c.what;
+    EXPECT_EQ(s_.NextReservationId(), ReservationId(2)) << c.what;
+  }
+  // The largest amount and an open end are fine.
+  Reservation big = Res(s_, "", 0, 100, 200);
+  big.amount = Reservation::kMaxAmount;
+  big.end = Time::Never();
+  EXPECT_TRUE(Apply(s_, ReservationCreated{big}).ok());
+}
+
 }  // namespace
 }  // namespace gpupool

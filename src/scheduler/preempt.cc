@@ -217,6 +217,15 @@ PreemptOutcome TryPreempt(Session& s, Placer& placer, const Job& job,
   std::vector<Candidate> chosen =
       one_node ? NodeLocal(s, placer, job, pools, all, cfg.max_victims)
                : GreedyThenMinimise(s, placer, job, pools, all, cfg.max_victims);
+  // Under maintenance the pool as a whole may be short (QuotaBook::Check says kMaintenance):
+  // then victims on other nodes than the one the job lands on help too, which the node-local
+  // search does not try.
+  if (chosen.empty() && one_node &&
+      s.quota().Check(job.spec.tenant, f, eq,
+                      s.state().priority_class(job.spec.priority_class).may_borrow)
+              .code == ReasonCode::kMaintenance) {
+    chosen = GreedyThenMinimise(s, placer, job, pools, all, cfg.max_victims);
+  }
   if (chosen.empty()) return out;
   // Reclaim victims first, in the candidates' order, so each is released while its tenant is
   // still above its guarantee.

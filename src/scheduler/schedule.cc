@@ -91,7 +91,7 @@ class Cycle {
   std::vector<bool> share_dirty_;  // usage changed since share_ was computed
   std::priority_queue<TenantTurn, std::vector<TenantTurn>, std::greater<TenantTurn>> turns_;
   std::unordered_map<FailKey, uint32_t, FailKeyHash> failed_;  // -> reason index
-  std::map<std::tuple<uint32_t, uint16_t, int64_t, int, int64_t, int64_t>, uint32_t>
+  std::map<std::tuple<uint32_t, uint16_t, int64_t, int, int64_t, int64_t, int64_t>, uint32_t>
       quota_reasons_;
   std::vector<JobId> released_;
   int preempt_budget_ = 0;
@@ -265,7 +265,8 @@ void Cycle::Consider(const Job& job) {
     const QuotaBook& q = session_.quota();
     const auto qkey = std::make_tuple(t.value(), f.value(), eq.units(),
                                       static_cast<int>(verdict.code), q.usage(t, f).units(),
-                                      q.lendable_to(t, f).units());
+                                      q.lendable_to(t, f).units(),
+                                      q.usage_on_capacity(f).units());
     auto [it, fresh] = quota_reasons_.try_emplace(qkey, 0);
     if (fresh) it->second = AddReason({verdict.code, q.Explain(state_, t, f, eq, verdict.code)});
     WaitWith(job, it->second);

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "model/builder.h"
 #include "scheduler/session.h"
 
@@ -101,6 +103,48 @@ TEST_F(ScheduleTest, EveryWaitingJobHasAReasonAndThePlanIsStable) {
   EXPECT_EQ(Describe(s_, a), Describe(s_, b));
   EXPECT_EQ(a.placements.size() + a.pending.size(), 5u);
   for (const PendingNote& n : a.pending) EXPECT_FALSE(a.ReasonOf(n).message.empty());
+}
+
+TEST(MaintenanceTest, ReclaimUnderMaintenanceTakesVictimsFromAnyNode) {
+  // Two nodes of 8. c borrows one GPU on each. A maintenance window takes 14 of the 16 out of
+  // the pool, so the pool is 2 and c's 2 fill it. a asks for 2 within its guarantee: both
+  // nodes have 7 idle GPUs, but the pool has room only once both of c's jobs are gone. Freeing
+  // the node a lands on is not enough; victims come from the other node too.
+  State s;
+  AddDefaultPriorityClasses(s);
+  ASSERT_TRUE(AddTenant(s, "a", {{"h100-80gb", {8}}}).ok());
+  ASSERT_TRUE(AddTenant(s, "b", {{"h100-80gb", {8}}}).ok());
+  ASSERT_TRUE(AddTenant(s, "c", {{"h100-80gb", {0}}}).ok());
+  ASSERT_TRUE(AddNode(s, "n0", NodeTemplate{.flavor = "h100-80gb"}).ok());
+  ASSERT_TRUE(AddNode(s, "n1", NodeTemplate{.flavor = "h100-80gb"}).ok());
+  std::vector<JobId> borrowed;
+  for (uint32_t n = 0; n < 2; ++n) {
+    const JobId id = *Submit(s, {.tenant = "c", .priority_class = "batch",
+                                 .shape = *WholeGpus(s, "h100-80gb", 1)}, Time());
+    ASSERT_TRUE(Apply(s, JobAdmitted{id, {{NodeId(n), {{.gpu = 0}}}}, AdmissionKind::kBorrowed,
+                                     Time()}).ok());
+    ASSERT_TRUE(Apply(s, JobStarted{id, Time()}).ok());
+    borrowed.push_back(id);
+  }
+  const Reservation m{.id = s.NextReservationId(), .flavor = *s.catalogue().Find("h100-80gb"),
+                      .amount = GpuEq::Gpus(14), .start = Time::FromSeconds(1800),
+                      .end = Time::FromSeconds(7200), .maintenance = true};
+  ASSERT_TRUE(Apply(s, ReservationCreated{m}).ok());
+  const JobId job = *Submit(s, {.tenant = "a", .shape = *WholeGpus(s, "h100-80gb", 2)},
+                            Time::FromSeconds(3000));
+  const Plan plan = Schedule(s, SchedulerConfig{}, Time::FromSeconds(3600));
+  ASSERT_EQ(plan.placements.size(), 1u) << Describe(s, plan);
+  EXPECT_EQ(plan.placements[0].job, job);
+  EXPECT_EQ(plan.placements[0].kind, AdmissionKind::kGuaranteed);
+  ASSERT_EQ(plan.preemptions.size(), 2u) << Describe(s, plan);
+  for (const PreemptDecision& d : plan.preemptions) {
+    EXPECT_NE(std::find(borrowed.begin(), borrowed.end(), d.victim), borrowed.end());
+    EXPECT_EQ(d.kind, PreemptKind::kReclaim);
+  }
+  // Before the window the pool is whole: a is placed and nobody is preempted.
+  const Plan before = Schedule(s, SchedulerConfig{}, Time::FromSeconds(1799));
+  EXPECT_EQ(before.placements.size(), 1u);
+  EXPECT_TRUE(before.preemptions.empty());
 }
 
 TEST(ConfigTest, UnknownPolicyIsRejectedUpFront) {

@@ -15,7 +15,7 @@ size_t Session::ClassKeyHash::operator()(const ClassKey& k) const {
 }
 
 Session::Session(const State& state, const PlacementPolicy& policy, Time now)
-    : state_(state), policy_(policy), now_(now), quota_(state), running_(quota_) {
+    : state_(state), policy_(policy), now_(now), quota_(state, now), running_(quota_) {
   const size_t n = state.nodes().size();
   slots_.resize(n);
   shared_.resize(n);

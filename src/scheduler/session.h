@@ -83,6 +83,8 @@ class Session {
   const State& state() const { return state_; }
   const GpuModel& model(FlavorId f) const { return state_.catalogue().model(f); }
   Time now() const { return now_; }
+  // The quota book at now(): reservations in force raise guarantees, maintenance in force
+  // lowers capacity (policy/quota/quota.h).
   const QuotaBook& quota() const { return quota_; }
   // Usage of the jobs that were running when the cycle began, less those released since:
   // what decides whether a tenant is borrowing and so may lose work to a reclaim.

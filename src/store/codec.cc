@@ -249,6 +249,18 @@ Json EventToJson(const Event& e) {
       return {{"type", "gpu_health"}, {"node", x.node.value()}, {"gpu", x.gpu},
               {"healthy", x.healthy}, {"at", x.at.millis()}};
     }
+    // A maintenance window has no tenant: null, not the invalid id's number.
+    Json operator()(const ReservationCreated& x) {
+      const Reservation& r = x.reservation;
+      return {{"type", "reservation"}, {"id", r.id.value()},
+              {"tenant", r.tenant.valid() ? Json(r.tenant.value()) : Json(nullptr)},
+              {"flavor", r.flavor.value()}, {"amount_units", r.amount.units()},
+              {"start_ms", r.start.millis()}, {"end_ms", r.end.millis()},
+              {"maintenance", r.maintenance}, {"at", r.created.millis()}};
+    }
+    Json operator()(const ReservationCancelled& x) {
+      return {{"type", "reservation_cancelled"}, {"id", x.id.value()}, {"at", x.at.millis()}};
+    }
   };
   return std::visit(V{}, e);
 }
@@ -289,6 +301,21 @@ Result<Event> EventFromJson(const Json& j) {
     if (*type == "gpu_health") {
       return Event(GpuHealthChanged{NodeId(j.at("node").get<uint32_t>()), j.at("gpu").get<uint16_t>(),
                                     j.at("healthy").get<bool>(), at});
+    }
+    if (*type == "reservation") {
+      Reservation r;
+      r.id = ReservationId(j.at("id").get<uint64_t>());
+      if (!j.at("tenant").is_null()) r.tenant = TenantId(j.at("tenant").get<uint32_t>());
+      r.flavor = FlavorId(j.at("flavor").get<uint16_t>());
+      r.amount = GpuEq::Units(j.at("amount_units").get<int64_t>());
+      r.start = Time::FromMillis(j.at("start_ms").get<int64_t>());
+      r.end = Time::FromMillis(j.at("end_ms").get<int64_t>());
+      r.maintenance = j.at("maintenance").get<bool>();
+      r.created = at;
+      return Event(ReservationCreated{r});
+    }
+    if (*type == "reservation_cancelled") {
+      return Event(ReservationCancelled{ReservationId(j.at("id").get<uint64_t>()), at});
     }
   } catch (const Json::exception&) {
     return InvalidArgument("malformed '" + *type + "' event record");

@@ -2,6 +2,7 @@
 // tenant), the bad-input table, the OpenAPI document against the routes, and /metrics.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <functional>
 #include <map>
 #include <set>
@@ -15,8 +16,8 @@ namespace {
 constexpr const char* kConfig = R"(
 scheduler: {tick_ms: 20}
 tenants:
-  - {name: alpha, quotas: {h100-80gb: {guaranteed: 16}}}
-  - {name: beta, quotas: {h100-80gb: {guaranteed: 16}}}
+  - {name: alpha, quotas: {h100-80gb: {guaranteed: 12}}}
+  - {name: beta, quotas: {h100-80gb: {guaranteed: 12}}}
 nodes:
   - {name: n, count: 4, flavor: h100-80gb, gpus: 8}
 )";
@@ -135,6 +136,24 @@ TEST_F(DaemonHttp, IsolationMatrix) {
     EXPECT_EQ(r.status, 201);
     return r.body["id"].get<std::string>();
   };
+  // Reservations of 1 GPU, each in an hour of its own in 2030 (8 GPUs are reservable).
+  auto reservation = [&](const std::string& tenant) {
+    const int64_t start = 1893456000 + 3600 * ++serial;  // 2030-01-01T00:00:00Z + serial hours
+    auto rfc = [](int64_t s) {
+      const int64_t h = (s - 1893456000) / 3600;
+      char buf[32];
+      std::snprintf(buf, sizeof buf, "2030-%02d-%02dT%02d:00:00Z", 1 + static_cast<int>(h / 24 / 28),
+                    1 + static_cast<int>(h / 24 % 28), static_cast<int>(h % 24));
+      return std::string(buf);
+    };
+    return Json({{"tenant", tenant}, {"flavor", "h100-80gb"}, {"gpus", 1}, {"start", rfc(start)},
+                 {"end", rfc(start + 3600)}}).dump();
+  };
+  auto fresh_reservation = [&](const std::string& tenant) {
+    Response r = Call(c, "POST", "/v1/reservations", tokens_["admin"], reservation(tenant));
+    EXPECT_EQ(r.status, 201) << r.body.dump();
+    return r.body["id"].get<std::string>();
+  };
   auto fresh_token = [&](const std::string& tenant) {
     Response r = Call(c, "POST", "/v1/tokens", tokens_["admin"],
                       Json({{"name", "t" + std::to_string(++serial)}, {"role", "viewer"}, {"tenant", tenant}}).dump());
@@ -158,6 +177,12 @@ TEST_F(DaemonHttp, IsolationMatrix) {
             Json({{"name", "k" + std::to_string(++serial)}, {"role", "member"}, {"tenant", target}}).dump());
       check("delete /v1/tokens/{id}", who, target, Expect(who, target, 200, 200, 404, 404), "DELETE",
             "/v1/tokens/" + fresh_token(target));
+      check("post /v1/reservations", who, target, Expect(who, target, 201, 201, 201, 403), "POST",
+            "/v1/reservations", reservation(target));
+      check("get /v1/reservations/{id}", who, target, Expect(who, target, 200, 200, 200, 200), "GET",
+            "/v1/reservations/" + fresh_reservation(target));
+      check("delete /v1/reservations/{id}", who, target, Expect(who, target, 200, 200, 200, 403), "DELETE",
+            "/v1/reservations/" + fresh_reservation(target));
       const std::string node = "/v1/nodes/" + nodes_[target];
       check("get /v1/nodes/{name}", who, target, Expect(who, target, 200, 200, 200, 200), "GET", node);
       // The admin acts on the spare node (so the fixture's jobs stay put) and undoes it.
@@ -179,12 +204,17 @@ TEST_F(DaemonHttp, IsolationMatrix) {
     check("get /v1/tokens", who, "-", Expect(who, "alpha", 200, 200, 200, 200), "GET", "/v1/tokens");
     check("get /v1/nodes", who, "-", Expect(who, "alpha", 200, 200, 200, 200), "GET", "/v1/nodes");
     check("get /v1/audit", who, "-", Expect(who, "alpha", 200, 200, 403, 403), "GET", "/v1/audit");
+    check("get /v1/reservations", who, "-", Expect(who, "alpha", 200, 200, 200, 200), "GET", "/v1/reservations");
+    check("get /v1/availability", who, "-", Expect(who, "alpha", 200, 200, 200, 200), "GET",
+          "/v1/availability?flavor=h100-80gb&gpus=2&duration_s=3600");
+    check("get /v1/calendar", who, "-", Expect(who, "alpha", 200, 200, 200, 200), "GET",
+          "/v1/calendar?flavor=h100-80gb&start=2030-01-01T00:00:00Z&end=2030-01-02T00:00:00Z&step_s=3600");
   }
   for (const char* route : {"get /healthz", "get /metrics", "get /v1/openapi.json"}) covered.insert(route);
   for (const RouteDoc& r : ApiRoutes()) {
     EXPECT_TRUE(covered.count(std::string(r.method) + " " + r.path)) << "the matrix misses " << r.method << " " << r.path;
   }
-  EXPECT_EQ(checked, 6 * (2 * 12 + 9)) << "6 callers x (2 targets x 12 tenant-scoped + 9 cluster-wide requests)";
+  EXPECT_EQ(checked, 6 * (2 * 15 + 12)) << "6 callers x (2 targets x 15 tenant-scoped + 12 cluster-wide requests)";
 }
 
 // What the lists show each caller: never another tenant's jobs, tokens, usage, nodes or audit.
@@ -198,6 +228,9 @@ TEST_F(DaemonHttp, ListsNeverShowAnotherTenant) {
     ASSERT_EQ(tenants.size(), 1u) << who;
     EXPECT_EQ(tenants[0]["name"], "alpha");
     for (const Json& tok : Get(c, "/v1/tokens", t, "items")) EXPECT_EQ(tok["tenant"], "alpha") << who;
+    for (const Json& r : Get(c, "/v1/reservations", t, "items")) {
+      EXPECT_TRUE(r["maintenance"] == true || r["tenant"] == "alpha") << who << ": " << r.dump();
+    }
     std::set<std::string> nodes;
     for (const Json& n : Get(c, "/v1/nodes", t, "items")) nodes.insert(n["name"]);
     EXPECT_TRUE(nodes.count(nodes_["alpha"])) << who;
@@ -333,7 +366,7 @@ TEST_F(DaemonHttp, OpenApiAndMetrics) {
   httplib::Result m = c.Get("/metrics");
   ASSERT_TRUE(m);
   EXPECT_EQ(m->status, 200);
-  EXPECT_NE(m->body.find("gpupool_tenant_guaranteed_gpu_eq{flavor=\"h100-80gb\",tenant=\"alpha\"} 16"), std::string::npos)
+  EXPECT_NE(m->body.find("gpupool_tenant_guaranteed_gpu_eq{flavor=\"h100-80gb\",tenant=\"alpha\"} 12"), std::string::npos)
       << m->body.substr(0, 2000);
   EXPECT_NE(m->body.find("gpupool_api_request_seconds_bucket"), std::string::npos);
   EXPECT_NE(m->body.find("gpupool_scheduling_cycle_seconds_count"), std::string::npos);

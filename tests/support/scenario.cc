@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "policy/calendar/calendars.h"
+
 namespace gpupool::testing {
 
 Result<ReplicaShape> ParseShape(const State& state, const std::string& text) {
@@ -56,6 +58,16 @@ Plan RunScenario(const Scenario& sc, State* state_out, std::map<std::string, Job
   for (const auto& [name, tmpl] : sc.nodes) {
     Result<NodeId> n = AddNode(s, name, tmpl);
     EXPECT_TRUE(n.ok()) << name << ": " << (n.ok() ? "" : n.error().message);
+  }
+  for (const ReservationLine& l : sc.reservations) {
+    Reservation r{.id = s.NextReservationId(), .flavor = *s.catalogue().Find(l.flavor),
+                  .amount = GpuEq::Gpus(l.gpus), .start = Time::FromSeconds(l.start_s),
+                  .end = Time::FromSeconds(l.end_s), .maintenance = l.tenant.empty()};
+    if (!l.tenant.empty()) r.tenant = *s.FindTenant(l.tenant);
+    const Status booked = BuildCalendar(s, r.flavor).Book(ToBooking(r));
+    EXPECT_TRUE(booked.ok()) << "reservation " << r.id.value() << ": " << booked.error().message;
+    const Status applied = Apply(s, ReservationCreated{r});
+    EXPECT_TRUE(applied.ok()) << "reservation " << r.id.value() << ": " << applied.error().message;
   }
   std::map<std::string, JobId> ids;
   std::map<JobId, std::string> names;

@@ -24,6 +24,17 @@ struct TenantLine {
   std::vector<std::string> required_labels;
 };
 
+// A reservation (tenant set) or a maintenance window (tenant empty) of whole GPUs over
+// [start_s, end_s). RunScenario books it on the state's calendar before applying it, as the
+// daemon will, so a table cannot hold a double booking.
+struct ReservationLine {
+  std::string tenant;
+  std::string flavor = "h100-80gb";
+  int gpus = 0;
+  int start_s = 0;
+  int end_s = 0;
+};
+
 struct JobLine {
   std::string name;
   std::string tenant;
@@ -39,6 +50,7 @@ struct JobLine {
 struct Scenario {
   std::vector<std::pair<std::string, NodeTemplate>> nodes;
   std::vector<TenantLine> tenants;
+  std::vector<ReservationLine> reservations;  // made before the setup cycle at t=0
   std::vector<JobLine> running;  // placed by a setup cycle at t=0 and started at started_s
   std::vector<JobLine> pending;  // submitted at t=1
   int now_s = 3600;

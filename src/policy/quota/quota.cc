@@ -1,11 +1,26 @@
 #include "policy/quota/quota.h"
 
+#include <algorithm>
+
 namespace gpupool {
+
+std::vector<GpuEq> PoolCapacities(const State& state) {
+  std::vector<GpuEq> out(state.catalogue().size());
+  for (const Node& n : state.nodes()) {
+    if (!n.schedulable() || n.dedicated_to.valid()) continue;
+    for (const Gpu& g : n.gpus) {
+      if (g.healthy) out[n.flavor.value()] += GpuEq::Gpus(1);
+    }
+  }
+  return out;
+}
 
 QuotaBook::QuotaBook(const State& state)
     : flavors_(state.catalogue().size()),
       cells_(state.tenants().size() * state.catalogue().size()),
-      capacity_(flavors_),
+      healthy_(PoolCapacities(state)),
+      maintenance_(flavors_),
+      capacity_(healthy_),
       total_usage_(flavors_),
       on_capacity_(flavors_),
       protected_(flavors_) {
@@ -20,12 +35,6 @@ QuotaBook::QuotaBook(const State& state)
       c.lend_limit = q.lend_limit.value_or(GpuEq());
     }
   }
-  for (const Node& n : state.nodes()) {
-    if (!n.schedulable() || n.dedicated_to.valid()) continue;
-    for (const Gpu& g : n.gpus) {
-      if (g.healthy) capacity_[n.flavor.value()] += GpuEq::Gpus(1);
-    }
-  }
   for (JobId id : state.active()) {
     const Job& j = *state.FindJob(id);
     if (j.admitted_as == AdmissionKind::kDedicated) continue;
@@ -36,11 +45,41 @@ QuotaBook::QuotaBook(const State& state)
       on_capacity_[j.spec.shape.flavor.value()] += OnCapacity(state, j, rp);
     }
   }
-  for (const Tenant& t : state.tenants()) {
-    for (size_t f = 0; f < flavors_; ++f) {
-      protected_[f] += cell(t.id, FlavorId(static_cast<uint16_t>(f))).Protected();
+  SumProtected();
+}
+
+QuotaBook::QuotaBook(const State& state, Time now) : QuotaBook(state) {
+  AddReservations(state, now);
+  SumProtected();
+}
+
+// An active reservation is extra guarantee, and extra lendable guarantee: raising L with G
+// keeps protected(t) = max(0, G - U - L) where the standing quota put it, so the reserved part
+// is lent while idle and reclaimed like any guarantee (docs/design/reservations.md).
+void QuotaBook::AddReservations(const State& state, Time now) {
+  for (const auto& [id, r] : state.reservations()) {
+    if (!r.Holds(now)) continue;
+    if (r.maintenance) {
+      maintenance_[r.flavor.value()] += r.amount;
+      continue;
     }
+    Cell& c = cell(r.tenant, r.flavor);
+    if (!c.has_quota) {
+      c.has_quota = true;
+      c.borrow_capped = true;  // limit 0: the reservation, nothing more
+    }
+    c.guaranteed += r.amount;
+    c.reserved += r.amount;
+    if (c.lend_capped) c.lend_limit += r.amount;
   }
+  for (size_t f = 0; f < flavors_; ++f) {
+    capacity_[f] = Max(GpuEq(), healthy_[f] - maintenance_[f]);
+  }
+}
+
+void QuotaBook::SumProtected() {
+  std::fill(protected_.begin(), protected_.end(), GpuEq());
+  for (size_t i = 0; i < cells_.size(); ++i) protected_[i % flavors_] += cells_[i].Protected();
 }
 
 void QuotaBook::Add(TenantId t, FlavorId f, GpuEq amount, GpuEq on_capacity) {
@@ -60,7 +99,15 @@ GpuEq QuotaBook::lendable_to(TenantId t, FlavorId f) const {
 QuotaVerdict QuotaBook::Check(TenantId t, FlavorId f, GpuEq demand, bool may_borrow) const {
   const Cell& c = cell(t, f);
   if (!c.has_quota) return {ReasonCode::kNoQuota};
-  if (c.usage + demand <= c.guaranteed) return {ReasonCode::kNone, AdmissionKind::kGuaranteed};
+  if (c.usage + demand <= c.guaranteed) {
+    // Only maintenance can make the pool smaller than the work already on it plus this job:
+    // otherwise P + d <= C whenever the job fits on free GPUs, and placement decides.
+    const size_t i = f.value();
+    if (maintenance_[i] > GpuEq() && on_capacity_[i] + demand > capacity_[i]) {
+      return {ReasonCode::kMaintenance};
+    }
+    return {ReasonCode::kNone, AdmissionKind::kGuaranteed};
+  }
   if (!may_borrow) return {ReasonCode::kMayNotBorrow};
   if (c.borrow_capped && c.usage + demand > c.guaranteed + c.borrow_limit) {
     return {ReasonCode::kBorrowLimit};
@@ -94,6 +141,17 @@ std::vector<GuaranteeShortfall> GuaranteeShortfalls(const State& state) {
   return out;
 }
 
+namespace {
+
+// "4", or "6 (4 standing + 2 reserved)" while reservations are in force.
+std::string GuaranteeText(GpuEq guaranteed, GpuEq reserved) {
+  if (reserved <= GpuEq()) return ToString(guaranteed);
+  return ToString(guaranteed) + " (" + ToString(guaranteed - reserved) + " standing + " +
+         ToString(reserved) + " reserved)";
+}
+
+}  // namespace
+
 std::string QuotaBook::Explain(const State& state, TenantId t, FlavorId f, GpuEq demand,
                                ReasonCode code) const {
   const Cell& c = cell(t, f);
@@ -103,17 +161,23 @@ std::string QuotaBook::Explain(const State& state, TenantId t, FlavorId f, GpuEq
   switch (code) {
     case ReasonCode::kNoQuota: return tn + " has no quota for " + fn;
     case ReasonCode::kMayNotBorrow:
-      return tn + " would exceed its guarantee of " + ToString(c.guaranteed) + " " + fn +
-             " (using " + ToString(c.usage) + ") and the priority class may not borrow" + need;
+      return tn + " would exceed its guarantee of " + GuaranteeText(c.guaranteed, c.reserved) +
+             " " + fn + " (using " + ToString(c.usage) + ") and the priority class may not borrow" +
+             need;
     case ReasonCode::kBorrowLimit:
       return tn + " at borrow limit for " + fn + ": using " + ToString(c.usage) + " of max " +
              ToString(c.guaranteed + c.borrow_limit) + " (guaranteed " +
-             ToString(c.guaranteed) + " + borrow limit " + ToString(c.borrow_limit) + ")" + need;
+             GuaranteeText(c.guaranteed, c.reserved) + " + borrow limit " +
+             ToString(c.borrow_limit) + ")" + need;
     case ReasonCode::kNoLendableCapacity:
       return "no lendable " + fn + " capacity: " + ToString(Max(GpuEq(), lendable_to(t, f))) +
              " of " + ToString(capacity(f)) +
              " can be borrowed (the rest is used or protected by other tenants' guarantees)" +
              need;
+    case ReasonCode::kMaintenance:
+      return ToString(maintenance(f)) + " of " + ToString(healthy_capacity(f)) + " " + fn +
+             " are under maintenance: " + ToString(usage_on_capacity(f)) + " of the " +
+             ToString(capacity(f)) + " left are in use" + need;
     default: return tn + ": " + std::string(ReasonCodeName(code));
   }
 }

@@ -20,6 +20,17 @@ class QuotaTest : public ::testing::Test {
   TenantId T(const std::string& name, QuotaGpus q) {
     return *AddTenant(s_, name, {{"h100-80gb", q}});
   }
+  // A reservation for `tenant` (a maintenance window when invalid) of h100s over
+  // [start_s, end_s), applied without a calendar check.
+  void Reserve(TenantId tenant, int gpus, int start_s, int end_s) {
+    const Reservation r{.id = s_.NextReservationId(), .tenant = tenant, .flavor = f_,
+                        .amount = GpuEq::Gpus(gpus), .start = Time::FromSeconds(start_s),
+                        .end = Time::FromSeconds(end_s), .maintenance = !tenant.valid()};
+    ASSERT_TRUE(Apply(s_, ReservationCreated{r}).ok());
+  }
+  static bool Says(const std::string& text, const std::string& part) {
+    return text.find(part) != std::string::npos;
+  }
   State s_;
   FlavorId f_;
 };
@@ -108,6 +119,107 @@ TEST_F(QuotaTest, WorkOnCordonedNodesIsNotCountedTwiceInLendableCapacity) {
   EXPECT_EQ(book.capacity(f_), GpuEq::Gpus(8));
   EXPECT_EQ(book.usage(b, f_), GpuEq::Gpus(8));
   EXPECT_EQ(book.lendable_to(a, f_), GpuEq::Gpus(8));
+}
+
+// --- reservations and maintenance (docs/design/reservations.md, "In the scheduler") ---------
+
+TEST_F(QuotaTest, ReservationInForceIsExtraGuarantee) {
+  // a: standing guarantee 4, reserved 4 over [100 s, 200 s). An inference-class job (may not
+  // borrow) of 8 is guaranteed inside the window only.
+  const TenantId a = T("a", {4});
+  Reserve(a, 4, 100, 200);
+  for (int t : {50, 200, 300}) {
+    const QuotaBook book(s_, Time::FromSeconds(t));
+    EXPECT_EQ(book.guaranteed(a, f_), GpuEq::Gpus(4)) << t;
+    EXPECT_EQ(book.Check(a, f_, GpuEq::Gpus(8), false).code, ReasonCode::kMayNotBorrow) << t;
+  }
+  const QuotaBook book(s_, Time::FromSeconds(100));
+  EXPECT_EQ(book.guaranteed(a, f_), GpuEq::Gpus(8));
+  EXPECT_EQ(book.reserved(a, f_), GpuEq::Gpus(4));
+  const QuotaVerdict v = book.Check(a, f_, GpuEq::Gpus(8), false);
+  EXPECT_TRUE(v.ok());
+  EXPECT_EQ(v.kind, AdmissionKind::kGuaranteed);
+  EXPECT_TRUE(Says(book.Explain(s_, a, f_, GpuEq::Gpus(9), ReasonCode::kMayNotBorrow),
+                   "guarantee of 8 (4 standing + 4 reserved)"));
+  // The book without a time counts standing quotas only.
+  EXPECT_EQ(QuotaBook(s_).guaranteed(a, f_), GpuEq::Gpus(4));
+}
+
+TEST_F(QuotaTest, ReservationRaisesTheBorrowCapWithTheGuarantee) {
+  // a: 4 guaranteed + borrow limit 2; with 4 reserved the cap is 4 + 4 + 2 = 10.
+  const TenantId a = T("a", {4, 2});
+  Reserve(a, 4, 0, 100);
+  QuotaBook book(s_, Time::FromSeconds(10));
+  book.Add(a, f_, GpuEq::Gpus(8));
+  EXPECT_EQ(book.Check(a, f_, GpuEq::Gpus(2), true).kind, AdmissionKind::kBorrowed);
+  EXPECT_EQ(book.Check(a, f_, GpuEq::Gpus(3), true).code, ReasonCode::kBorrowLimit);
+}
+
+TEST_F(QuotaTest, IdleReservedCapacityIsLentEvenWhenTheStandingGuaranteeIsNot) {
+  // owner: 12 guaranteed, lends none of it; 4 reserved on top (16 of 16). borrower: 0.
+  // Raising L with G keeps protected(owner) = 16 - 0 - (0 + 4) = 12, so the borrower may take
+  // the 4 reserved GPUs while the owner leaves them idle. Were L left at 0, protected would be
+  // 16 and nothing could be borrowed.
+  const TenantId o = T("owner", {12, std::nullopt, 0});
+  const TenantId b = T("borrower", {0});
+  Reserve(o, 4, 0, 100);
+  QuotaBook book(s_, Time::FromSeconds(10));
+  EXPECT_EQ(book.lendable_to(b, f_), GpuEq::Gpus(4));
+  EXPECT_EQ(book.Check(b, f_, GpuEq::Gpus(4), true).kind, AdmissionKind::kBorrowed);
+  EXPECT_EQ(book.Check(b, f_, GpuEq::Gpus(5), true).code, ReasonCode::kNoLendableCapacity);
+  // The borrower takes them; the owner is still within its guarantee for all 16 and so may
+  // reclaim them (the scheduler's reclaim reads exactly these two numbers).
+  book.Add(b, f_, GpuEq::Gpus(4));
+  EXPECT_TRUE(book.borrowing(b, f_));
+  EXPECT_EQ(book.Check(o, f_, GpuEq::Gpus(16), false).kind, AdmissionKind::kGuaranteed);
+}
+
+TEST_F(QuotaTest, ReservationWithoutAStandingQuotaGrantsJustTheReservation) {
+  // x has no h100 quota: no_quota outside the window; inside, a guarantee of 2 and nothing to
+  // borrow beyond it.
+  const TenantId x = *AddTenant(s_, "x", {});
+  Reserve(x, 2, 0, 100);
+  EXPECT_EQ(QuotaBook(s_, Time::FromSeconds(100)).Check(x, f_, GpuEq::Gpus(1), true).code,
+            ReasonCode::kNoQuota);
+  const QuotaBook book(s_, Time::FromSeconds(0));
+  EXPECT_TRUE(book.has_quota(x, f_));
+  EXPECT_EQ(book.Check(x, f_, GpuEq::Gpus(2), false).kind, AdmissionKind::kGuaranteed);
+  EXPECT_EQ(book.Check(x, f_, GpuEq::Gpus(3), true).code, ReasonCode::kBorrowLimit);
+}
+
+TEST_F(QuotaTest, MaintenanceTakesCapacityOutOfThePool) {
+  // a and b are guaranteed 8 each of 16; 4 are under maintenance over [0 s, 100 s): C = 12.
+  // With a at 8, b fits 4 more within its guarantee but not 5: the pool would need 13.
+  const TenantId a = T("a", {8});
+  const TenantId b = T("b", {8});
+  const TenantId c = T("c", {0});
+  Reserve(TenantId(), 4, 0, 100);
+  QuotaBook book(s_, Time::FromSeconds(50));
+  EXPECT_EQ(book.healthy_capacity(f_), GpuEq::Gpus(16));
+  EXPECT_EQ(book.maintenance(f_), GpuEq::Gpus(4));
+  EXPECT_EQ(book.capacity(f_), GpuEq::Gpus(12));
+  book.Add(a, f_, GpuEq::Gpus(8));
+  EXPECT_EQ(book.Check(b, f_, GpuEq::Gpus(4), false).kind, AdmissionKind::kGuaranteed);
+  EXPECT_EQ(book.Check(b, f_, GpuEq::Gpus(5), false).code, ReasonCode::kMaintenance);
+  EXPECT_TRUE(Says(book.Explain(s_, b, f_, GpuEq::Gpus(5), ReasonCode::kMaintenance),
+                   "4 of 16 h100-80gb are under maintenance: 8 of the 12 left are in use"));
+  // Borrowers see the smaller pool too: 12 - 8 used - 0 protected (b lends all) = 4.
+  EXPECT_EQ(book.lendable_to(c, f_), GpuEq::Gpus(4));
+  // Outside the window the pool is whole again.
+  QuotaBook after(s_, Time::FromSeconds(100));
+  after.Add(a, f_, GpuEq::Gpus(8));
+  EXPECT_EQ(after.capacity(f_), GpuEq::Gpus(16));
+  EXPECT_EQ(after.Check(b, f_, GpuEq::Gpus(8), false).kind, AdmissionKind::kGuaranteed);
+}
+
+TEST_F(QuotaTest, MaintenanceLargerThanTheHealthyPoolLeavesNoCapacity) {
+  T("a", {8});
+  Reserve(TenantId(), 10, 0, 100);
+  ASSERT_TRUE(Apply(s_, NodeConditionChanged{NodeId(1), NodeCondition::kCordoned, Time()}).ok());
+  const QuotaBook book(s_, Time::FromSeconds(0));
+  EXPECT_EQ(book.capacity(f_), GpuEq());  // 8 healthy - 10, never below 0
+  EXPECT_EQ(book.Check(*s_.FindTenant("a"), f_, GpuEq::Gpus(1), false).code,
+            ReasonCode::kMaintenance);
 }
 
 }  // namespace
