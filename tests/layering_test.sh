@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The layering rule of STYLE.md: core, model, policy, scheduler (and accounting, once it exists)
+# The layering rule of STYLE.md: core, model, policy, scheduler and accounting
 # include no thread, file, socket, HTTP or JSON headers, read no clock and draw no unseeded
 # randomness. The single exception is core/check.cc, which prints a failed check to stderr
 # before aborting.

@@ -1,0 +1,61 @@
+// Usage reports over the ledger (DESIGN.md §8): per tenant and period, optionally grouped by
+// flavor and by kind, priced per flavor per GPU-hour. docs/design/accounting.md has the math.
+//
+// Exactness: usage is summed as UnitMillis (128-bit) with overflow checks; a row's cost is the
+// exact sum over its flavors of billed unit-ms x price, divided by kUnitMillisPerGpuHour and
+// rounded half up ONCE, at the row. So the sum of the rows' costs may differ from the cost of
+// the sum by at most half a micro per row; usage sums are exact.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "accounting/ledger.h"
+#include "core/ids.h"
+#include "core/result.h"
+#include "core/time.h"
+#include "model/state.h"
+
+namespace gpupool {
+
+// Prices per flavor in micro-currency per GPU-hour (1 GPU = 7000 units, so a MIG slice costs a
+// seventh and 250 milli-GPUs a quarter of the GPU-hour price).
+struct PriceList {
+  static constexpr int64_t kMaxMicrosPerGpuHour = 1'000'000'000'000;  // 1e6 currency units
+  std::map<FlavorId, int64_t> micros_per_gpu_hour;
+};
+
+struct ReportQuery {
+  Time from, to;                   // the window [from, to); intervals are clipped to it
+  bool by_flavor = true;           // one row per flavor, else flavors merged
+  bool by_kind = true;             // one row per kind, else kinds merged
+  std::optional<TenantId> tenant;  // only this tenant
+};
+
+struct ReportRow {
+  TenantId tenant;
+  std::optional<FlavorId> flavor;     // set iff grouped by flavor
+  std::optional<UsageKind> kind;      // set iff grouped by kind
+  UnitMillis unit_millis = 0;         // all usage in the window, billed or not
+  UnitMillis billed_unit_millis = 0;  // excluding kInfrastructureFailure
+  double gpu_hours = 0;               // unit_millis / kUnitMillisPerGpuHour, for display only
+  int64_t cost_micros = 0;            // billed usage at its flavor's price, rounded half up
+  friend bool operator==(const ReportRow&, const ReportRow&) = default;
+};
+
+// Rows in (tenant, flavor, kind) order; groups with no usage in the window have no row.
+// Errors (kInvalidArgument): to < from; a price outside [0, kMaxMicrosPerGpuHour]; billed usage
+// of a flavor with no price; a sum that would overflow.
+Result<std::vector<ReportRow>> Report(const std::vector<UsageInterval>& intervals,
+                                      const ReportQuery& query, const PriceList& prices);
+
+// CSV with a header line: tenant,flavor,kind,gpu_hours,unit_ms,billed_unit_ms,cost.
+// Names come from `names` (an unknown id renders as "#<id>"); an ungrouped column is empty;
+// gpu_hours and cost have six decimals, gpu_hours rounded half up from the exact unit-ms, cost
+// exact in micros. Fields with a comma, quote or line break are quoted (RFC 4180).
+std::string RenderCsv(const std::vector<ReportRow>& rows, const State& names);
+
+}  // namespace gpupool

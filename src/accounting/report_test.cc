@@ -1,0 +1,195 @@
+// Report: clipping, grouping, filtering and exact prices, on hand-made intervals.
+#include "accounting/report.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "model/builder.h"
+
+namespace gpupool {
+namespace {
+
+constexpr int64_t kHourMs = 3'600'000;
+const FlavorId kH100(0), kA100(1);
+
+Time H(int64_t hours) { return Time::FromMillis(hours * kHourMs); }
+
+UsageInterval I(uint32_t tenant, FlavorId flavor, GpuEq eq, Time start, Time end,
+                UsageKind kind = UsageKind::kGuaranteed) {
+  UsageInterval u;
+  u.tenant = TenantId(tenant);
+  u.flavor = flavor;
+  u.eq = eq;
+  u.start = start;
+  u.end = end;
+  u.kind = kind;
+  return u;
+}
+
+UnitMillis GpuHours(int64_t n) { return static_cast<UnitMillis>(n) * kUnitMillisPerGpuHour; }
+
+PriceList Prices() {  // h100: 4.000000 per GPU-hour, a100: 1.500000
+  return PriceList{{{kH100, 4'000'000}, {kA100, 1'500'000}}};
+}
+
+std::vector<ReportRow> Rows(const std::vector<UsageInterval>& in, ReportQuery q,
+                            PriceList p = Prices()) {
+  Result<std::vector<ReportRow>> r = Report(in, q, p);
+  GP_CHECK(r.ok()) << r.error().message;
+  return *r;
+}
+
+TEST(ReportTest, ClipsIntervalsToTheWindow) {
+  // One GPU over [0h, 10h), window [2h, 5h): 3 GPU-hours at 4.00 = 12.00.
+  // [5h, 6h) starts at the window's end and [1h, 2h) ends at its start: neither counts.
+  const auto rows =
+      Rows({I(0, kH100, GpuEq::Gpus(1), H(0), H(10)), I(0, kH100, GpuEq::Gpus(1), H(5), H(6)),
+            I(0, kH100, GpuEq::Gpus(1), H(1), H(2))},
+           {.from = H(2), .to = H(5)});
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_TRUE(rows[0].unit_millis == GpuHours(3));
+  EXPECT_DOUBLE_EQ(rows[0].gpu_hours, 3.0);
+  EXPECT_EQ(rows[0].cost_micros, 12'000'000);
+  EXPECT_EQ(rows[0].flavor, kH100);
+  EXPECT_EQ(rows[0].kind, UsageKind::kGuaranteed);
+}
+
+TEST(ReportTest, MigAndFractionsAreBilledByGpuEquivalents) {
+  // One 1g slice (1000 units = 1/7 GPU) for 7 h = 1 GPU-hour = 4.00.
+  // 250 milli-GPUs (1750 units) for 2 h = 0.5 GPU-hour on an a100 = 0.75.
+  const auto rows = Rows({I(0, kH100, GpuEq::MigSlices(1), H(0), H(7)),
+                          I(1, kA100, GpuEq::MilliGpus(250), H(0), H(2))},
+                         {.from = H(0), .to = H(24)});
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0].cost_micros, 4'000'000);
+  EXPECT_TRUE(rows[1].unit_millis == GpuHours(1) / 2);
+  EXPECT_EQ(rows[1].cost_micros, 750'000);
+}
+
+TEST(ReportTest, InfrastructureFailureIsRecordedButNotBilled) {
+  const std::vector<UsageInterval> in = {
+      I(0, kH100, GpuEq::Gpus(2), H(0), H(1)),
+      I(0, kH100, GpuEq::Gpus(2), H(1), H(2), UsageKind::kInfrastructureFailure)};
+  const auto by_kind = Rows(in, {.from = H(0), .to = H(2)});
+  ASSERT_EQ(by_kind.size(), 2u);
+  EXPECT_EQ(by_kind[1].kind, UsageKind::kInfrastructureFailure);
+  EXPECT_TRUE(by_kind[1].unit_millis == GpuHours(2));
+  EXPECT_TRUE(by_kind[1].billed_unit_millis == 0);
+  EXPECT_EQ(by_kind[1].cost_micros, 0);
+  const auto merged = Rows(in, {.from = H(0), .to = H(2), .by_kind = false});
+  ASSERT_EQ(merged.size(), 1u);
+  EXPECT_FALSE(merged[0].kind.has_value());
+  EXPECT_TRUE(merged[0].unit_millis == GpuHours(4));
+  EXPECT_TRUE(merged[0].billed_unit_millis == GpuHours(2));
+  EXPECT_EQ(merged[0].cost_micros, 8'000'000);
+  // Only unbilled usage of a flavor: no price needed.
+  EXPECT_TRUE(Report({in[1]}, {.from = H(0), .to = H(2)}, PriceList{}).ok());
+}
+
+TEST(ReportTest, GroupsByFlavorAndKindInATotalOrder) {
+  const std::vector<UsageInterval> in = {
+      I(1, kA100, GpuEq::Gpus(1), H(0), H(1), UsageKind::kBorrowed),
+      I(0, kA100, GpuEq::Gpus(1), H(0), H(1)),
+      I(1, kH100, GpuEq::Gpus(1), H(0), H(1), UsageKind::kDedicated),
+      I(1, kH100, GpuEq::Gpus(1), H(0), H(1)),
+      I(1, kH100, GpuEq::Gpus(3), H(0), H(1)),
+  };
+  const auto rows = Rows(in, {.from = H(0), .to = H(1)});
+  ASSERT_EQ(rows.size(), 4u);
+  EXPECT_EQ(rows[0].tenant, TenantId(0));
+  EXPECT_EQ(rows[1].tenant, TenantId(1));
+  EXPECT_EQ(rows[1].flavor, kH100);
+  EXPECT_EQ(rows[1].kind, UsageKind::kGuaranteed);
+  EXPECT_TRUE(rows[1].unit_millis == GpuHours(4));
+  EXPECT_EQ(rows[2].kind, UsageKind::kDedicated);
+  EXPECT_EQ(rows[3].flavor, kA100);
+  EXPECT_EQ(rows[3].kind, UsageKind::kBorrowed);
+  // Input order does not matter.
+  std::vector<UsageInterval> reversed(in.rbegin(), in.rend());
+  EXPECT_EQ(Rows(reversed, {.from = H(0), .to = H(1)}), rows);
+
+  // Flavors merged: each flavor still priced at its own rate. Tenant 1: 5 h100 GPU-hours at
+  // 4.00 + 1 a100 GPU-hour at 1.50 = 21.50.
+  const auto merged = Rows(in, {.from = H(0), .to = H(1), .by_flavor = false, .by_kind = false});
+  ASSERT_EQ(merged.size(), 2u);
+  EXPECT_FALSE(merged[1].flavor.has_value());
+  EXPECT_TRUE(merged[1].unit_millis == GpuHours(6));
+  EXPECT_EQ(merged[1].cost_micros, 21'500'000);
+}
+
+TEST(ReportTest, TenantFilter) {
+  const auto rows =
+      Rows({I(0, kH100, GpuEq::Gpus(1), H(0), H(1)), I(2, kH100, GpuEq::Gpus(1), H(0), H(1))},
+           {.from = H(0), .to = H(1), .tenant = TenantId(2)});
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].tenant, TenantId(2));
+}
+
+TEST(ReportTest, PriceMathIsExactAndRoundsOnceHalfUp) {
+  // 1 unit for 1 ms at 12,600,000,000 micros per GPU-hour: 1.26e10 / 2.52e10 = 0.5 -> 1.
+  PriceList p{{{kH100, 12'600'000'000}}};
+  EXPECT_EQ(Rows({I(0, kH100, GpuEq::Units(1), Time(), Time::FromMillis(1))},
+                 {.from = Time(), .to = H(1)}, p)[0]
+                .cost_micros,
+            1);
+  // Just under a half rounds down.
+  p.micros_per_gpu_hour[kH100] = 12'599'999'999;
+  EXPECT_EQ(Rows({I(0, kH100, GpuEq::Units(1), Time(), Time::FromMillis(1))},
+                 {.from = Time(), .to = H(1)}, p)[0]
+                .cost_micros,
+            0);
+  // Rounding once per row: 3 intervals of 0.4 micro each are 1.2 -> 1, not 0 + 0 + 0.
+  p.micros_per_gpu_hour[kH100] = 10'080'000'000;  // 0.4 micro per unit-ms
+  std::vector<UsageInterval> in(3, I(0, kH100, GpuEq::Units(1), Time(), Time::FromMillis(1)));
+  EXPECT_EQ(Rows(in, {.from = Time(), .to = H(1)}, p)[0].cost_micros, 1);
+  // A year of 1000 H100s at 4.00: 8760 h x 1000 x 4 = 35,040,000.000000, exactly.
+  const auto year =
+      Rows({I(0, kH100, GpuEq::Gpus(1000), H(0), H(8760))}, {.from = H(0), .to = H(8760)});
+  EXPECT_EQ(year[0].cost_micros, int64_t{35'040'000} * 1'000'000);
+}
+
+TEST(ReportTest, Errors) {
+  const std::vector<UsageInterval> in = {I(0, kA100, GpuEq::Gpus(1), H(0), H(1))};
+  EXPECT_FALSE(Report(in, {.from = H(2), .to = H(1)}, Prices()).ok());  // inverted window
+  EXPECT_FALSE(Report(in, {.from = H(0), .to = H(1)}, PriceList{{{kH100, 1}}}).ok());  // no price
+  EXPECT_FALSE(Report(in, {.from = H(0), .to = H(1)}, PriceList{{{kA100, -1}}}).ok());
+  EXPECT_FALSE(Report(in, {.from = H(0), .to = H(1)},
+                      PriceList{{{kA100, PriceList::kMaxMicrosPerGpuHour + 1}}})
+                   .ok());
+  // Sums that would not fit 128 bits are refused, never wrapped.
+  const GpuEq huge = GpuEq::Units(std::numeric_limits<int64_t>::max() / 2);
+  std::vector<UsageInterval> big(
+      8, I(0, kA100, huge, Time(), Time::FromMillis(std::numeric_limits<int64_t>::max() - 1)));
+  Result<std::vector<ReportRow>> r = Report(big, {.from = Time(), .to = Time::Never()}, Prices());
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code, ErrorCode::kInvalidArgument);
+}
+
+TEST(ReportTest, CsvIsExactAndQuoted) {
+  State s;
+  AddDefaultPriorityClasses(s);
+  ASSERT_TRUE(AddTenant(s, "team-a", {}).ok());
+  ASSERT_TRUE(AddTenant(s, "team-b", {}).ok());
+  const FlavorId h100 = *s.catalogue().Find("h100-80gb");
+  PriceList p{{{h100, 4'000'000}}};
+  const std::vector<UsageInterval> in = {
+      I(0, h100, GpuEq::MigSlices(1), H(0), H(1)),  // 1/7 GPU-hour = 0.142857 (rounded)
+      I(1, h100, GpuEq::Gpus(2), H(0), H(1), UsageKind::kInfrastructureFailure)};
+  Result<std::vector<ReportRow>> rows = Report(in, {.from = H(0), .to = H(1)}, p);
+  ASSERT_TRUE(rows.ok());
+  EXPECT_EQ(RenderCsv(*rows, s),
+            "tenant,flavor,kind,gpu_hours,unit_ms,billed_unit_ms,cost\n"
+            "team-a,h100-80gb,guaranteed,0.142857,3600000000,3600000000,0.571429\n"
+            "team-b,h100-80gb,infrastructure_failure,2.000000,50400000000,0,0.000000\n");
+  Result<std::vector<ReportRow>> merged =
+      Report(in, {.from = H(0), .to = H(1), .by_flavor = false, .by_kind = false}, p);
+  ASSERT_TRUE(merged.ok());
+  EXPECT_EQ(RenderCsv(*merged, s),
+            "tenant,flavor,kind,gpu_hours,unit_ms,billed_unit_ms,cost\n"
+            "team-a,,,0.142857,3600000000,3600000000,0.571429\n"
+            "team-b,,,2.000000,50400000000,0,0.000000\n");
+}
+
+}  // namespace
+}  // namespace gpupool
