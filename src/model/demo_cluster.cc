@@ -9,7 +9,8 @@ namespace gpupool {
 State DemoCluster() {
   State s;
   AddDefaultPriorityClasses(s);
-  GP_CHECK(AddTenant(s, "research", {{"h100-80gb", {32, 16}}, {"a100-80gb", {4}}}, 2000).ok());
+  // research leaves 8 of the 64 H100 unguaranteed, so the demo can take reservations.
+  GP_CHECK(AddTenant(s, "research", {{"h100-80gb", {24, 16}}, {"a100-80gb", {4}}}, 2000).ok());
   GP_CHECK(AddTenant(s, "product", {{"h100-80gb", {24, 8}}, {"a100-80gb", {8}}}, 1000).ok());
   GP_CHECK(AddTenant(s, "interns", {{"h100-80gb", {8, 8}}, {"a100-80gb", {4}}}, 1000).ok());
   Tenant interns = s.tenant(*s.FindTenant("interns"));
