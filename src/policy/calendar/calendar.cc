@@ -24,9 +24,12 @@ std::string Padded(int64_t v, int width) {
 // "3 GPUs", "1 GPU", "0.5 GPUs".
 std::string Gpus(GpuEq q) { return ToString(q) + (q == GpuEq::Gpus(1) ? " GPU" : " GPUs"); }
 
-Error Invalid(const Booking& b, const std::string& why) {
-  return InvalidArgument("booking " + std::to_string(b.id) + ": " + why);
+// "reservation 2", "maintenance window 3": what a refusal names, in the caller's words.
+std::string What(const Booking& b) {
+  return (b.maintenance ? "maintenance window " : "reservation ") + std::to_string(b.id);
 }
+
+Error Invalid(const Booking& b, const std::string& why) { return InvalidArgument(What(b) + ": " + why); }
 
 }  // namespace
 
@@ -112,7 +115,7 @@ Status Calendar::Book(const Booking& b) {
   if (b.amount > capacity_) {
     const std::string why =
         Gpus(b.amount) + " cannot be " + what + ": the healthy capacity is " + Gpus(capacity_);
-    return Error{ErrorCode::kConflict, "booking " + std::to_string(b.id) + ": " + why};
+    return Error{ErrorCode::kConflict, What(b) + ": " + why};
   }
   // Headroom for this kind of booking; maintenance does not count the guarantees.
   const GpuEq offset = b.maintenance ? guaranteed_ : GpuEq();
@@ -134,7 +137,7 @@ Status Calendar::Book(const Booking& b) {
                             " to " + Rfc3339(worst_to) + "; at most " + Gpus(Max(GpuEq(), worst)) +
                             " can be " + what + " from " + Rfc3339(b.start) + " to " +
                             Rfc3339(b.end);
-    return Error{ErrorCode::kConflict, "booking " + std::to_string(b.id) + ": " + why};
+    return Error{ErrorCode::kConflict, What(b) + ": " + why};
   }
   Apply(b, +1);
   bookings_.emplace(b.id, b);
