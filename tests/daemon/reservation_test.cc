@@ -125,7 +125,8 @@ TEST(Reservations, ConcurrentOverlappingRequestsNeverDoubleBook) {
       EXPECT_EQ(a.body["reservable_gpus"], kReservable - load[h]) << when << " hour " << h;
     }
     // Beta's member never sees alpha's reservations.
-    for (const Json& r : Call(c, "GET", "/v1/reservations", tokens["beta"]).body["items"]) {
+    const Response beta = Call(c, "GET", "/v1/reservations", tokens["beta"]);  // kept alive for the loop
+    for (const Json& r : beta.body["items"]) {
       EXPECT_EQ(r["tenant"], "beta") << when;
     }
   };
