@@ -9,14 +9,6 @@
 namespace gpupool::packing {
 namespace {
 
-uint64_t Below(std::mt19937_64& rng, uint64_t n) {
-  const uint64_t limit = UINT64_MAX - UINT64_MAX % n;
-  uint64_t x;
-  do {
-    x = rng();
-  } while (x >= limit);
-  return x % n;
-}
 
 bool ByName(const OpenbPod& a, const OpenbPod& b) { return a.name < b.name; }
 
@@ -78,21 +70,7 @@ std::vector<OpenbPod> PodOrder(const OpenbTrace& trace, uint64_t seed, double tu
 Result<SeedRun> RunSeed(const OpenbTrace& trace, const std::string& policy_name, uint64_t seed,
                         double tune_ratio) {
   if (!(tune_ratio > 0) || tune_ratio > 10) return InvalidArgument("tune ratio out of range");
-  // Nodes in name order.
-  std::vector<const OpenbNode*> by_name;
-  for (const OpenbNode& n : trace.nodes) by_name.push_back(&n);
-  std::sort(by_name.begin(), by_name.end(),
-            [](const OpenbNode* a, const OpenbNode* b) { return a->name < b->name; });
-  std::vector<NodeState> nodes;
-  for (const OpenbNode* n : by_name) {
-    NodeState s;
-    s.model = n->model;
-    s.gpus = n->gpus;
-    s.cpu_left = n->cpu_milli;
-    s.mem_left = n->memory_mib;
-    for (int g = 0; g < n->gpus; ++g) s.idle[g] = kMilliPerGpu;
-    nodes.push_back(s);
-  }
+  std::vector<NodeState> nodes = EmptyNodes(trace);
   std::vector<int> priority;
   const std::vector<OpenbPod> order = PodOrder(trace, seed, tune_ratio, &priority);
   std::vector<OpenbPod> originals = trace.pods;

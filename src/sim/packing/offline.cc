@@ -12,24 +12,6 @@ struct Packing {
   int64_t used = 0;
 };
 
-std::vector<NodeState> EmptyNodes(const OpenbTrace& trace) {
-  std::vector<const OpenbNode*> by_name;
-  for (const OpenbNode& n : trace.nodes) by_name.push_back(&n);
-  std::sort(by_name.begin(), by_name.end(),
-            [](const OpenbNode* a, const OpenbNode* b) { return a->name < b->name; });
-  std::vector<NodeState> out;
-  for (const OpenbNode* n : by_name) {
-    NodeState s;
-    s.model = n->model;
-    s.gpus = n->gpus;
-    s.cpu_left = n->cpu_milli;
-    s.mem_left = n->memory_mib;
-    for (int g = 0; g < n->gpus; ++g) s.idle[g] = kMilliPerGpu;
-    out.push_back(s);
-  }
-  return out;
-}
-
 // Greedy: each pod in `order` on the best node by gpupool's policy (ties: the run's node
 // priority, so the arrival-order start is the online packing itself).
 Packing Greedy(const OpenbTrace& trace, const std::vector<OpenbPod>& order,

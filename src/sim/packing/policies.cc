@@ -21,16 +21,6 @@ GpuPick BestFitPick(const NodeState& n, const OpenbPod& p) {
 
 namespace {
 
-// Uniform integer in [0, n) from a 64-bit generator, by rejection (no modulo bias, and the
-// same on every platform, unlike std::uniform_int_distribution).
-uint64_t Below(std::mt19937_64& rng, uint64_t n) {
-  const uint64_t limit = UINT64_MAX - UINT64_MAX % n;
-  uint64_t x;
-  do {
-    x = rng();
-  } while (x >= limit);
-  return x % n;
-}
 
 class RandomPolicy final : public PackPolicy {
  public:

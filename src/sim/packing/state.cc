@@ -1,5 +1,7 @@
 #include "sim/packing/state.h"
 
+#include <algorithm>
+
 #include "core/check.h"
 
 namespace gpupool::packing {
@@ -67,6 +69,33 @@ void Place(NodeState& n, const OpenbPod& p, const GpuPick& pick) {
   for (int i = 0; i < pick.count; ++i) n.idle[pick.gpu[i]] -= p.gpu_milli;
   const int tag = AffinityTag(p);
   if (tag >= 0) ++n.tags[tag];
+}
+
+std::vector<NodeState> EmptyNodes(const OpenbTrace& trace) {
+  std::vector<const OpenbNode*> by_name;
+  for (const OpenbNode& n : trace.nodes) by_name.push_back(&n);
+  std::sort(by_name.begin(), by_name.end(),
+            [](const OpenbNode* a, const OpenbNode* b) { return a->name < b->name; });
+  std::vector<NodeState> out;
+  for (const OpenbNode* n : by_name) {
+    NodeState s;
+    s.model = n->model;
+    s.gpus = n->gpus;
+    s.cpu_left = n->cpu_milli;
+    s.mem_left = n->memory_mib;
+    for (int g = 0; g < n->gpus; ++g) s.idle[g] = kMilliPerGpu;
+    out.push_back(s);
+  }
+  return out;
+}
+
+uint64_t Below(std::mt19937_64& rng, uint64_t n) {
+  const uint64_t limit = UINT64_MAX - UINT64_MAX % n;
+  uint64_t x;
+  do {
+    x = rng();
+  } while (x >= limit);
+  return x % n;
 }
 
 }  // namespace gpupool::packing

@@ -6,6 +6,7 @@
 
 #include <array>
 #include <cstdint>
+#include <random>
 #include <vector>
 
 #include "sim/packing/openb.h"
@@ -43,5 +44,12 @@ GpuPick LowestFreeGpus(const NodeState& n, int count);
 int BestFitGpu(const NodeState& n, int milli);
 void Place(NodeState& n, const OpenbPod& p, const GpuPick& pick);
 int AffinityTag(const OpenbPod& p);  // -1 for CPU-only pods
+
+// The trace's nodes, empty, in name order (the order every policy's ties are broken in).
+std::vector<NodeState> EmptyNodes(const OpenbTrace& trace);
+
+// Uniform integer in [0, n) from a 64-bit generator, by rejection (no modulo bias, and the same
+// on every platform, unlike std::uniform_int_distribution). REQUIRES: n > 0.
+uint64_t Below(std::mt19937_64& rng, uint64_t n);
 
 }  // namespace gpupool::packing
