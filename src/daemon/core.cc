@@ -345,8 +345,10 @@ Reply DaemonCore::CancelJob(const CallContext& c, const std::string& id) {
 Reply DaemonCore::ListTenants(const CallContext& c) {
   if (c.principal == nullptr) return Unauthenticated();
   Json items = Json::array();
+  const QuotaBook book(*state_, c.now);  // one book and one pass over the jobs for the whole list
+  const auto counts = JobCounts(*state_);
   for (const Tenant& t : state_->tenants()) {
-    if (c.principal->Sees(t.id) && !deleted_.count(t.id)) items.push_back(TenantView(t));
+    if (c.principal->Sees(t.id) && !deleted_.count(t.id)) items.push_back(TenantView(t, book, counts));
   }
   return JsonReply(200, {{"items", items}});
 }
@@ -357,8 +359,8 @@ const Tenant* DaemonCore::VisibleTenant(const CallContext& c, const std::string&
   return &state_->tenant(*t);
 }
 
-Json DaemonCore::TenantView(const Tenant& t) const {
-  const QuotaBook book(*state_);
+Json DaemonCore::TenantView(const Tenant& t, const QuotaBook& book,
+                            const std::map<TenantId, std::pair<int, int>>& counts) const {
   const Catalogue& cat = state_->catalogue();
   auto gpus = [](GpuEq q) { return q.ToGpus(); };
   Json quotas = Json::object();
@@ -372,12 +374,12 @@ Json DaemonCore::TenantView(const Tenant& t) const {
   for (size_t i = 0; i < cat.size(); ++i) {
     const FlavorId f(static_cast<uint16_t>(i));
     if (book.usage(t.id, f) == GpuEq() && !t.quota(f)) continue;
-    usage[cat.model(f).name] = {{"allocated", gpus(book.usage(t.id, f))},
-                                {"borrowed", gpus(book.borrowed(t.id, f))}};
+    Json& u = usage[cat.model(f).name];
+    u = {{"allocated", gpus(book.usage(t.id, f))}, {"borrowed", gpus(book.borrowed(t.id, f))}};
+    if (book.reserved(t.id, f) > GpuEq()) u["reserved_in_force"] = gpus(book.reserved(t.id, f));
   }
-  int pending = 0, active = 0;
-  for (JobId id : state_->pending()) pending += state_->FindJob(id)->spec.tenant == t.id;
-  for (JobId id : state_->active()) active += state_->FindJob(id)->spec.tenant == t.id;
+  const auto it = counts.find(t.id);
+  const auto [pending, active] = it == counts.end() ? std::pair<int, int>{0, 0} : it->second;
   Json limits = Json::object();
   if (t.limits.max_replicas) limits["max_replicas"] = t.limits.max_replicas;
   if (t.limits.max_job_gpu_eq > GpuEq()) limits["max_job_gpus"] = gpus(t.limits.max_job_gpu_eq);
@@ -403,7 +405,7 @@ Reply DaemonCore::GetTenant(const CallContext& c, const std::string& name) {
   if (c.principal == nullptr) return Unauthenticated();
   const Tenant* t = VisibleTenant(c, name);
   if (t == nullptr) return Err(NotFound("no tenant '" + name + "'"));
-  return JsonReply(200, TenantView(*t));
+  return JsonReply(200, TenantView(*t, QuotaBook(*state_, c.now), JobCounts(*state_)));
 }
 
 Reply DaemonCore::CreateTenant(const CallContext& c, const std::string& body) {
@@ -418,7 +420,8 @@ Reply DaemonCore::CreateTenant(const CallContext& c, const std::string& body) {
   if (existing.ok()) t->id = *existing;
   if (Status s = StageTenant(*t); !s.ok()) return Err(s.error());
   Audit(c, "tenant.create", t->name);
-  return JsonReply(201, TenantView(state_->tenant(*state_->FindTenant(t->name))));
+  return JsonReply(201, TenantView(state_->tenant(*state_->FindTenant(t->name)), QuotaBook(*state_, c.now),
+                                   JobCounts(*state_)));
 }
 
 Reply DaemonCore::UpdateTenant(const CallContext& c, const std::string& name, const std::string& body) {
@@ -430,7 +433,7 @@ Reply DaemonCore::UpdateTenant(const CallContext& c, const std::string& name, co
   if (!updated.ok()) return Err(updated.error());
   if (Status s = StageTenant(*updated); !s.ok()) return Err(s.error());
   Audit(c, "tenant.update", name);
-  return JsonReply(200, TenantView(state_->tenant(updated->id)));
+  return JsonReply(200, TenantView(state_->tenant(updated->id), QuotaBook(*state_, c.now), JobCounts(*state_)));
 }
 
 Reply DaemonCore::DeleteTenant(const CallContext& c, const std::string& name) {
@@ -653,6 +656,14 @@ Reply DaemonCore::ListAudit(const CallContext& c) {
     items.push_back(j);
   }
   return JsonReply(200, {{"items", items}});
+}
+
+// Pending and active jobs per tenant, in one pass.
+std::map<TenantId, std::pair<int, int>> DaemonCore::JobCounts(const State& s) {
+  std::map<TenantId, std::pair<int, int>> out;
+  for (JobId id : s.pending()) ++out[s.FindJob(id)->spec.tenant].first;
+  for (JobId id : s.active()) ++out[s.FindJob(id)->spec.tenant].second;
+  return out;
 }
 
 // --- reservations -----------------------------------------------------------------------

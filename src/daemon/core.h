@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "api/auth.h"
+#include "policy/quota/quota.h"
 #include "scheduler/config.h"
 #include "scheduler/plan.h"
 #include "store/journal.h"
@@ -110,7 +111,11 @@ class DaemonCore {
   const Tenant* VisibleTenant(const CallContext& c, const std::string& name) const;
   // Non-admins see the nodes that run their tenant's work.
   bool SeesNode(const CallContext& c, const Node& n) const;
-  nlohmann::json TenantView(const Tenant& t) const;
+  // The tenant as the API shows it; usage against the guarantees in force (reservations
+  // included) from `book`, job counts from JobCounts.
+  nlohmann::json TenantView(const Tenant& t, const QuotaBook& book,
+                            const std::map<TenantId, std::pair<int, int>>& counts) const;
+  static std::map<TenantId, std::pair<int, int>> JobCounts(const State& s);
   nlohmann::json NodeView(const CallContext& c, const Node& n, bool detail) const;
   Status StageTenant(const Tenant& t);
 

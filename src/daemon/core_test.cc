@@ -286,13 +286,32 @@ TEST_F(CoreTest, MetricsDropTheSeriesOfADeletedTenant) {
   const CallContext a = As(admin_);
   ASSERT_EQ(core_->CreateTenant(a, R"({"name": "vision", "quotas": {"h100-80gb": {"guaranteed": 4}}})").status, 201);
   Metrics m;
-  m.AfterCycle(core_->state(), nullptr, 0);
+  m.AfterCycle(core_->state(), Time::FromMillis(3000), nullptr, 0);
   EXPECT_NE(m.Render().find(R"(gpupool_tenant_guaranteed_gpu_eq{flavor="h100-80gb",tenant="vision"} 4)"), std::string::npos);
   ASSERT_EQ(core_->DeleteTenant(a, "vision").status, 200);
-  m.AfterCycle(core_->state(), nullptr, 0);
+  m.AfterCycle(core_->state(), Time::FromMillis(3000), nullptr, 0);
   const std::string text = m.Render();
   EXPECT_EQ(text.find(R"(tenant="vision")"), std::string::npos) << text;
   EXPECT_NE(text.find(R"(tenant="research")"), std::string::npos);
+}
+
+// A reservation in force is guarantee, in the tenant view and in /metrics as in the scheduler.
+TEST_F(CoreTest, TenantViewAndGaugesCountReservationsInForce) {
+  const CallContext a = As(admin_, 3000);
+  const Reply booked = core_->CreateReservation(
+      a, R"({"tenant": "product", "flavor": "h100-80gb", "gpus": 8, "start": "1970-01-01T00:00:00Z", "end": "1970-01-01T01:00:00Z"})");
+  ASSERT_EQ(booked.status, 201) << booked.body;
+  const Json during = Json::parse(core_->GetTenant(a, "product").body);
+  EXPECT_EQ(during["usage"]["h100-80gb"]["reserved_in_force"], 8.0) << during.dump();
+  const Json after = Json::parse(core_->GetTenant(As(admin_, 3'600'000), "product").body);
+  EXPECT_FALSE(after["usage"]["h100-80gb"].contains("reserved_in_force")) << after.dump();
+  Metrics m;
+  m.AfterCycle(core_->state(), Time::FromMillis(3000), nullptr, 0);
+  EXPECT_NE(m.Render().find(R"(gpupool_tenant_guaranteed_gpu_eq{flavor="h100-80gb",tenant="product"} 32)"),
+            std::string::npos) << "24 standing + 8 reserved";
+  m.AfterCycle(core_->state(), Time::FromMillis(3'600'000), nullptr, 0);
+  EXPECT_NE(m.Render().find(R"(gpupool_tenant_guaranteed_gpu_eq{flavor="h100-80gb",tenant="product"} 24)"),
+            std::string::npos) << "after the window";
 }
 
 }  // namespace

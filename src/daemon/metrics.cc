@@ -54,8 +54,8 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
 
 Metrics::~Metrics() = default;
 
-void Metrics::AfterCycle(const State& state, const Plan* plan, double cycle_seconds) {
-  const QuotaBook book(state);
+void Metrics::AfterCycle(const State& state, Time now, const Plan* plan, double cycle_seconds) {
+  const QuotaBook book(state, now);
   const Catalogue& cat = state.catalogue();
   std::map<std::pair<TenantId, FlavorId>, std::pair<int, int>> jobs;  // pending, active
   for (JobId id : state.pending()) {
@@ -66,13 +66,13 @@ void Metrics::AfterCycle(const State& state, const Plan* plan, double cycle_seco
     const Job& j = *state.FindJob(id);
     ++jobs[{j.spec.tenant, j.spec.shape.flavor}].second;
   }
-  std::set<std::pair<std::string, std::string>> now;
+  std::set<std::pair<std::string, std::string>> present;
   for (const Tenant& t : state.tenants()) {
     for (size_t f = 0; f < cat.size(); ++f) {
       const FlavorId fid(static_cast<uint16_t>(f));
       const auto counts = jobs.find({t.id, fid});
       if (!book.has_quota(t.id, fid) && counts == jobs.end()) continue;
-      now.insert({t.name, cat.model(fid).name});
+      present.insert({t.name, cat.model(fid).name});
       const prometheus::Labels labels{{"tenant", t.name}, {"flavor", cat.model(fid).name}};
       guaranteed_->Add(labels).Set(book.guaranteed(t.id, fid).ToGpus());
       allocated_->Add(labels).Set(book.usage(t.id, fid).ToGpus());
@@ -82,13 +82,13 @@ void Metrics::AfterCycle(const State& state, const Plan* plan, double cycle_seco
     }
   }
   for (const auto& [tenant, flavor] : gauge_labels_) {
-    if (now.count({tenant, flavor})) continue;
+    if (present.count({tenant, flavor})) continue;
     const prometheus::Labels labels{{"tenant", tenant}, {"flavor", flavor}};
     for (prometheus::Family<prometheus::Gauge>* g : {guaranteed_, allocated_, borrowed_, pending_, running_}) {
       g->Remove(&g->Add(labels));
     }
   }
-  gauge_labels_ = std::move(now);
+  gauge_labels_ = std::move(present);
   if (plan == nullptr) return;
   cycle_seconds_->Add({}, LatencyBuckets()).Observe(cycle_seconds);
   for (const PreemptDecision& p : plan->preemptions) {

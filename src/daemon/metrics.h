@@ -31,7 +31,8 @@ class Metrics {
 
   // After each loop iteration: refreshes the per-tenant gauges from `state` and counts the
   // plan's preemptions (nullptr: no cycle ran).
-  void AfterCycle(const State& state, const Plan* plan, double cycle_seconds);
+  // Guarantees are those in force at `now` (reservations included), as the scheduler sees them.
+  void AfterCycle(const State& state, Time now, const Plan* plan, double cycle_seconds);
   void ObserveRequest(const std::string& route, int status, double seconds);
   void ObserveFlush(size_t records, double seconds, bool ok);
   std::string Render() const;

@@ -96,7 +96,7 @@ class Loop {
         const int64_t cycles = core_.cycles();
         core_.Tick(now, executor_);
         const bool ran = core_.cycles() != cycles;
-        metrics_.AfterCycle(core_.state(), ran ? &core_.last_plan() : nullptr, SecondsSince(start));
+        metrics_.AfterCycle(core_.state(), now, ran ? &core_.last_plan() : nullptr, SecondsSince(start));
         next_tick = std::chrono::steady_clock::now() + std::chrono::milliseconds(tick_ms_);
       }
       const size_t records = core_.staged();
@@ -371,7 +371,7 @@ Status Serve(const ServeOptions& o) {
   std::signal(SIGTERM, OnSignal);
   std::signal(SIGPIPE, SIG_IGN);
   Metrics metrics;
-  metrics.AfterCycle(core.state(), nullptr, 0);
+  metrics.AfterCycle(core.state(), Now(), nullptr, 0);
   Loop loop(core, metrics, config.tick_ms, o.demo || o.simulate_executor, o.demo && o.demo_traffic);
   httplib::Server srv;
   srv.set_payload_max_length(o.max_body_bytes);
