@@ -4,7 +4,9 @@
 # build/bench/load_bench against it: concurrent clients submitting durable jobs.
 #
 # usage: scripts/bench-daemon.sh [--clients N] [--seconds S] [--nodes N] [--runs R] [--json DIR]
-# Prints each run and, with --runs > 1, the medians. The daemon's peak RSS comes from /proc.
+# Prints each run and, with --runs > 1, the medians. The daemon's peak RSS comes from /proc. After
+# each run the daemon is killed with -9 and restarted on its journal; the time until it serves
+# again is printed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 clients=16 seconds=20 nodes=1000 runs=1 json=
@@ -57,6 +59,17 @@ for run in $(seq 1 "$runs"); do
     --clients "$clients" --seconds "$seconds" --warmup 3 --duration-s 1 --json "$tmp/run$run.json" || true
   echo "daemon        peak RSS $(awk '/VmHWM/ {printf "%.0f MiB", $2 / 1024}' /proc/$daemon/status)," \
        "journal $(du -sm "$tmp/data" | cut -f1) MiB"
+  # Recovery: kill -9, restart on the same journal, time until it serves again.
+  kill -9 "$daemon"; wait "$daemon" 2> /dev/null || true
+  rm -f "$tmp/data/port"
+  start=$(date +%s.%N)
+  "$bin" serve --config "$tmp/config.yaml" --data-dir "$tmp/data" --listen 127.0.0.1:0 \
+    --simulate-executor 2> "$tmp/restart.log" &
+  daemon=$!
+  for _ in $(seq 1 1200); do [ -s "$tmp/data/port" ] && break; sleep 0.01; done
+  python3 -c "import sys; print(f'restart       after kill -9: serving in {float(sys.argv[2]) - float(sys.argv[1]):.2f} s,', end=' ')" \
+    "$start" "$(date +%s.%N)"
+  grep -o '"jobs":"[0-9]*"' "$tmp/restart.log" | head -1 | sed 's/"jobs":"\([0-9]*\)"/\1 jobs recovered/'
   kill "$daemon"; wait "$daemon" 2> /dev/null || true; daemon=
   [ -z "$json" ] || { mkdir -p "$json"; cp "$tmp/run$run.json" "$json/"; }
 done
