@@ -253,6 +253,36 @@ TEST(DecodeReservation, TenantWindowAndMaintenance) {
   }
 }
 
+TEST(DecodeQueries, AvailabilityAndCalendar) {
+  const State s = DemoCluster();
+  using Q = std::map<std::string, std::string>;
+  Result<AvailabilityQuery> e = DecodeAvailabilityQuery(s, Q{{"flavor", "h100-80gb"}, {"gpus", "8"}, {"duration_s", "7200"}});
+  ASSERT_TRUE(e.ok()) << e.error().message;
+  EXPECT_TRUE(e->earliest);
+  EXPECT_EQ(e->amount, GpuEq::Gpus(8));
+  EXPECT_EQ(e->duration, Duration::Hours(2));
+  EXPECT_FALSE(e->after.has_value());
+  Result<AvailabilityQuery> w = DecodeAvailabilityQuery(
+      s, Q{{"flavor", "h100-80gb"}, {"start", "2031-01-01T00:00:00Z"}, {"end", "2031-01-01T01:00:00Z"}});
+  ASSERT_TRUE(w.ok()) << w.error().message;
+  EXPECT_FALSE(w->earliest);
+  EXPECT_EQ(w->end - w->start, Duration::Hours(1));
+  for (const Q& bad : {Q{{"gpus", "8"}, {"duration_s", "60"}}, Q{{"flavor", "v100"}, {"gpus", "1"}, {"duration_s", "60"}},
+                       Q{{"flavor", "h100-80gb"}}, Q{{"flavor", "h100-80gb"}, {"gpus", "8"}},
+                       Q{{"flavor", "h100-80gb"}, {"gpus", "0"}, {"duration_s", "60"}},
+                       Q{{"flavor", "h100-80gb"}, {"gpus", "8x"}, {"duration_s", "60"}},
+                       Q{{"flavor", "h100-80gb"}, {"gpus", "1"}, {"duration_s", "60"}, {"start", "2031-01-01T00:00:00Z"}},
+                       Q{{"flavor", "h100-80gb"}, {"start", "2031-01-01T01:00:00Z"}, {"end", "2031-01-01T00:00:00Z"}}}) {
+    EXPECT_FALSE(DecodeAvailabilityQuery(s, bad).ok());
+  }
+  Result<CalendarQuery> c = DecodeCalendarQuery(
+      s, Q{{"flavor", "a100-80gb"}, {"start", "2031-01-01T00:00:00Z"}, {"end", "2031-01-02T00:00:00Z"}, {"step_s", "3600"}});
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_EQ(c->step, Duration::Hours(1));
+  EXPECT_FALSE(DecodeCalendarQuery(s, Q{{"flavor", "a100-80gb"}, {"start", "2031-01-01T00:00:00Z"},
+                                        {"end", "2031-01-02T00:00:00Z"}, {"step_s", "0"}}).ok());
+}
+
 TEST(Utf8, AcceptsWellFormedRejectsTheRest) {
   EXPECT_TRUE(ValidUtf8(""));
   EXPECT_TRUE(ValidUtf8("plain ascii"));

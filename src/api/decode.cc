@@ -1,6 +1,7 @@
 #include "api/decode.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -327,6 +328,92 @@ Result<ReservationRequest> DecodeReservationRequest(const State& state, const Pr
   }
   if (!(r.start < r.end)) return InvalidArgument("'end' must be after 'start'");
   return r;
+}
+
+namespace {
+
+using Query = std::map<std::string, std::string>;
+
+std::string Param(const Query& q, const std::string& key) {
+  auto it = q.find(key);
+  return it == q.end() ? "" : it->second;
+}
+
+Result<int64_t> PositiveParam(const Query& q, const std::string& key, int64_t max) {
+  const std::string v = Param(q, key);
+  int64_t n = 0;
+  const auto [stop, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+  if (v.empty() || ec != std::errc() || stop != v.data() + v.size() || n < 1 || n > max) {
+    return InvalidArgument("'" + key + "' must be an integer in [1, " + std::to_string(max) + "]");
+  }
+  return n;
+}
+
+Result<Time> TimeParam(const Query& q, const std::string& key) {
+  Result<Time> t = ParseRfc3339(Param(q, key));
+  if (!t.ok()) return InvalidArgument("'" + key + "': " + t.error().message);
+  return t;
+}
+
+Result<FlavorId> FlavorParam(const State& state, const Query& q) {
+  Result<FlavorId> f = state.catalogue().Find(Param(q, "flavor"));
+  if (!f.ok()) return InvalidArgument("unknown flavor '" + Param(q, "flavor") + "'");
+  return f;
+}
+
+// start and end, start < end.
+Status Window(const Query& q, Time* start, Time* end) {
+  Result<Time> a = TimeParam(q, "start");
+  if (!a.ok()) return a.error();
+  Result<Time> b = TimeParam(q, "end");
+  if (!b.ok()) return b.error();
+  if (!(*a < *b)) return InvalidArgument("'end' must be after 'start'");
+  *start = *a;
+  *end = *b;
+  return Ok();
+}
+
+}  // namespace
+
+Result<AvailabilityQuery> DecodeAvailabilityQuery(const State& state, const Query& q) {
+  AvailabilityQuery out;
+  Result<FlavorId> f = FlavorParam(state, q);
+  if (!f.ok()) return f.error();
+  out.flavor = *f;
+  const bool earliest = q.count("gpus") || q.count("duration_s") || q.count("after");
+  const bool window = q.count("start") || q.count("end");
+  if (earliest == window) {
+    return InvalidArgument("give gpus and duration_s (earliest start) or start and end (reservable GPUs)");
+  }
+  out.earliest = earliest;
+  if (window) {
+    GP_RETURN_IF_ERROR(Window(q, &out.start, &out.end));
+    return out;
+  }
+  Result<int64_t> gpus = PositiveParam(q, "gpus", 100000);
+  if (!gpus.ok()) return gpus.error();
+  Result<int64_t> secs = PositiveParam(q, "duration_s", 10LL * 365 * 86400);
+  if (!secs.ok()) return secs.error();
+  out.amount = GpuEq::Gpus(*gpus);
+  out.duration = Duration::Seconds(*secs);
+  if (q.count("after")) {
+    Result<Time> a = TimeParam(q, "after");
+    if (!a.ok()) return a.error();
+    out.after = *a;
+  }
+  return out;
+}
+
+Result<CalendarQuery> DecodeCalendarQuery(const State& state, const Query& q) {
+  CalendarQuery out;
+  Result<FlavorId> f = FlavorParam(state, q);
+  if (!f.ok()) return f.error();
+  out.flavor = *f;
+  GP_RETURN_IF_ERROR(Window(q, &out.start, &out.end));
+  Result<int64_t> step = PositiveParam(q, "step_s", 366LL * 86400);
+  if (!step.ok()) return step.error();
+  out.step = Duration::Seconds(*step);
+  return out;
 }
 
 bool ValidUtf8(std::string_view s) {

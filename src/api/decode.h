@@ -3,6 +3,8 @@
 // field; nothing here throws or changes state. The fuzz target (tests/fuzz) drives these.
 #pragma once
 
+#include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -42,6 +44,27 @@ struct ReservationRequest {
 };
 Result<ReservationRequest> DecodeReservationRequest(const State& state, const Principal& caller,
                                                     std::string_view body);
+
+// GET /v1/availability query: flavor with gpus and duration_s [and after] (the earliest start),
+// or flavor with start and end (GPUs still reservable). Mixing the two forms is an error.
+struct AvailabilityQuery {
+  FlavorId flavor;
+  bool earliest = false;
+  GpuEq amount;                // earliest: whole GPUs, 1..100000
+  Duration duration;           // earliest: 1 s .. 10 years
+  std::optional<Time> after;   // earliest: optional
+  Time start, end;             // window form: start < end
+};
+Result<AvailabilityQuery> DecodeAvailabilityQuery(const State& state,
+                                                  const std::map<std::string, std::string>& query);
+
+// GET /v1/calendar query: flavor, start < end, step_s (1 s .. 366 days).
+struct CalendarQuery {
+  FlavorId flavor;
+  Time start, end;
+  Duration step;
+};
+Result<CalendarQuery> DecodeCalendarQuery(const State& state, const std::map<std::string, std::string>& query);
 
 // RFC 3339 date-time: "2026-12-01T10:00:00Z", with optional fractional seconds (kept to the
 // millisecond; finer digits must be zero) and a "Z" or "+HH:MM"/"-HH:MM" offset. Years

@@ -668,38 +668,11 @@ std::map<TenantId, std::pair<int, int>> DaemonCore::JobCounts(const State& s) {
 
 // --- reservations -----------------------------------------------------------------------
 
-namespace {
-
-double AsGpus(GpuEq q) { return q.ToGpus(); }
-
-// A query parameter: "" when absent.
-std::string Param(const std::map<std::string, std::string>& q, const std::string& key) {
-  auto it = q.find(key);
-  return it == q.end() ? "" : it->second;
-}
-
-Result<int64_t> PositiveParam(const std::map<std::string, std::string>& q, const std::string& key, int64_t max) {
-  const std::string v = Param(q, key);
-  int64_t n = 0;
-  const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
-  if (v.empty() || ec != std::errc() || end != v.data() + v.size() || n < 1 || n > max) {
-    return InvalidArgument("'" + key + "' must be an integer in [1, " + std::to_string(max) + "]");
-  }
-  return n;
-}
-
-Result<Time> TimeParam(const std::map<std::string, std::string>& q, const std::string& key) {
-  Result<Time> t = ParseRfc3339(Param(q, key));
-  if (!t.ok()) return InvalidArgument("'" + key + "': " + t.error().message);
-  return t;
-}
-
-}  // namespace
 
 nlohmann::json DaemonCore::ReservationView(const Reservation& r) const {
   Json j = {{"id", std::to_string(r.id.value())},
             {"flavor", state_->catalogue().model(r.flavor).name},
-            {"gpus", AsGpus(r.amount)},
+            {"gpus", r.amount.ToGpus()},
             {"start", Rfc3339(r.start)},
             {"end", Rfc3339(r.end)},
             {"maintenance", r.maintenance},
@@ -770,71 +743,47 @@ Reply DaemonCore::CancelReservation(const CallContext& c, const std::string& id)
   return JsonReply(200, {{"id", id}, {"state", "cancelled"}});
 }
 
-Reply DaemonCore::Availability(const CallContext& c, const std::map<std::string, std::string>& q) {
+Reply DaemonCore::Availability(const CallContext& c, const std::map<std::string, std::string>& query) {
   if (c.principal == nullptr) return Unauthenticated();
-  Result<FlavorId> flavor = state_->catalogue().Find(Param(q, "flavor"));
-  if (!flavor.ok()) return Err(InvalidArgument("unknown flavor '" + Param(q, "flavor") + "'"));
-  const Calendar cal = BuildCalendar(*state_, *flavor);
-  Json out = {{"flavor", Param(q, "flavor")}};
-  if (q.count("gpus") || q.count("duration_s")) {
-    Result<int64_t> gpus = PositiveParam(q, "gpus", 100000);
-    if (!gpus.ok()) return Err(gpus.error());
-    Result<int64_t> secs = PositiveParam(q, "duration_s", 10LL * 365 * 86400);
-    if (!secs.ok()) return Err(secs.error());
-    Time after = c.now;
-    if (q.count("after")) {
-      Result<Time> a = TimeParam(q, "after");
-      if (!a.ok()) return Err(a.error());
-      after = std::max(*a, c.now);
-    }
+  Result<AvailabilityQuery> q = DecodeAvailabilityQuery(*state_, query);
+  if (!q.ok()) return Err(q.error());
+  const Calendar cal = BuildCalendar(*state_, q->flavor);
+  Json out = {{"flavor", state_->catalogue().model(q->flavor).name}};
+  if (q->earliest) {
+    const Time after = std::max(q->after.value_or(c.now), c.now);
     const Time horizon = Time::FromMillis(after.millis() + Duration::Hours(24 * 366).millis());
-    Result<std::optional<Time>> start =
-        cal.EarliestStart(GpuEq::Gpus(*gpus), Duration::Seconds(*secs), after, horizon);
+    Result<std::optional<Time>> start = cal.EarliestStart(q->amount, q->duration, after, horizon);
     if (!start.ok()) return Err(start.error());
-    out["gpus"] = *gpus;
-    out["duration_s"] = *secs;
+    out["gpus"] = q->amount.units() / GpuEq::kUnitsPerGpu;
+    out["duration_s"] = q->duration.seconds();
     out["earliest_start"] = start->has_value() ? Json(Rfc3339(**start)) : Json(nullptr);
     return JsonReply(200, out);
   }
-  if (q.count("start") || q.count("end")) {
-    Result<Time> a = TimeParam(q, "start");
-    if (!a.ok()) return Err(a.error());
-    Result<Time> b = TimeParam(q, "end");
-    if (!b.ok()) return Err(b.error());
-    Result<GpuEq> free = cal.Reservable(*a, *b);
-    if (!free.ok()) return Err(free.error());
-    out["start"] = Rfc3339(*a);
-    out["end"] = Rfc3339(*b);
-    out["reservable_gpus"] = free->units() / GpuEq::kUnitsPerGpu;  // whole GPUs only
-    return JsonReply(200, out);
-  }
-  return Err(InvalidArgument("give gpus and duration_s (earliest start) or start and end (reservable GPUs)"));
+  Result<GpuEq> free = cal.Reservable(q->start, q->end);
+  if (!free.ok()) return Err(free.error());
+  out["start"] = Rfc3339(q->start);
+  out["end"] = Rfc3339(q->end);
+  out["reservable_gpus"] = free->units() / GpuEq::kUnitsPerGpu;  // whole GPUs only
+  return JsonReply(200, out);
 }
 
-Reply DaemonCore::CalendarView(const CallContext& c, const std::map<std::string, std::string>& q) {
+Reply DaemonCore::CalendarView(const CallContext& c, const std::map<std::string, std::string>& query) {
   if (c.principal == nullptr) return Unauthenticated();
-  Result<FlavorId> flavor = state_->catalogue().Find(Param(q, "flavor"));
-  if (!flavor.ok()) return Err(InvalidArgument("unknown flavor '" + Param(q, "flavor") + "'"));
-  Result<Time> a = TimeParam(q, "start");
-  if (!a.ok()) return Err(a.error());
-  Result<Time> b = TimeParam(q, "end");
-  if (!b.ok()) return Err(b.error());
-  Result<int64_t> step = PositiveParam(q, "step_s", 366LL * 86400);
-  if (!step.ok()) return Err(step.error());
-  Result<std::vector<Calendar::Bucket>> buckets =
-      BuildCalendar(*state_, *flavor).Buckets(*a, *b, Duration::Seconds(*step));
+  Result<CalendarQuery> q = DecodeCalendarQuery(*state_, query);
+  if (!q.ok()) return Err(q.error());
+  Result<std::vector<Calendar::Bucket>> buckets = BuildCalendar(*state_, q->flavor).Buckets(q->start, q->end, q->step);
   if (!buckets.ok()) return Err(buckets.error());
   Json items = Json::array();
   for (const Calendar::Bucket& k : *buckets) {
     items.push_back({{"start", Rfc3339(k.start)},
                      {"end", Rfc3339(k.end)},
-                     {"capacity", AsGpus(k.capacity)},
-                     {"guaranteed", AsGpus(k.guaranteed)},
-                     {"reserved", AsGpus(k.reserved)},
-                     {"maintenance", AsGpus(k.maintenance)},
-                     {"free", AsGpus(k.free)}});
+                     {"capacity", k.capacity.ToGpus()},
+                     {"guaranteed", k.guaranteed.ToGpus()},
+                     {"reserved", k.reserved.ToGpus()},
+                     {"maintenance", k.maintenance.ToGpus()},
+                     {"free", k.free.ToGpus()}});
   }
-  return JsonReply(200, {{"flavor", Param(q, "flavor")}, {"step_s", *step}, {"items", items}});
+  return JsonReply(200, {{"flavor", state_->catalogue().model(q->flavor).name}, {"step_s", q->step.seconds()}, {"items", items}});
 }
 
 Reply DaemonCore::Summary(const CallContext& c) {
