@@ -67,11 +67,7 @@ TEST(Reservation, HolderReclaimsWhatWasLentFromItsReservation) {
   // idle reservation. b now asks for 8: within its reserved guarantee, so the 8 newest of a's
   // jobs are reclaimed. b's second 8 would be borrowing: nothing is reclaimed for it, and a
   // keeps its guarantee.
-  std::vector<JobLine> running;
-  for (int i = 0; i < 16; ++i) {
-    running.push_back({"a" + std::to_string(i), "a", "1xh100-80gb", "batch", 1, 0,
-                       TopologyLevel::kNone, true, i * 60});
-  }
+  const std::vector<JobLine> running = RunningBatchJobs("a", 16, 60);
   const Plan p = RunScenario({
       .nodes = TwoH100Nodes(),
       .tenants = {{"a", {{"h100-80gb", {8}}}}, {"b", {{"h100-80gb", {0}}}}},
@@ -90,11 +86,7 @@ TEST(Reservation, HolderReclaimsWhatWasLentFromItsReservation) {
 TEST(Reservation, AfterItsWindowTheHolderNoLongerReclaims) {
   // The same cluster once b's window is over (it ended at 1800): b's request would be borrowing,
   // and only a tenant within its guarantee may reclaim, so nothing moves.
-  std::vector<JobLine> running;
-  for (int i = 0; i < 16; ++i) {
-    running.push_back({"a" + std::to_string(i), "a", "1xh100-80gb", "batch", 1, 0,
-                       TopologyLevel::kNone, true, i * 60});
-  }
+  const std::vector<JobLine> running = RunningBatchJobs("a", 16, 60);
   RunScenario({
       .nodes = TwoH100Nodes(),
       .tenants = {{"a", {{"h100-80gb", {8}}}}, {"b", {{"h100-80gb", {0}}}}},

@@ -121,11 +121,7 @@ TEST(FairShare, WeightTwoGetsTwiceTheIdleCapacity) {
 TEST(Reclaim, OwnerTakesBackBorrowedCapacityFromTheNewestBorrower) {
   // a (guaranteed 8) borrowed b's 8: sixteen 1-GPU batch jobs started at t=0..15 min. b asks
   // for its 8: the 8 most recently started of a's jobs are preempted, a keeps its guarantee.
-  std::vector<JobLine> running;
-  for (int i = 0; i < 16; ++i) {
-    running.push_back({"a" + std::to_string(i), "a", "1xh100-80gb", "batch", 1, 0,
-                       TopologyLevel::kNone, true, i * 60});
-  }
+  const std::vector<JobLine> running = RunningBatchJobs("a", 16, 60);
   RunScenario({
       .nodes = TwoH100Nodes(),
       .tenants = {{"a", {{"h100-80gb", {8}}}}, {"b", {{"h100-80gb", {8}}}}},
@@ -178,11 +174,7 @@ TEST(Reclaim, InferenceJobsAreNeverVictims) {
 TEST(Priority, HigherPriorityPreemptsTheTenantsOwnLowerWork) {
   // a holds all 16 (guaranteed 16) with batch jobs; its inference job of 4 GPUs preempts the
   // four most recently started batch jobs, and nothing more.
-  std::vector<JobLine> running;
-  for (int i = 0; i < 16; ++i) {
-    running.push_back({"a" + std::to_string(i), "a", "1xh100-80gb", "batch", 1, 0,
-                       TopologyLevel::kNone, true, i});
-  }
+  const std::vector<JobLine> running = RunningBatchJobs("a", 16, 1);
   RunScenario({
       .nodes = TwoH100Nodes(),
       .tenants = {{"a", {{"h100-80gb", {16}}}}},

@@ -149,4 +149,13 @@ Plan RunScenario(const Scenario& sc, State* state_out, std::map<std::string, Job
   return plan;
 }
 
+std::vector<JobLine> RunningBatchJobs(const std::string& tenant, int n, int every_s) {
+  std::vector<JobLine> out;
+  for (int i = 0; i < n; ++i) {
+    out.push_back({tenant + std::to_string(i), tenant, "1xh100-80gb", "batch", 1, 0, TopologyLevel::kNone, true,
+                   i * every_s});
+  }
+  return out;
+}
+
 }  // namespace gpupool::testing

@@ -47,6 +47,10 @@ struct JobLine {
   int started_s = 0;   // running jobs: when they started
 };
 
+// `n` running 1-GPU H100 batch jobs of `tenant`, named TENANT0..TENANT(n-1), the i-th started
+// at i * every_s: the usual borrower in reclaim tables (the newest is the first victim).
+std::vector<JobLine> RunningBatchJobs(const std::string& tenant, int n, int every_s);
+
 struct Scenario {
   std::vector<std::pair<std::string, NodeTemplate>> nodes;
   std::vector<TenantLine> tenants;
