@@ -220,8 +220,9 @@ void DaemonCore::Audit(const CallContext& c, const std::string& action, const st
                   {"action", action},
                   {"object", object},
                   {"remote", c.remote}};
-  audit_.push_back(j.dump());
-  (void)Stage("audit", j.dump());
+  std::string line = j.dump();
+  audit_.push_back(line);
+  (void)Stage("audit", std::move(line));
 }
 
 Result<std::string> DaemonCore::Bootstrap(const State& config, Time now) {
