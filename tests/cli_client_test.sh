@@ -46,6 +46,8 @@ tenants:
     quotas: {h100-80gb: {guaranteed: 4}}
 nodes:
   - {name: h100, count: 1, flavor: h100-80gb, gpus: 8, block: rack-a, nvlink_domain: nvl-0}
+prices:
+  flavors: {h100-80gb: {per_gpu_hour: "3.50"}}
 EOF
 "$bin" serve --config "$tmp/config.yaml" --data-dir "$tmp/data" --listen 127.0.0.1:0 \
   > "$tmp/daemon.log" 2>&1 &
@@ -286,6 +288,24 @@ expect_rc 2 "neither --tenant nor --maintenance"
 gp reserve --tenant research --flavor h100-80gb --gpus 1 --start tomorrow --end 2031-01-01T12:00:00Z
 expect_rc 1 "bad time (the server says why)"
 err_has "RFC 3339"
+
+# --- usage: the jobs above held GPUs since they were admitted; table, JSON and CSV agree.
+gp usage --from 2020-01-01T00:00:00Z
+expect_rc 0 "usage table"
+out_has '^TENANT +FLAVOR +KIND +GPU-HOURS +COST'
+out_has '^research +h100-80gb +guaranteed +[0-9.]+ +[0-9]+\.[0-9]{6}'
+out_has '^TOTAL'
+gp usage --from 2020-01-01T00:00:00Z --group-by none -o json
+json "assert all('kind' not in r and 'flavor' not in r for r in d['items']) and float(d['total']['gpu_hours']) > 0"
+gp usage --from 2020-01-01T00:00:00Z --tenant research -o csv
+expect_rc 0 "usage csv"
+out_has '^tenant,flavor,kind,gpu_hours,unit_ms,billed_unit_ms,cost$'
+out_has '^research,h100-80gb,guaranteed,[0-9]+\.[0-9]{6},[0-9]+,[0-9]+,[0-9]+\.[0-9]{6}$'
+gp usage --from 2020-01-01T00:00:00Z --group-by team
+expect_rc 1 "bad group-by (the server says why)"
+err_has "group_by"
+gp get jobs -o csv
+expect_rc 2 "-o csv outside usage"
 unset GPUPOOL_URL GPUPOOL_TOKEN
 
 # --- serve refuses what it cannot do safely, with a clear message and exit 1.

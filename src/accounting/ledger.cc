@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <variant>
 
+#include "core/check.h"
+
 namespace gpupool {
 
 std::string UnitMillisToString(UnitMillis v) {
@@ -28,6 +30,12 @@ std::string_view UsageKindName(UsageKind k) {
       return "borrowed";
     case UsageKind::kDedicated:
       return "dedicated";
+    case UsageKind::kReserved:
+      return "reserved";
+    case UsageKind::kReservedIdle:
+      return "reserved_idle";
+    case UsageKind::kOnDemand:
+      return "on_demand";
     case UsageKind::kInfrastructureFailure:
       return "infrastructure_failure";
   }
@@ -46,9 +54,10 @@ UsageKind UsageKindOf(AdmissionKind k) {
   return UsageKind::kGuaranteed;
 }
 
-Status Ledger::Close(const State& before, JobId id, Time at, bool lost) {
+Result<LedgerChange> Ledger::PrepareClose(const State& before, JobId id, Time at, bool lost) const {
+  LedgerChange c;
   const Job* job = before.FindJob(id);
-  if (job == nullptr || !HoldsResources(job->state)) return Ok();  // e.g. cancel while pending
+  if (job == nullptr || !HoldsResources(job->state)) return c;  // e.g. cancel while pending
   auto it = open_.find(id);
   if (it == open_.end()) {
     return FailedPrecondition("ledger: job " + std::to_string(id.value()) +
@@ -58,15 +67,15 @@ Status Ledger::Close(const State& before, JobId id, Time at, bool lost) {
     return FailedPrecondition("ledger: job " + std::to_string(id.value()) +
                               " released before its admission");
   }
-  UsageInterval interval = std::move(it->second);
-  open_.erase(it);
-  interval.end = at;
-  if (lost) interval.kind = UsageKind::kInfrastructureFailure;
-  closed_.push_back(std::move(interval));
-  return Ok();
+  c.op = LedgerChange::Op::kClose;
+  c.job = id;
+  c.at = at;
+  c.lost = lost;
+  return c;
 }
 
-Status Ledger::Observe(const State& before, const Event& e) {
+Result<LedgerChange> Ledger::Prepare(const State& before, const Event& e) const {
+  LedgerChange c;
   if (const auto* a = std::get_if<JobAdmitted>(&e)) {
     const Job* job = before.FindJob(a->id);
     if (job == nullptr) return FailedPrecondition("ledger: admission of an unknown job");
@@ -74,7 +83,7 @@ Status Ledger::Observe(const State& before, const Event& e) {
       return FailedPrecondition("ledger: job " + std::to_string(a->id.value()) +
                                 " admitted with an interval already open");
     }
-    UsageInterval u;
+    UsageInterval& u = c.interval;
     u.tenant = job->spec.tenant;
     u.job = job->id;
     u.flavor = job->spec.shape.flavor;
@@ -83,13 +92,84 @@ Status Ledger::Observe(const State& before, const Event& e) {
     u.eq = job->Eq(before.catalogue());
     u.start = u.end = a->at;
     u.kind = UsageKindOf(a->kind);
-    open_.emplace(a->id, std::move(u));
-    return Ok();
+    u.reservation = job->spec.reservation;
+    // On-demand nodes are dedicated to the tenant that asked for them; the label says which
+    // dedicated nodes were bought for a burst.
+    for (const ReplicaPlacement& rp : a->placement) {
+      if (rp.node.valid() && rp.node.value() < before.nodes().size() &&
+          before.node(rp.node).on_demand()) {
+        u.kind = UsageKind::kOnDemand;
+      }
+    }
+    c.op = LedgerChange::Op::kOpen;
+    return c;
   }
-  if (const auto* f = std::get_if<JobFinished>(&e)) return Close(before, f->id, f->at, false);
-  if (const auto* p = std::get_if<JobPreempted>(&e)) return Close(before, p->id, p->at, false);
-  if (const auto* l = std::get_if<JobLost>(&e)) return Close(before, l->id, l->at, true);
+  if (const auto* f = std::get_if<JobFinished>(&e)) return PrepareClose(before, f->id, f->at, false);
+  if (const auto* p = std::get_if<JobPreempted>(&e)) return PrepareClose(before, p->id, p->at, false);
+  if (const auto* l = std::get_if<JobLost>(&e)) return PrepareClose(before, l->id, l->at, true);
+  if (const auto* r = std::get_if<ReservationCreated>(&e)) {
+    if (r->reservation.maintenance) return c;
+    if (reservations_.count(r->reservation.id) != 0) {
+      return FailedPrecondition("ledger: reservation " + std::to_string(r->reservation.id.value()) +
+                                " created twice");
+    }
+    c.op = LedgerChange::Op::kReserve;
+    c.span = {r->reservation.id, r->reservation.tenant, r->reservation.flavor,
+              r->reservation.amount, r->reservation.start, r->reservation.end};
+    return c;
+  }
+  if (const auto* x = std::get_if<ReservationCancelled>(&e)) {
+    if (reservations_.count(x->id) == 0) return c;  // a maintenance window
+    c.op = LedgerChange::Op::kCutReservation;
+    c.span.id = x->id;
+    c.at = x->at;
+    return c;
+  }
+  return c;
+}
+
+void Ledger::Commit(LedgerChange c) {
+  switch (c.op) {
+    case LedgerChange::Op::kNone:
+      return;
+    case LedgerChange::Op::kOpen: {
+      const JobId id = c.interval.job;
+      open_.emplace(id, std::move(c.interval));
+      return;
+    }
+    case LedgerChange::Op::kClose: {
+      auto it = open_.find(c.job);
+      GP_CHECK(it != open_.end()) << "ledger: commit of a close that was not prepared";
+      UsageInterval interval = std::move(it->second);
+      open_.erase(it);
+      interval.end = c.at;
+      if (c.lost) interval.kind = UsageKind::kInfrastructureFailure;
+      closed_.push_back(std::move(interval));
+      return;
+    }
+    case LedgerChange::Op::kReserve:
+      reservations_.emplace(c.span.id, c.span);
+      return;
+    case LedgerChange::Op::kCutReservation: {
+      ReservationSpan& s = reservations_.at(c.span.id);
+      s.end = std::min(s.end, std::max(s.start, c.at));
+      return;
+    }
+  }
+}
+
+Status Ledger::Observe(const State& before, const Event& e) {
+  Result<LedgerChange> c = Prepare(before, e);
+  if (!c.ok()) return c.error();
+  Commit(std::move(c).value());
   return Ok();
+}
+
+std::vector<ReservationSpan> Ledger::Reservations() const {
+  std::vector<ReservationSpan> out;
+  out.reserve(reservations_.size());
+  for (const auto& [id, s] : reservations_) out.push_back(s);
+  return out;
 }
 
 std::vector<UsageInterval> Ledger::Snapshot(Time now) const {

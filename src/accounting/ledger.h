@@ -36,9 +36,21 @@ inline constexpr int64_t kUnitMillisPerGpuHour = GpuEq::kUnitsPerGpu * 3'600'000
 // Decimal rendering ("-12", "0", "25200000000"): std::to_string has no 128-bit overload.
 std::string UnitMillisToString(UnitMillis v);
 
-// How an interval is billed. The first three mirror AdmissionKind; kInfrastructureFailure is an
-// interval ended by JobLost, recorded (it was allocated) but never billed.
-enum class UsageKind : uint8_t { kGuaranteed, kBorrowed, kDedicated, kInfrastructureFailure };
+// How usage is billed. The first three mirror AdmissionKind. kOnDemand: a job on an on-demand
+// node (burst, DESIGN.md §6), billed at the on-demand price. kReserved: the part of a job's
+// interval inside the window of the reservation it names; kReservedIdle: the rest of a
+// reservation's amount x window, which no job used (both computed by the report, which knows
+// every reservation's final window). kInfrastructureFailure: an interval ended by JobLost,
+// recorded (it was allocated) but never billed.
+enum class UsageKind : uint8_t {
+  kGuaranteed,
+  kBorrowed,
+  kDedicated,
+  kReserved,
+  kReservedIdle,
+  kOnDemand,
+  kInfrastructureFailure,
+};
 std::string_view UsageKindName(UsageKind k);  // "guaranteed", ..., "infrastructure_failure"
 UsageKind UsageKindOf(AdmissionKind k);
 
@@ -51,12 +63,35 @@ struct UsageInterval {
   GpuEq eq;         // per replica x replicas, as Job::Eq
   Time start, end;  // [start, end); start <= end
   UsageKind kind = UsageKind::kGuaranteed;
+  ReservationId reservation;  // the reservation the job names, if any (JobSpec::reservation)
   bool open = false;  // true only in a Snapshot: still held, cut at the snapshot's time
 
   UnitMillis unit_millis() const {
     return static_cast<UnitMillis>(eq.units()) * static_cast<UnitMillis>((end - start).millis());
   }
   friend bool operator==(const UsageInterval&, const UsageInterval&) = default;
+};
+
+// A tenant's reservation as billed: [start, end), end cut back to the cancellation time when it
+// was cancelled early (to start, if cancelled before it began). Maintenance windows have none.
+struct ReservationSpan {
+  ReservationId id;
+  TenantId tenant;
+  FlavorId flavor;
+  GpuEq amount;
+  Time start, end;
+  friend bool operator==(const ReservationSpan&, const ReservationSpan&) = default;
+};
+
+// What one event does to the ledger: the result of Ledger::Prepare, applied by Ledger::Commit.
+struct LedgerChange {
+  enum class Op : uint8_t { kNone, kOpen, kClose, kReserve, kCutReservation };
+  Op op = Op::kNone;
+  UsageInterval interval;  // kOpen
+  JobId job;               // kClose
+  Time at;                 // kClose, kCutReservation
+  bool lost = false;       // kClose: JobLost
+  ReservationSpan span;    // kReserve; kCutReservation uses span.id
 };
 
 // Invariants:
@@ -74,6 +109,11 @@ class Ledger {
   // the interval's start. Events that move no resources (JobStarted, MIG, node, GPU health,
   // reservations; cancelling a pending job) leave the ledger unchanged.
   Status Observe(const State& before, const Event& e);
+  // Observe in two steps, for a caller that must apply the event in between (the daemon:
+  // Prepare, Apply, and Commit only if Apply succeeded). Prepare changes nothing; Commit
+  // REQUIRES a change Prepared against the ledger as it is now.
+  Result<LedgerChange> Prepare(const State& before, const Event& e) const;
+  void Commit(LedgerChange change);
 
   const std::vector<UsageInterval>& closed() const { return closed_; }
   const std::map<JobId, UsageInterval>& open() const { return open_; }
@@ -81,12 +121,15 @@ class Ledger {
   // The closed intervals, then the open ones in job id order with end = max(start, now) and
   // open = true. Does not change the ledger.
   std::vector<UsageInterval> Snapshot(Time now) const;
+  // Every reservation of a tenant ever created, in id order, with its billed window.
+  std::vector<ReservationSpan> Reservations() const;
 
  private:
-  Status Close(const State& before, JobId id, Time at, bool lost);
+  Result<LedgerChange> PrepareClose(const State& before, JobId id, Time at, bool lost) const;
 
   std::map<JobId, UsageInterval> open_;
   std::vector<UsageInterval> closed_;
+  std::map<ReservationId, ReservationSpan> reservations_;
 };
 
 }  // namespace gpupool

@@ -33,7 +33,9 @@ class LedgerTest : public ::testing::Test {
     ASSERT_TRUE(a.ok()) << a.error().message;
   }
   void Cycle(Time now) {
-    for (const Event& e : PlanToEvents(Schedule(s_, SchedulerConfig{}, now), now)) Feed(e);
+    const Plan plan = Schedule(s_, SchedulerConfig{}, now);
+    for (const Event& e : PlanToEvents(plan, now)) Feed(e);
+    RecordReasons(s_, plan);
   }
   JobId SubmitJob(const std::string& tenant, ReplicaShape shape, uint16_t replicas, Time at) {
     Result<JobId> id = Submit(s_, {.tenant = tenant, .shape = shape, .replicas = replicas}, at);
@@ -174,6 +176,67 @@ TEST(UnitMillisTest, RendersBeyondInt64) {
   EXPECT_EQ(UnitMillisToString(-42), "-42");
   const UnitMillis big = static_cast<UnitMillis>(std::numeric_limits<int64_t>::max()) * 10 + 3;
   EXPECT_EQ(UnitMillisToString(big), "92233720368547758073");
+}
+
+TEST_F(LedgerTest, PrepareChangesNothingUntilCommit) {
+  const JobId j = SubmitJob("a", *WholeGpus(s_, "h100-80gb", 2), 1, Time::FromSeconds(0));
+  const Plan plan = Schedule(s_, SchedulerConfig{}, Time::FromSeconds(10));
+  const std::vector<Event> events = PlanToEvents(plan, Time::FromSeconds(10));
+  ASSERT_EQ(events.size(), 1u);
+  Result<LedgerChange> c = ledger_.Prepare(s_, events[0]);
+  ASSERT_TRUE(c.ok());
+  EXPECT_TRUE(ledger_.open().empty());  // prepared, not committed
+  ASSERT_TRUE(Apply(s_, events[0]).ok());
+  ledger_.Commit(std::move(c).value());
+  ASSERT_EQ(ledger_.open().size(), 1u);
+  EXPECT_EQ(ledger_.open().begin()->first, j);
+  // A second admission of the same job is refused by Prepare, which still changes nothing.
+  EXPECT_FALSE(ledger_.Prepare(s_, events[0]).ok());
+  EXPECT_EQ(ledger_.open().size(), 1u);
+}
+
+// A job that names a reservation waits until the window opens, runs inside the reservation's
+// amount, and its interval carries the reservation; cancelling cuts the billed window.
+TEST_F(LedgerTest, ReservationsAndTheJobsThatNameThem) {
+  const FlavorId h100 = *s_.catalogue().Find("h100-80gb");
+  Reservation r;
+  r.id = s_.NextReservationId();
+  r.tenant = TenantId(0);
+  r.flavor = h100;
+  r.amount = GpuEq::Gpus(2);
+  r.start = Time::FromSeconds(100);
+  r.end = Time::FromSeconds(100 + 4 * 3600);
+  Feed(ReservationCreated{r});
+  ASSERT_EQ(ledger_.Reservations().size(), 1u);
+
+  Result<JobId> j = Submit(s_, {.tenant = "a", .shape = *WholeGpus(s_, "h100-80gb", 2), .reservation = r.id},
+                           Time::FromSeconds(0));
+  ASSERT_TRUE(j.ok()) << j.error().message;
+  Result<JobId> k = Submit(s_, {.tenant = "a", .shape = *WholeGpus(s_, "h100-80gb", 1), .reservation = r.id},
+                           Time::FromSeconds(0));
+  ASSERT_TRUE(k.ok());
+  // Larger than the reservation, another tenant's, or of another flavor: refused at submission.
+  EXPECT_FALSE(Submit(s_, {.tenant = "a", .shape = *WholeGpus(s_, "h100-80gb", 3), .reservation = r.id},
+                      Time::FromSeconds(0)).ok());
+  EXPECT_FALSE(Submit(s_, {.tenant = "b", .shape = *WholeGpus(s_, "h100-80gb", 1), .reservation = r.id},
+                      Time::FromSeconds(0)).ok());
+
+  Cycle(Time::FromSeconds(10));  // before the window: both wait
+  EXPECT_TRUE(ledger_.open().empty());
+  EXPECT_EQ(s_.FindJob(*j)->reason.code, ReasonCode::kReservation);
+  Cycle(Time::FromSeconds(100));  // in force: the 2-GPU job fits, the 1-GPU one would exceed it
+  ASSERT_EQ(ledger_.open().size(), 1u);
+  EXPECT_EQ(ledger_.open().begin()->second.reservation, r.id);
+  EXPECT_EQ(s_.FindJob(*k)->state, JobState::kPending);
+  EXPECT_EQ(s_.FindJob(*k)->reason.code, ReasonCode::kReservation);
+  EXPECT_NE(s_.FindJob(*k)->reason.message.find("this job needs 1"), std::string::npos)
+      << s_.FindJob(*k)->reason.message;
+
+  Feed(ReservationCancelled{r.id, Time::FromSeconds(3700)});
+  ASSERT_EQ(ledger_.Reservations().size(), 1u);
+  EXPECT_EQ(ledger_.Reservations()[0].end, Time::FromSeconds(3700));
+  Cycle(Time::FromSeconds(3800));
+  EXPECT_NE(s_.FindJob(*k)->reason.message.find("cancelled"), std::string::npos);
 }
 
 }  // namespace

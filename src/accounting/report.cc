@@ -15,6 +15,7 @@ using Key = std::tuple<uint32_t, int64_t, int>;
 struct Acc {
   UnitMillis all = 0;
   std::map<FlavorId, UnitMillis> billed;  // per flavor, to price each at its own rate
+  std::map<FlavorId, UnitMillis> billed_on_demand;  // the same at the on-demand price
 };
 
 bool AddChecked(UnitMillis& sum, UnitMillis v) { return !__builtin_add_overflow(sum, v, &sum); }
@@ -40,28 +41,75 @@ std::string CsvField(const std::string& s) {
 
 Result<std::vector<ReportRow>> Report(const std::vector<UsageInterval>& intervals,
                                       const ReportQuery& query, const PriceList& prices) {
+  return Report(intervals, {}, query, prices);
+}
+
+Result<std::vector<ReportRow>> Report(const std::vector<UsageInterval>& intervals,
+                                      const std::vector<ReservationSpan>& reservations,
+                                      const ReportQuery& query, const PriceList& prices) {
   if (query.to < query.from) return InvalidArgument("report: window ends before it starts");
-  for (const auto& [f, p] : prices.micros_per_gpu_hour) {
-    if (p < 0 || p > PriceList::kMaxMicrosPerGpuHour) {
-      return InvalidArgument("report: price of flavor " + std::to_string(f.value()) +
-                             " out of range");
+  for (const auto* list : {&prices.micros_per_gpu_hour, &prices.on_demand_micros_per_gpu_hour}) {
+    for (const auto& [f, p] : *list) {
+      if (p < 0 || p > PriceList::kMaxMicrosPerGpuHour) {
+        return InvalidArgument("report: price of flavor " + std::to_string(f.value()) +
+                               " out of range");
+      }
     }
   }
+  std::map<ReservationId, const ReservationSpan*> spans;
+  for (const ReservationSpan& r : reservations) spans.emplace(r.id, &r);
+  std::map<ReservationId, UnitMillis> named;  // reservation -> its jobs' usage inside it
   std::map<Key, Acc> groups;
+  // Adds [s, e) of `u` (already clipped to the window) as `kind`.
+  auto add = [&](const UsageInterval& u, Time s, Time e, UsageKind kind) -> bool {
+    if (!(s < e)) return true;
+    const UnitMillis um =
+        static_cast<UnitMillis>(u.eq.units()) * static_cast<UnitMillis>((e - s).millis());
+    const Key key{u.tenant.value(), query.by_flavor ? int64_t{u.flavor.value()} : -1,
+                  query.by_kind ? static_cast<int>(kind) : -1};
+    Acc& acc = groups[key];
+    if (!AddChecked(acc.all, um)) return false;
+    if (kind == UsageKind::kInfrastructureFailure) return true;
+    const bool od = kind == UsageKind::kOnDemand;
+    return AddChecked((od ? acc.billed_on_demand : acc.billed)[u.flavor], um);
+  };
   for (const UsageInterval& u : intervals) {
     if (query.tenant && u.tenant != *query.tenant) continue;
     const Time s = std::max(u.start, query.from);
     const Time e = std::min(u.end, query.to);
     if (!(s < e)) continue;
-    const UnitMillis um =
-        static_cast<UnitMillis>(u.eq.units()) * static_cast<UnitMillis>((e - s).millis());
-    const Key key{u.tenant.value(), query.by_flavor ? int64_t{u.flavor.value()} : -1,
-                  query.by_kind ? static_cast<int>(u.kind) : -1};
-    Acc& acc = groups[key];
-    if (!AddChecked(acc.all, um)) return Overflow();
-    if (u.kind != UsageKind::kInfrastructureFailure && !AddChecked(acc.billed[u.flavor], um)) {
+    auto span = spans.find(u.reservation);
+    if (span == spans.end() || u.kind == UsageKind::kInfrastructureFailure) {
+      if (!add(u, s, e, u.kind)) return Overflow();
+      continue;
+    }
+    // Before the window, inside it (reserved), after it.
+    const ReservationSpan& r = *span->second;
+    const Time in_s = std::clamp(r.start, s, e), in_e = std::clamp(r.end, s, e);
+    if (!add(u, s, in_s, u.kind) || !add(u, in_s, in_e, UsageKind::kReserved) ||
+        !add(u, in_e, e, u.kind)) {
       return Overflow();
     }
+    if (in_s < in_e &&
+        !AddChecked(named[r.id], static_cast<UnitMillis>(u.eq.units()) *
+                                     static_cast<UnitMillis>((in_e - in_s).millis()))) {
+      return Overflow();
+    }
+  }
+  for (const ReservationSpan& r : reservations) {
+    if (query.tenant && r.tenant != *query.tenant) continue;
+    const Time s = std::max(r.start, query.from);
+    const Time e = std::min(r.end, query.to);
+    if (!(s < e)) continue;
+    const UnitMillis whole =
+        static_cast<UnitMillis>(r.amount.units()) * static_cast<UnitMillis>((e - s).millis());
+    const UnitMillis idle = std::max<UnitMillis>(0, whole - named[r.id]);
+    if (idle == 0) continue;
+    const Key key{r.tenant.value(), query.by_flavor ? int64_t{r.flavor.value()} : -1,
+                  query.by_kind ? static_cast<int>(UsageKind::kReservedIdle) : -1};
+    Acc& acc = groups[key];
+    if (!AddChecked(acc.all, idle)) return Overflow();
+    if (prices.bill_reserved_idle && !AddChecked(acc.billed[r.flavor], idle)) return Overflow();
   }
   std::vector<ReportRow> rows;
   rows.reserve(groups.size());
@@ -73,17 +121,23 @@ Result<std::vector<ReportRow>> Report(const std::vector<UsageInterval>& interval
     row.unit_millis = acc.all;
     row.gpu_hours = static_cast<double>(acc.all) / static_cast<double>(kUnitMillisPerGpuHour);
     UnitMillis cost = 0;  // micros x kUnitMillisPerGpuHour
-    for (const auto& [flavor, billed] : acc.billed) {
-      if (!AddChecked(row.billed_unit_millis, billed)) return Overflow();
-      if (billed == 0) continue;
-      auto p = prices.micros_per_gpu_hour.find(flavor);
-      if (p == prices.micros_per_gpu_hour.end()) {
-        return InvalidArgument("report: no price for flavor " + std::to_string(flavor.value()));
-      }
-      UnitMillis term = 0;
-      if (__builtin_mul_overflow(billed, static_cast<UnitMillis>(p->second), &term) ||
-          !AddChecked(cost, term)) {
-        return Overflow();
+    for (const bool od : {false, true}) {
+      for (const auto& [flavor, billed] : od ? acc.billed_on_demand : acc.billed) {
+        if (!AddChecked(row.billed_unit_millis, billed)) return Overflow();
+        if (billed == 0) continue;
+        auto p = prices.micros_per_gpu_hour.find(flavor);
+        if (od) {
+          auto q = prices.on_demand_micros_per_gpu_hour.find(flavor);
+          if (q != prices.on_demand_micros_per_gpu_hour.end()) p = q;
+        }
+        if (p == prices.micros_per_gpu_hour.end()) {
+          return InvalidArgument("report: no price for flavor " + std::to_string(flavor.value()));
+        }
+        UnitMillis term = 0;
+        if (__builtin_mul_overflow(billed, static_cast<UnitMillis>(p->second), &term) ||
+            !AddChecked(cost, term)) {
+          return Overflow();
+        }
       }
     }
     if (!AddChecked(cost, kUnitMillisPerGpuHour / 2)) return Overflow();

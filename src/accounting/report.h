@@ -26,6 +26,13 @@ namespace gpupool {
 struct PriceList {
   static constexpr int64_t kMaxMicrosPerGpuHour = 1'000'000'000'000;  // 1e6 currency units
   std::map<FlavorId, int64_t> micros_per_gpu_hour;
+  // On-demand (burst) usage is billed at its own price per flavor; a flavor missing here is
+  // billed at its micros_per_gpu_hour.
+  std::map<FlavorId, int64_t> on_demand_micros_per_gpu_hour;
+  // Reserved capacity that no job used is billed to the reserver (DESIGN.md §8); false: it is
+  // reported (kind reserved_idle) but not billed.
+  bool bill_reserved_idle = true;
+  friend bool operator==(const PriceList&, const PriceList&) = default;
 };
 
 struct ReportQuery {
@@ -40,15 +47,26 @@ struct ReportRow {
   std::optional<FlavorId> flavor;     // set iff grouped by flavor
   std::optional<UsageKind> kind;      // set iff grouped by kind
   UnitMillis unit_millis = 0;         // all usage in the window, billed or not
-  UnitMillis billed_unit_millis = 0;  // excluding kInfrastructureFailure
+  UnitMillis billed_unit_millis = 0;  // excluding kInfrastructureFailure (and kReservedIdle
+                                      // unless PriceList::bill_reserved_idle)
   double gpu_hours = 0;               // unit_millis / kUnitMillisPerGpuHour, for display only
   int64_t cost_micros = 0;            // billed usage at its flavor's price, rounded half up
   friend bool operator==(const ReportRow&, const ReportRow&) = default;
 };
 
 // Rows in (tenant, flavor, kind) order; groups with no usage in the window have no row.
+// `reservations` (Ledger::Reservations) turn the part of an interval that names a reservation
+// and lies inside its window into kReserved (an infrastructure failure stays one), and give each
+// reservation a kReservedIdle row for amount x window minus its jobs' usage, clipped to the
+// query window (never negative: the scheduler keeps a reservation's jobs within its amount).
+// So the rows other than reserved_idle sum to the integral of allocated capacity, and reserved
+// plus reserved_idle to the reservations' amount x window.
 // Errors (kInvalidArgument): to < from; a price outside [0, kMaxMicrosPerGpuHour]; billed usage
 // of a flavor with no price; a sum that would overflow.
+Result<std::vector<ReportRow>> Report(const std::vector<UsageInterval>& intervals,
+                                      const std::vector<ReservationSpan>& reservations,
+                                      const ReportQuery& query, const PriceList& prices);
+// The same without reservations.
 Result<std::vector<ReportRow>> Report(const std::vector<UsageInterval>& intervals,
                                       const ReportQuery& query, const PriceList& prices);
 

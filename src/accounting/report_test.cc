@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 
 #include "model/builder.h"
 
@@ -189,6 +190,94 @@ TEST(ReportTest, CsvIsExactAndQuoted) {
             "tenant,flavor,kind,gpu_hours,unit_ms,billed_unit_ms,cost\n"
             "team-a,,,0.142857,3600000000,3600000000,0.571429\n"
             "team-b,,,2.000000,50400000000,0,0.000000\n");
+}
+
+// A reservation of 4 H100 over [2h, 6h) for tenant 0; a job naming it holds 3 GPUs over
+// [1h, 8h) (admitted earlier under the tenant's guarantee, still running after the window).
+std::vector<ReservationSpan> Spans() {
+  return {{ReservationId(7), TenantId(0), kH100, GpuEq::Gpus(4), H(2), H(6)}};
+}
+UsageInterval Named(GpuEq eq, Time start, Time end, UsageKind kind = UsageKind::kGuaranteed) {
+  UsageInterval u = I(0, kH100, eq, start, end, kind);
+  u.reservation = ReservationId(7);
+  return u;
+}
+std::map<UsageKind, UnitMillis> ByKind(const std::vector<ReportRow>& rows) {
+  std::map<UsageKind, UnitMillis> out;
+  for (const ReportRow& r : rows) out[*r.kind] += r.unit_millis;
+  return out;
+}
+
+TEST(ReportTest, ANamedJobIsReservedInsideTheWindowAndTheRestIsReservedIdle) {
+  const std::vector<UsageInterval> in = {Named(GpuEq::Gpus(3), H(1), H(8))};
+  Result<std::vector<ReportRow>> rows = Report(in, Spans(), {.from = H(0), .to = H(24)}, Prices());
+  ASSERT_TRUE(rows.ok()) << rows.error().message;
+  auto k = ByKind(*rows);
+  // 3 GPUs x ([1h,2h) + [6h,8h)) guaranteed, 3 x 4h reserved, (4-3) x 4h idle.
+  EXPECT_TRUE(k[UsageKind::kGuaranteed] == GpuHours(9));
+  EXPECT_TRUE(k[UsageKind::kReserved] == GpuHours(12));
+  EXPECT_TRUE(k[UsageKind::kReservedIdle] == GpuHours(4));
+  // Reserved plus idle is the reservation's amount x window.
+  EXPECT_TRUE(k[UsageKind::kReserved] + k[UsageKind::kReservedIdle] == GpuHours(16));
+  // Idle reserved time is billed to the reserver at the flavor's price: 25 GPU-hours x 4.00.
+  int64_t cost = 0;
+  for (const ReportRow& r : *rows) cost += r.cost_micros;
+  EXPECT_EQ(cost, 100'000'000);
+
+  PriceList free_idle = Prices();
+  free_idle.bill_reserved_idle = false;
+  rows = Report(in, Spans(), {.from = H(0), .to = H(24)}, free_idle);
+  ASSERT_TRUE(rows.ok());
+  cost = 0;
+  for (const ReportRow& r : *rows) {
+    cost += r.cost_micros;
+    if (r.kind == UsageKind::kReservedIdle) {
+      EXPECT_TRUE(r.billed_unit_millis == 0);
+    }
+  }
+  EXPECT_EQ(cost, 84'000'000);
+}
+
+TEST(ReportTest, ReservationsAreClippedToTheWindowAndFilteredByTenant) {
+  const std::vector<UsageInterval> in = {Named(GpuEq::Gpus(3), H(1), H(8))};
+  // Window [3h, 4h): 3 reserved, 1 idle.
+  Result<std::vector<ReportRow>> rows = Report(in, Spans(), {.from = H(3), .to = H(4)}, Prices());
+  ASSERT_TRUE(rows.ok());
+  auto k = ByKind(*rows);
+  EXPECT_TRUE(k[UsageKind::kReserved] == GpuHours(3));
+  EXPECT_TRUE(k[UsageKind::kReservedIdle] == GpuHours(1));
+  EXPECT_EQ(k.count(UsageKind::kGuaranteed), 0u);
+  // Another tenant sees none of it.
+  rows = Report(in, Spans(), {.from = H(0), .to = H(24), .tenant = TenantId(1)}, Prices());
+  ASSERT_TRUE(rows.ok());
+  EXPECT_TRUE(rows->empty());
+  // An unused reservation is all idle.
+  rows = Report({}, Spans(), {.from = H(0), .to = H(24)}, Prices());
+  ASSERT_TRUE(rows.ok());
+  ASSERT_EQ(rows->size(), 1u);
+  EXPECT_TRUE((*rows)[0].unit_millis == GpuHours(16));
+}
+
+TEST(ReportTest, LostTimeUnderAReservationStaysAnInfrastructureFailure) {
+  const std::vector<UsageInterval> in = {
+      Named(GpuEq::Gpus(2), H(2), H(4), UsageKind::kInfrastructureFailure)};
+  Result<std::vector<ReportRow>> rows = Report(in, Spans(), {.from = H(0), .to = H(24)}, Prices());
+  ASSERT_TRUE(rows.ok());
+  auto k = ByKind(*rows);
+  EXPECT_TRUE(k[UsageKind::kInfrastructureFailure] == GpuHours(4));
+  EXPECT_EQ(k.count(UsageKind::kReserved), 0u);
+  EXPECT_TRUE(k[UsageKind::kReservedIdle] == GpuHours(16));  // the holder could not use it
+}
+
+TEST(ReportTest, OnDemandUsageIsBilledAtTheOnDemandPrice) {
+  PriceList p = Prices();
+  p.on_demand_micros_per_gpu_hour[kH100] = 10'000'000;
+  const auto rows = Rows({I(0, kH100, GpuEq::Gpus(2), H(0), H(3), UsageKind::kOnDemand),
+                          I(0, kA100, GpuEq::Gpus(1), H(0), H(2), UsageKind::kOnDemand)},
+                         {.from = H(0), .to = H(24)}, p);
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0].cost_micros, 60'000'000);  // 6 GPU-hours x 10.00 on demand
+  EXPECT_EQ(rows[1].cost_micros, 3'000'000);   // no on-demand a100 price: the list price
 }
 
 }  // namespace

@@ -283,6 +283,58 @@ TEST(DecodeQueries, AvailabilityAndCalendar) {
                                         {"end", "2031-01-02T00:00:00Z"}, {"step_s", "0"}}).ok());
 }
 
+TEST(DecodePrices, ExactMicrosAndClearRefusals) {
+  const State s = DemoCluster();
+  const FlavorId h100 = *s.catalogue().Find("h100-80gb");
+  auto price = [&](const std::string& v) -> Result<int64_t> {
+    Result<PriceList> p = DecodePriceList(s, R"({"flavors": {"h100-80gb": {"per_gpu_hour": )" + v + "}}}");
+    if (!p.ok()) return p.error();
+    return p->micros_per_gpu_hour.at(h100);
+  };
+  for (const auto& [text, micros] : std::vector<std::pair<std::string, int64_t>>{
+           {R"("4.1")", 4'100'000}, {"4.1", 4'100'000}, {"3", 3'000'000}, {R"("0.000001")", 1},
+           {"0.000001", 1}, {R"("1000000")", 1'000'000'000'000}, {R"("2.990000")", 2'990'000}, {"0", 0}}) {
+    Result<int64_t> m = price(text);
+    ASSERT_TRUE(m.ok()) << text << ": " << m.error().message;
+    EXPECT_EQ(*m, micros) << text;
+  }
+  for (const std::string bad : {R"("1.0000001")", "1.0000001", R"("-1")", "-1", R"("1000000.000001")", "1e7",
+                                R"("")", R"(".5")", R"("5.")", R"("1,5")", "true", "null", R"("0x10")"}) {
+    EXPECT_FALSE(price(bad).ok()) << bad;
+  }
+  Result<PriceList> p = DecodePriceList(s, R"({"flavors": {"h100-80gb": {"per_gpu_hour": "2.99", "on_demand_per_gpu_hour": 7}},
+                                              "bill_reserved_idle": false})");
+  ASSERT_TRUE(p.ok()) << p.error().message;
+  EXPECT_EQ(p->on_demand_micros_per_gpu_hour.at(h100), 7'000'000);
+  EXPECT_FALSE(p->bill_reserved_idle);
+  // What PriceListToJson writes decodes to the same list.
+  Result<PriceList> again = DecodePriceList(s, PriceListToJson(s, *p));
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(*again, *p);
+}
+
+TEST(DecodeQueries, UsageIsScopedToTheCaller) {
+  const State s = DemoCluster();
+  using Q = std::map<std::string, std::string>;
+  const Principal admin{"admin", Role::kClusterAdmin, TenantId(), ""};
+  const Principal member{"bob", Role::kMember, *s.FindTenant("research"), ""};
+  Result<UsageQuery> all = DecodeUsageQuery(s, admin, Q{{"from", "2026-11-01T00:00:00Z"}});
+  ASSERT_TRUE(all.ok());
+  EXPECT_FALSE(all->tenant.has_value());
+  EXPECT_TRUE(all->by_flavor && all->by_kind && !all->csv && !all->to);
+  Result<UsageQuery> mine = DecodeUsageQuery(s, member, Q{{"from", "2026-11-01T00:00:00Z"}, {"group_by", "kind"}, {"format", "csv"}});
+  ASSERT_TRUE(mine.ok());
+  EXPECT_EQ(mine->tenant, *s.FindTenant("research"));
+  EXPECT_TRUE(!mine->by_flavor && mine->by_kind && mine->csv);
+  EXPECT_EQ(DecodeUsageQuery(s, member, Q{{"from", "2026-11-01T00:00:00Z"}, {"tenant", "product"}}).error().code,
+            ErrorCode::kNotFound);
+  for (const Q& bad : {Q{}, Q{{"from", "2026-11-01"}}, Q{{"from", "2026-11-01T00:00:00Z"}, {"group_by", "flavor,,kind"}},
+                       Q{{"from", "2026-11-01T00:00:00Z"}, {"to", "2026-10-01T00:00:00Z"}},
+                       Q{{"from", "2026-11-01T00:00:00Z"}, {"format", "pdf"}}}) {
+    EXPECT_FALSE(DecodeUsageQuery(s, admin, bad).ok());
+  }
+}
+
 TEST(Utf8, AcceptsWellFormedRejectsTheRest) {
   EXPECT_TRUE(ValidUtf8(""));
   EXPECT_TRUE(ValidUtf8("plain ascii"));

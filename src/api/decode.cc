@@ -404,6 +404,56 @@ Result<AvailabilityQuery> DecodeAvailabilityQuery(const State& state, const Quer
   return out;
 }
 
+Result<UsageQuery> DecodeUsageQuery(const State& state, const Principal& caller, const Query& q) {
+  for (const auto& [k, v] : q) {
+    if (k != "from" && k != "to" && k != "tenant" && k != "group_by" && k != "format") {
+      return InvalidArgument("unknown query parameter '" + k + "'");
+    }
+  }
+  UsageQuery out;
+  Result<Time> from = TimeParam(q, "from");
+  if (!from.ok()) return from.error();
+  out.from = *from;
+  if (q.count("to")) {
+    Result<Time> to = TimeParam(q, "to");
+    if (!to.ok()) return to.error();
+    if (*to < out.from) return InvalidArgument("'to' must not be before 'from'");
+    out.to = *to;
+  }
+  if (const std::string t = Param(q, "tenant"); !t.empty()) {
+    Result<TenantId> id = state.FindTenant(t);
+    if (!id.ok() || !caller.Sees(*id)) return NotFound("unknown tenant '" + t + "'");
+    out.tenant = *id;
+  } else if (!caller.admin()) {
+    out.tenant = caller.tenant;
+  }
+  if (q.count("group_by")) {
+    const std::string g = Param(q, "group_by");
+    out.by_flavor = out.by_kind = false;
+    if (g != "none") {
+      size_t at = 0;
+      while (at <= g.size()) {
+        const size_t comma = std::min(g.find(',', at), g.size());
+        const std::string part = g.substr(at, comma - at);
+        if (part == "flavor") {
+          out.by_flavor = true;
+        } else if (part == "kind") {
+          out.by_kind = true;
+        } else {
+          return InvalidArgument("'group_by' is a comma list of flavor and kind, or none; not '" + part + "'");
+        }
+        at = comma + 1;
+      }
+    }
+  }
+  if (q.count("format")) {
+    const std::string f = Param(q, "format");
+    if (f != "json" && f != "csv") return InvalidArgument("'format' must be json or csv");
+    out.csv = f == "csv";
+  }
+  return out;
+}
+
 Result<CalendarQuery> DecodeCalendarQuery(const State& state, const Query& q) {
   CalendarQuery out;
   Result<FlavorId> f = FlavorParam(state, q);
@@ -414,6 +464,93 @@ Result<CalendarQuery> DecodeCalendarQuery(const State& state, const Query& q) {
   if (!step.ok()) return step.error();
   out.step = Duration::Seconds(*step);
   return out;
+}
+
+namespace {
+
+// "4.10" or 4.1 -> 4100000. At most six decimals, within [0, PriceList::kMaxMicrosPerGpuHour].
+Result<int64_t> PriceMicros(const Json& v, const std::string& where) {
+  const Error bad = InvalidArgument("'" + where + "' must be a price per GPU-hour in [0, 1000000] with at most six decimals, "
+                                    "such as \"4.10\"");
+  int64_t micros = 0;
+  if (v.is_number_integer()) {
+    if (v.is_number_unsigned() ? v.get<uint64_t>() > 1'000'000 : (v.get<int64_t>() < 0 || v.get<int64_t>() > 1'000'000)) {
+      return bad;
+    }
+    micros = v.get<int64_t>() * 1'000'000;
+  } else if (v.is_number_float()) {
+    const double d = v.get<double>();
+    if (!(d >= 0 && d <= 1e6)) return bad;
+    const double scaled = d * 1e6;
+    micros = std::llround(scaled);
+    if (std::fabs(scaled - static_cast<double>(micros)) > 1e-3) return bad;  // finer than a micro
+  } else if (v.is_string()) {
+    const std::string s = v.get<std::string>();
+    const size_t dot = s.find('.');
+    const std::string whole = s.substr(0, dot), frac = dot == std::string::npos ? "" : s.substr(dot + 1);
+    if (whole.empty() || whole.size() > 7 || frac.size() > 6 || (dot != std::string::npos && frac.empty()) ||
+        whole.find_first_not_of("0123456789") != std::string::npos ||
+        frac.find_first_not_of("0123456789") != std::string::npos) {
+      return bad;
+    }
+    micros = std::stoll(whole) * 1'000'000 + (frac.empty() ? 0 : std::stoll(frac + std::string(6 - frac.size(), '0')));
+  } else {
+    return bad;
+  }
+  if (micros < 0 || micros > PriceList::kMaxMicrosPerGpuHour) return bad;
+  return micros;
+}
+
+}  // namespace
+
+std::string MicrosToDecimal(int64_t micros) {
+  std::string frac = std::to_string(micros % 1'000'000);
+  return std::to_string(micros / 1'000'000) + "." + std::string(6 - frac.size(), '0') + frac;
+}
+
+Result<PriceList> DecodePriceList(const State& state, std::string_view body) {
+  Result<Json> parsed = ParseObject(body);
+  if (!parsed.ok()) return parsed.error();
+  const Json& j = *parsed;
+  GP_RETURN_IF_ERROR(OnlyFields(j, {"flavors", "bill_reserved_idle"}, ""));
+  PriceList out;
+  if (j.contains("bill_reserved_idle")) {
+    Result<bool> b = Bool(j, "bill_reserved_idle", "");
+    if (!b.ok()) return b.error();
+    out.bill_reserved_idle = *b;
+  }
+  auto flavors = j.find("flavors");
+  if (flavors == j.end() || !flavors->is_object()) {
+    return InvalidArgument("'flavors' must be an object: flavor -> {per_gpu_hour[, on_demand_per_gpu_hour]}");
+  }
+  for (const auto& [name, p] : flavors->items()) {
+    Result<FlavorId> f = state.catalogue().Find(name);
+    if (!f.ok()) return InvalidArgument("unknown flavor '" + name + "'");
+    if (!p.is_object()) return InvalidArgument("'flavors." + name + "' must be an object");
+    GP_RETURN_IF_ERROR(OnlyFields(p, {"per_gpu_hour", "on_demand_per_gpu_hour"}, "flavors." + name + "."));
+    if (!p.contains("per_gpu_hour")) return InvalidArgument("missing field 'flavors." + name + ".per_gpu_hour'");
+    Result<int64_t> list = PriceMicros(p["per_gpu_hour"], "flavors." + name + ".per_gpu_hour");
+    if (!list.ok()) return list.error();
+    out.micros_per_gpu_hour[*f] = *list;
+    if (p.contains("on_demand_per_gpu_hour")) {
+      Result<int64_t> od = PriceMicros(p["on_demand_per_gpu_hour"], "flavors." + name + ".on_demand_per_gpu_hour");
+      if (!od.ok()) return od.error();
+      out.on_demand_micros_per_gpu_hour[*f] = *od;
+    }
+  }
+  return out;
+}
+
+std::string PriceListToJson(const State& state, const PriceList& prices) {
+  Json flavors = Json::object();
+  for (const auto& [f, micros] : prices.micros_per_gpu_hour) {
+    Json p = {{"per_gpu_hour", MicrosToDecimal(micros)}};
+    if (auto od = prices.on_demand_micros_per_gpu_hour.find(f); od != prices.on_demand_micros_per_gpu_hour.end()) {
+      p["on_demand_per_gpu_hour"] = MicrosToDecimal(od->second);
+    }
+    flavors[state.catalogue().model(f).name] = p;
+  }
+  return Json{{"flavors", flavors}, {"bill_reserved_idle", prices.bill_reserved_idle}}.dump();
 }
 
 bool ValidUtf8(std::string_view s) {
@@ -453,7 +590,7 @@ Result<JobSpec> DecodeJobRequest(const State& state, const Principal& caller, st
   const Json& j = *parsed;
   GP_RETURN_IF_ERROR(OnlyFields(j, {"tenant", "name", "priority_class", "replicas", "resources",
                                      "duration_estimate_s", "command", "topology", "cpu_milli",
-                                     "memory_mib", "checkpointable"}, ""));
+                                     "memory_mib", "checkpointable", "reservation"}, ""));
   JobSpec spec;
   Result<std::string> tenant = Str(j, "tenant", "");
   if (!tenant.ok()) return tenant.error();
@@ -552,6 +689,16 @@ Result<JobSpec> DecodeJobRequest(const State& state, const Principal& caller, st
   if (auto c = j.find("checkpointable"); c != j.end()) {
     if (!c->is_boolean()) return InvalidArgument("'checkpointable' must be a boolean");
     spec.checkpointable = c->get<bool>();
+  }
+  if (j.contains("reservation")) {
+    // The id as the API shows it ("12"); another tenant's reservation is as unknown as a
+    // missing one (ValidateSpec).
+    Result<std::string> rid = Str(j, "reservation", "", 19);
+    if (!rid.ok()) return rid.error();
+    if (rid->find_first_not_of("0123456789") != std::string::npos || (*rid)[0] == '0') {
+      return InvalidArgument("'reservation' must be a reservation id such as \"12\"");
+    }
+    spec.reservation = ReservationId(std::stoull(*rid));
   }
   return state.ValidateSpec(std::move(spec));
 }

@@ -8,6 +8,7 @@
 #include <string>
 #include <string_view>
 
+#include "accounting/report.h"
 #include "api/auth.h"
 #include "model/state.h"
 
@@ -65,6 +66,31 @@ struct CalendarQuery {
   Duration step;
 };
 Result<CalendarQuery> DecodeCalendarQuery(const State& state, const std::map<std::string, std::string>& query);
+
+// GET /v1/usage query: from (RFC 3339, required); to (optional: now); tenant (optional: a
+// cluster admin gets every tenant, anyone else their own; another tenant's name is "not found");
+// group_by: a comma list of "flavor" and "kind" (default both; "none" for neither);
+// format: json (default) or csv.
+struct UsageQuery {
+  Time from;
+  std::optional<Time> to;
+  std::optional<TenantId> tenant;
+  bool by_flavor = true, by_kind = true;
+  bool csv = false;
+};
+Result<UsageQuery> DecodeUsageQuery(const State& state, const Principal& caller,
+                                    const std::map<std::string, std::string>& query);
+
+// A price list (PUT /v1/prices, the configuration's `prices:`):
+//   {"flavors": {"h100-80gb": {"per_gpu_hour": "4.10", "on_demand_per_gpu_hour": 9.8}},
+//    "bill_reserved_idle": true}
+// Prices are currency per GPU-hour, a decimal string (exact) or a number, with at most six
+// decimals, in [0, 1e6]. Every key is checked; unknown flavors and fields are errors.
+Result<PriceList> DecodePriceList(const State& state, std::string_view body);
+// The same shape back, prices as decimal strings with six decimals.
+std::string PriceListToJson(const State& state, const PriceList& prices);
+// 12345678 -> "12.345678" (micros >= 0).
+std::string MicrosToDecimal(int64_t micros);
 
 // RFC 3339 date-time: "2026-12-01T10:00:00Z", with optional fractional seconds (kept to the
 // millisecond; finer digits must be zero) and a "Z" or "+HH:MM"/"-HH:MM" offset. Years

@@ -51,7 +51,8 @@ Json Schemas() {
             {"required", {{"type", "boolean"}}}}}}},
         {"cpu_milli", {{"type", "integer"}, {"minimum", 0}}},
         {"memory_mib", {{"type", "integer"}, {"minimum", 0}}},
-        {"checkpointable", {{"type", "boolean"}}}}}};
+        {"checkpointable", {{"type", "boolean"}}},
+        {"reservation", {{"type", "string"}, {"description", "id of a reservation of the job's tenant and flavor to run in"}}}}}};
   Json job = {{"type", "object"},
               {"properties",
                {{"id", {{"type", "string"}}},
@@ -112,7 +113,20 @@ Json Schemas() {
                                 {"start", rfc3339},
                                 {"end", rfc3339},
                                 {"maintenance", {{"type", "boolean"}}}}}};
+  Json price = {{"oneOf", {{{"type", "string"}, {"pattern", "^[0-9]{1,7}(\\.[0-9]{1,6})?$"}}, {{"type", "number"}, {"minimum", 0}}}}};
+  Json price_list = {{"type", "object"},
+                     {"additionalProperties", false},
+                     {"required", {"flavors"}},
+                     {"properties",
+                      {{"flavors", {{"type", "object"},
+                                    {"additionalProperties",
+                                     {{"type", "object"},
+                                      {"additionalProperties", false},
+                                      {"required", {"per_gpu_hour"}},
+                                      {"properties", {{"per_gpu_hour", price}, {"on_demand_per_gpu_hour", price}}}}}}},
+                       {"bill_reserved_idle", {{"type", "boolean"}}}}}};
   return {{"Error", error},
+          {"PriceList", price_list},
           {"ReservationRequest", reservation_request},
           {"Resources", resources},
           {"JobRequest", job_request},
@@ -158,6 +172,9 @@ const std::vector<RouteDoc>& ApiRoutes() {
       {"delete", "/v1/reservations/{id}", "cancel a reservation", "cluster-admin, tenant-admin, member (own tenant); maintenance: cluster-admin", "", 200},
       {"get", "/v1/availability", "earliest start (flavor, gpus, duration_s[, after]) or reservable GPUs (flavor, start, end)", "any token", "", 200},
       {"get", "/v1/calendar", "per bucket: capacity, guaranteed, reserved, maintenance, free (flavor, start, end, step_s)", "any token", "", 200},
+      {"get", "/v1/usage", "usage and cost per tenant, grouped by flavor and kind (from, to, tenant, group_by, format=json|csv)", "any token (own tenant)", "", 200},
+      {"get", "/v1/prices", "the price list per flavor per GPU-hour", "any token", "", 200},
+      {"put", "/v1/prices", "replace the price list", "cluster-admin", "PriceList", 200},
   };
   return routes;
 }
@@ -184,6 +201,9 @@ std::string OpenApiDocument() {
       for (const char* n : {"flavor", "gpus", "duration_s", "after", "start", "end"}) {
         query(n, std::string(n) == "gpus" || std::string(n) == "duration_s" ? "integer" : "string");
       }
+    }
+    if (path == "/v1/usage") {
+      for (const char* n : {"from", "to", "tenant", "group_by", "format"}) query(n, "string");
     }
     if (path == "/v1/calendar") {
       for (const char* n : {"flavor", "start", "end", "step_s"}) query(n, std::string(n) == "step_s" ? "integer" : "string");

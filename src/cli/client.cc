@@ -203,6 +203,17 @@ Result<std::unique_ptr<ApiClient>> ApiClient::Connect(const ClientConfig& config
 
 Result<Json> ApiClient::Finish(const std::string& method, const std::string& path,
                                const httplib::Result& reply) const {
+  Result<std::string> body = FinishText(reply);
+  if (!body.ok()) return body.error();
+  if (body->empty()) return Json::object();
+  Json j = Json::parse(*body, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) {
+    return Error{ErrorCode::kInternal, method + " " + path + ": the server's reply is not JSON"};
+  }
+  return j;
+}
+
+Result<std::string> ApiClient::FinishText(const httplib::Result& reply) const {
   if (!reply) {
     return Error{ErrorCode::kUnavailable, "cannot reach the gpupool server at " + display_ + ": " +
                                               Describe(reply.error()) +
@@ -216,12 +227,11 @@ Result<Json> ApiClient::Finish(const std::string& method, const std::string& pat
     }
     return e;
   }
-  if (reply->body.empty()) return Json::object();
-  Json j = Json::parse(reply->body, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) {
-    return Error{ErrorCode::kInternal, method + " " + path + ": the server's reply is not JSON"};
-  }
-  return j;
+  return reply->body;
+}
+
+Result<std::string> ApiClient::GetText(const std::string& path) {
+  return FinishText(http_->Get(url_.prefix + path));
 }
 
 Result<Json> ApiClient::Get(const std::string& path) {

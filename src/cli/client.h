@@ -73,6 +73,8 @@ class ApiClient {
   // Each returns the reply's JSON for a 2xx status, else the error (see the top of the file).
   // `path` starts with "/v1/...", already encoded.
   Result<Json> Get(const std::string& path);
+  // The reply's body as text, for replies that are not JSON (CSV).
+  Result<std::string> GetText(const std::string& path);
   Result<Json> Post(const std::string& path, const Json& body,
                     const std::map<std::string, std::string>& headers = {});
   Result<Json> Delete(const std::string& path);
@@ -81,6 +83,7 @@ class ApiClient {
   ApiClient(ServerUrl url, std::string display, std::string token);
   Result<Json> Finish(const std::string& method, const std::string& path,
                       const httplib::Result& reply) const;
+  Result<std::string> FinishText(const httplib::Result& reply) const;
 
   ServerUrl url_;
   std::string display_;  // the URL as the user gave it

@@ -1,6 +1,8 @@
 // `gpupool get | describe | submit | cancel`: the REST API from the terminal.
 // Exit codes: 0 done, 1 the server refused or could not be reached, 2 a usage error.
 #include <chrono>
+#include <cstdio>
+#include <ctime>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
@@ -27,6 +29,9 @@ constexpr const char* kReserveUsage =
 constexpr const char* kAvailabilityUsage =
     "usage: gpupool availability --flavor F --gpus N --duration D [--after RFC3339]   (earliest start)\n"
     "       gpupool availability --flavor F --start RFC3339 --end RFC3339            (GPUs reservable)\n";
+constexpr const char* kUsageUsage =
+    "usage: gpupool usage [--tenant T] [--from RFC3339] [--to RFC3339] [--group-by flavor,kind|none]\n"
+    "         [-o table|json|yaml|csv]   (from: the start of this month, UTC; to: now)\n";
 constexpr const char* kDescribeUsage =
     "usage: gpupool describe job ID | node NAME | tenant NAME [-o table|json|yaml]\n";
 constexpr const char* kSubmitUsage =
@@ -69,6 +74,7 @@ class Invocation {
     }
     Result<Format> format = ParseFormat(args_.Str("output", "table"));
     if (!format.ok()) return Usage(format.error().message);
+    if (*format == Format::kCsv && verb_ != "usage") return Usage("-o csv is for gpupool usage");
     format_ = *format;
     return -1;
   }
@@ -100,6 +106,7 @@ class Invocation {
   }
 
   const Args& args() const { return args_; }
+  Format format() const { return format_; }
   const std::vector<std::string>& command() const { return command_; }
   ApiClient& api() { return *api_; }
 
@@ -303,6 +310,39 @@ int Availability(const std::vector<std::string>& argv) {
     std::cout << r["reservable_gpus"] << " x " << args.Str("flavor", "") << " can be reserved from "
               << args.Str("start", "") << " to " << args.Str("end", "") << "\n";
   }
+  return 0;
+}
+
+// The first instant of the current month in UTC, as RFC 3339.
+std::string StartOfThisMonth() {
+  const std::time_t now = static_cast<std::time_t>(NowMillis() / 1000);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%04d-%02d-01T00:00:00Z", tm.tm_year + 1900, tm.tm_mon + 1);
+  return buf;
+}
+
+int UsageReport(const std::vector<std::string>& argv) {
+  Invocation inv("usage", kUsageUsage);
+  if (int rc = inv.Parse(argv, {"tenant", "from", "to", "group-by"}); rc >= 0) return rc;
+  const Args& args = inv.args();
+  if (!args.positional().empty()) return inv.Usage("unexpected '" + args.positional()[0] + "'");
+  std::string query = "?from=" + UrlEncode(args.Str("from", StartOfThisMonth()));
+  if (args.Has("to")) query += "&to=" + UrlEncode(args.Str("to", ""));
+  if (args.Has("tenant")) query += "&tenant=" + UrlEncode(args.Str("tenant", ""));
+  if (args.Has("group-by")) query += "&group_by=" + UrlEncode(args.Str("group-by", ""));
+  if (int rc = inv.Connect(); rc >= 0) return rc;
+  if (inv.format() == Format::kCsv) {
+    Result<std::string> csv = inv.api().GetText("/v1/usage" + query + "&format=csv");
+    if (!csv.ok()) return inv.Fail(csv.error(), 1);
+    std::cout << *csv;
+    return 0;
+  }
+  Result<Json> reply = inv.api().Get("/v1/usage" + query);
+  if (!reply.ok()) return inv.Fail(reply.error(), 1);
+  if (inv.PrintedAsData(*reply)) return 0;
+  PrintUsage(*reply, std::cout);
   return 0;
 }
 

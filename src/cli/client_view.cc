@@ -167,7 +167,8 @@ Result<Format> ParseFormat(const std::string& name) {
   if (name == "table") return Format::kTable;
   if (name == "json") return Format::kJson;
   if (name == "yaml") return Format::kYaml;
-  return InvalidArgument("-o must be table, json or yaml, not '" + name + "'");
+  if (name == "csv") return Format::kCsv;
+  return InvalidArgument("-o must be table, json or yaml (csv for usage), not '" + name + "'");
 }
 
 std::string ToJsonText(const Json& j) { return j.dump(2, ' ', false, Json::error_handler_t::replace) + "\n"; }
@@ -254,6 +255,18 @@ void PrintReservations(const Json& items, std::ostream& out) {
     t.Row({Str(r, "id"), maintenance ? "<maintenance>" : Str(r, "tenant"), Str(r, "flavor"), Gpus(Num(r, "gpus")),
            Str(r, "start"), Str(r, "end")});
   }
+  t.Print(out);
+}
+
+void PrintUsage(const Json& report, std::ostream& out) {
+  out << "usage from " << Str(report, "from") << " to " << Str(report, "to") << "\n";
+  Table t({"TENANT", "FLAVOR", "KIND", "GPU-HOURS", "COST"});
+  for (const Json& r : Items(Field(report, "items"))) {
+    t.Row({Str(r, "tenant"), OrNone(Str(r, "flavor")), OrNone(Str(r, "kind")), Fixed(Num(r, "gpu_hours"), 3),
+           Str(r, "cost")});
+  }
+  const Json& total = Field(report, "total");
+  t.Row({"TOTAL", "", "", Fixed(Num(total, "gpu_hours"), 3), Str(total, "cost")});
   t.Print(out);
 }
 

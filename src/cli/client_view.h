@@ -12,8 +12,8 @@
 
 namespace gpupool::cli {
 
-enum class Format { kTable, kJson, kYaml };
-Result<Format> ParseFormat(const std::string& name);  // table | json | yaml
+enum class Format { kTable, kJson, kYaml, kCsv };
+Result<Format> ParseFormat(const std::string& name);  // table | json | yaml | csv
 
 // The JSON as indented JSON or as block YAML; strings that YAML would read as something else
 // ("12", "true", "") are quoted, so the YAML loads back to the same values. Ends with a newline.
@@ -32,6 +32,8 @@ void PrintJobs(const Json& items, int64_t now_ms, std::ostream& out);
 void PrintNodes(const Json& items, std::ostream& out);
 void PrintTenants(const Json& items, std::ostream& out);
 void PrintReservations(const Json& items, std::ostream& out);
+// GET /v1/usage as a table: one line per row, then the total.
+void PrintUsage(const Json& report, std::ostream& out);
 
 // `describe`: one object as aligned "Key: value" lines with tables for placements and quotas.
 void DescribeJob(const Json& job, int64_t now_ms, std::ostream& out);

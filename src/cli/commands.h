@@ -20,5 +20,6 @@ int Submit(const std::vector<std::string>& argv);
 int Cancel(const std::vector<std::string>& argv);
 int Reserve(const std::vector<std::string>& argv);
 int Availability(const std::vector<std::string>& argv);
+int UsageReport(const std::vector<std::string>& argv);  // gpupool usage
 
 }  // namespace gpupool::cli

@@ -26,6 +26,8 @@ commands:
               --maintenance instead of --tenant for a maintenance window (admins)
   availability  --flavor F --gpus N --duration D [--after T]: earliest start;
               --flavor F --start T1 --end T2: how many GPUs can still be reserved
+  usage       usage and cost: [--tenant T] [--from T1] [--to T2] [--group-by flavor,kind|none]
+              (from the start of this month to now); -o csv too
               client flags: -o table|json|yaml (table)  --url URL  --token TOKEN; else
               GPUPOOL_URL, GPUPOOL_TOKEN, or url: and token: in $GPUPOOL_CONFIG or
               ~/.config/gpupool/config.yaml; exit 1 when the server refuses, 2 on usage errors
@@ -58,6 +60,7 @@ int main(int argc, char** argv) {
   if (cmd == "cancel") return gpupool::cli::Cancel(args);
   if (cmd == "reserve") return gpupool::cli::Reserve(args);
   if (cmd == "availability") return gpupool::cli::Availability(args);
+  if (cmd == "usage") return gpupool::cli::UsageReport(args);
   if (cmd == "demo") return gpupool::cli::Demo(args);
   if (cmd == "catalogue") return gpupool::cli::Catalogue(args);
   if (cmd == "sim") return gpupool::cli::Sim(args);

@@ -151,7 +151,7 @@ Result<DaemonConfig> ParseDaemonConfig(const std::string& yaml_text) {
     return InvalidArgument(std::string("not valid YAML: ") + e.what());
   }
   if (root.is_null()) root = Json::object();
-  GP_RETURN_IF_ERROR(Only(root, {"scheduler", "listen", "data_dir", "priority_classes", "tenants", "nodes"}, ""));
+  GP_RETURN_IF_ERROR(Only(root, {"scheduler", "listen", "data_dir", "priority_classes", "tenants", "nodes", "prices"}, ""));
   DaemonConfig out;
   if (root.contains("scheduler")) {
     const Json& s = root["scheduler"];
@@ -199,6 +199,11 @@ Result<DaemonConfig> ParseDaemonConfig(const std::string& yaml_text) {
     }
   }
   if (root.contains("nodes")) GP_RETURN_IF_ERROR(Nodes(s, root["nodes"]));
+  if (root.contains("prices")) {
+    Result<PriceList> p = DecodePriceList(s, Text(root["prices"]));
+    if (!p.ok()) return InvalidArgument("prices: " + p.error().message);
+    out.prices = std::move(p).value();
+  }
   return out;
 }
 

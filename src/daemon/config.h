@@ -12,6 +12,9 @@
 //     - name: research
 //       weight: 2
 //       quotas: {h100-80gb: {guaranteed: 16, borrow_limit: 8}}
+//   prices:                         # same fields as PUT /v1/prices; used at bootstrap
+//     flavors: {h100-80gb: {per_gpu_hour: "2.99", on_demand_per_gpu_hour: "6.98"}}
+//     bill_reserved_idle: true
 //   nodes:
 //     - {name: h100, count: 4, flavor: h100-80gb, gpus: 8, mig_gpus: 0, shared_gpus: 0,
 //        max_clients: 4, block: rack-a, nvlink_domain: nvl-0, labels: [zone=a]}
@@ -21,6 +24,7 @@
 
 #include <string>
 
+#include "accounting/report.h"
 #include "model/state.h"
 #include "scheduler/config.h"
 
@@ -28,6 +32,7 @@ namespace gpupool {
 
 struct DaemonConfig {
   State cluster;
+  PriceList prices;  // `prices:`, journaled at bootstrap; later changed with PUT /v1/prices
   SchedulerConfig scheduler;
   int tick_ms = 200;
   std::string listen;    // empty: not set in the file

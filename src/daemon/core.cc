@@ -62,6 +62,7 @@ Json JobJson(const State& s, const Job& j) {
     out["reason"] = {{"code", std::string(ReasonCodeName(j.reason.code))}, {"message", j.reason.message}};
   }
   if (HoldsResources(j.state)) out["admitted_as"] = std::string(AdmissionKindName(j.admitted_as));
+  if (j.spec.reservation.valid()) out["reservation"] = std::to_string(j.spec.reservation.value());
   return out;
 }
 
@@ -89,6 +90,8 @@ Result<std::unique_ptr<DaemonCore>> DaemonCore::Open(std::unique_ptr<Journal> jo
 
 Status DaemonCore::Replay(const std::vector<Record>& records) {
   state_ = std::make_unique<State>();
+  ledger_ = Ledger();
+  prices_ = PriceList();
   tokens_ = TokenStore();
   deleted_.clear();
   idempotency_.clear();
@@ -138,7 +141,7 @@ Status DaemonCore::ApplyRecord(const Record& r) {
   if (r.kind == "event") {
     Result<Event> e = EventFromJson(j.value("event", Json()));
     if (!e.ok()) return e.error();
-    GP_RETURN_IF_ERROR(Apply(*state_, *e));
+    GP_RETURN_IF_ERROR(ApplyEvent(*e));
     if (j.contains("idempotency")) {
       idempotency_[j["idempotency"].get<std::string>()] = std::get<JobSubmitted>(*e).id;
     }
@@ -176,6 +179,12 @@ Status DaemonCore::ApplyRecord(const Record& r) {
     return Ok();
   }
   if (r.kind == "token_revoked") return tokens_.Revoke(j.value("id", ""));
+  if (r.kind == "prices") {
+    Result<PriceList> p = DecodePriceList(*state_, r.body);
+    if (!p.ok()) return p.error();
+    prices_ = std::move(p).value();
+    return Ok();
+  }
   if (r.kind == "audit") {
     audit_.push_back(r.body);
     return Ok();
@@ -189,8 +198,16 @@ Status DaemonCore::Stage(std::string kind, std::string body) {
   return Ok();
 }
 
-Status DaemonCore::ApplyAndStage(const Event& e, const std::string& idempotency) {
+Status DaemonCore::ApplyEvent(const Event& e) {
+  Result<LedgerChange> change = ledger_.Prepare(*state_, e);
+  if (!change.ok()) return Error{ErrorCode::kInternal, change.error().message};
   GP_RETURN_IF_ERROR(Apply(*state_, e));
+  ledger_.Commit(std::move(change).value());
+  return Ok();
+}
+
+Status DaemonCore::ApplyAndStage(const Event& e, const std::string& idempotency) {
+  GP_RETURN_IF_ERROR(ApplyEvent(e));
   Json body = {{"event", EventToJson(e)}};
   if (!idempotency.empty()) body["idempotency"] = idempotency;
   return Stage("event", body.dump());
@@ -225,7 +242,7 @@ void DaemonCore::Audit(const CallContext& c, const std::string& action, const st
   (void)Stage("audit", std::move(line));
 }
 
-Result<std::string> DaemonCore::Bootstrap(const State& config, Time now) {
+Result<std::string> DaemonCore::Bootstrap(const State& config, Time now, const PriceList& prices) {
   if (!empty_) return FailedPrecondition("the journal already holds a cluster");
   for (const Tenant& t : config.tenants()) {
     const Json j = TenantToJson(config, t);
@@ -240,6 +257,11 @@ Result<std::string> DaemonCore::Bootstrap(const State& config, Time now) {
   }
   for (const Node& n : config.nodes()) {
     const Record r{0, "node", NodeToJson(config, n).dump()};
+    GP_RETURN_IF_ERROR(ApplyRecord(r));
+    GP_RETURN_IF_ERROR(Stage(r.kind, r.body));
+  }
+  if (!(prices == PriceList())) {
+    const Record r{0, "prices", PriceListToJson(*state_, prices)};
     GP_RETURN_IF_ERROR(ApplyRecord(r));
     GP_RETURN_IF_ERROR(Stage(r.kind, r.body));
   }
@@ -279,6 +301,13 @@ Reply DaemonCore::SubmitJob(const CallContext& c, const std::string& body, const
   if (!spec.ok()) return Err(spec.error());
   if (!c.principal->Writes()) return Forbidden("submit jobs");
   if (deleted_.count(spec->tenant)) return Err(NotFound("unknown tenant"));
+  if (spec->reservation.valid()) {
+    const Reservation& r = *state_->FindReservation(spec->reservation);  // ValidateSpec checked
+    if (r.end <= c.now) {
+      return Err(FailedPrecondition("reservation " + std::to_string(r.id.value()) + " ended at " +
+                                    Rfc3339(r.end)));
+    }
+  }
   const JobSubmitted e{state_->NextJobId(), *spec, c.now};
   if (Status s = ApplyAndStage(e, idem); !s.ok()) return Err(s.error());
   if (!idem.empty()) idempotency_[idem] = e.id;
@@ -785,6 +814,58 @@ Reply DaemonCore::CalendarView(const CallContext& c, const std::map<std::string,
                      {"free", k.free.ToGpus()}});
   }
   return JsonReply(200, {{"flavor", state_->catalogue().model(q->flavor).name}, {"step_s", q->step.seconds()}, {"items", items}});
+}
+
+Reply DaemonCore::Usage(const CallContext& c, const std::map<std::string, std::string>& query) {
+  if (c.principal == nullptr) return Unauthenticated();
+  Result<UsageQuery> q = DecodeUsageQuery(*state_, *c.principal, query);
+  if (!q.ok()) return Err(q.error());
+  const Time to = q->to.value_or(c.now);
+  ReportQuery rq{.from = q->from, .to = to, .by_flavor = q->by_flavor, .by_kind = q->by_kind, .tenant = q->tenant};
+  // Usage up to now: open intervals are cut at now (a window reaching past now shows no future).
+  Result<std::vector<ReportRow>> rows = Report(ledger_.Snapshot(std::min(c.now, to)), ledger_.Reservations(), rq, prices_);
+  if (!rows.ok()) {
+    return Err(FailedPrecondition(rows.error().message + "; a cluster admin sets prices with PUT /v1/prices"));
+  }
+  if (q->csv) return {200, RenderCsv(*rows, *state_), "text/csv; charset=utf-8"};
+  Json items = Json::array();
+  UnitMillis total_um = 0;
+  int64_t total_cost = 0;
+  for (const ReportRow& r : *rows) {
+    Json row = {{"tenant", state_->tenant(r.tenant).name},
+                {"gpu_hours", r.gpu_hours},
+                {"unit_ms", UnitMillisToString(r.unit_millis)},
+                {"billed_unit_ms", UnitMillisToString(r.billed_unit_millis)},
+                {"cost", MicrosToDecimal(r.cost_micros)}};
+    if (r.flavor) row["flavor"] = state_->catalogue().model(*r.flavor).name;
+    if (r.kind) row["kind"] = std::string(UsageKindName(*r.kind));
+    items.push_back(std::move(row));
+    total_um += r.unit_millis;
+    total_cost += r.cost_micros;
+  }
+  return JsonReply(200, {{"from", Rfc3339(q->from)},
+                         {"to", Rfc3339(to)},
+                         {"items", items},
+                         {"total", {{"gpu_hours", static_cast<double>(total_um) / static_cast<double>(kUnitMillisPerGpuHour)},
+                                    {"unit_ms", UnitMillisToString(total_um)},
+                                    {"cost", MicrosToDecimal(total_cost)}}}});
+}
+
+Reply DaemonCore::GetPrices(const CallContext& c) {
+  if (c.principal == nullptr) return Unauthenticated();
+  return {200, PriceListToJson(*state_, prices_)};
+}
+
+Reply DaemonCore::SetPrices(const CallContext& c, const std::string& body) {
+  if (c.principal == nullptr) return Unauthenticated();
+  if (!c.principal->admin()) return Forbidden("set prices");
+  Result<PriceList> p = DecodePriceList(*state_, body);
+  if (!p.ok()) return Err(p.error());
+  prices_ = std::move(p).value();
+  const std::string text = PriceListToJson(*state_, prices_);
+  (void)Stage("prices", text);
+  Audit(c, "prices.set", "prices");
+  return {200, text};
 }
 
 Reply DaemonCore::Summary(const CallContext& c) {

@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "accounting/ledger.h"
+#include "accounting/report.h"
 #include "api/auth.h"
 #include "policy/quota/quota.h"
 #include "scheduler/config.h"
@@ -25,7 +27,8 @@ namespace gpupool {
 
 struct Reply {
   int status = 200;
-  std::string body;  // JSON
+  std::string body;  // JSON, unless content_type says otherwise
+  std::string content_type = "application/json";
 };
 
 struct CallContext {
@@ -44,7 +47,7 @@ class DaemonCore {
 
   // First start: tenants, classes and nodes, journaled as configuration; and the bootstrap
   // admin token, whose secret is returned once.
-  Result<std::string> Bootstrap(const State& config, Time now);
+  Result<std::string> Bootstrap(const State& config, Time now, const PriceList& prices = {});
   // A token for a named principal (the demo's tenant tokens).
   Result<std::string> IssueToken(const Principal& p, Time now);
 
@@ -83,6 +86,12 @@ class DaemonCore {
   Reply CalendarView(const CallContext& c, const std::map<std::string, std::string>& query);
   Reply Summary(const CallContext& c);
 
+  // Chargeback (DESIGN.md §8). GET /v1/usage?from&to&tenant&group_by&format: the ledger's
+  // report, scoped to the caller's tenant; GET/PUT /v1/prices: the price list (PUT: admins).
+  Reply Usage(const CallContext& c, const std::map<std::string, std::string>& query);
+  Reply GetPrices(const CallContext& c);
+  Reply SetPrices(const CallContext& c, const std::string& body);
+
   // One scheduling cycle at `now`, and the simulated executor: admitted jobs start, running jobs
   // end after their estimate (demo).
   void Tick(Time now, bool simulate_executor);
@@ -92,6 +101,8 @@ class DaemonCore {
   Status Flush();
 
   const State& state() const { return *state_; }
+  const Ledger& ledger() const { return ledger_; }
+  const PriceList& prices() const { return prices_; }
   size_t staged() const { return staged_.size(); }
   const Plan& last_plan() const { return last_plan_; }
   int64_t cycles() const { return cycles_; }
@@ -100,6 +111,9 @@ class DaemonCore {
   explicit DaemonCore(std::unique_ptr<Journal> journal, SchedulerConfig config);
   Status Replay(const std::vector<Record>& records);
   Status ApplyRecord(const Record& r);
+  // Apply(state, e), with the ledger observing the state before it (prepared first, committed
+  // only if Apply succeeds).
+  Status ApplyEvent(const Event& e);
   Status Stage(std::string kind, std::string body);
   Status ApplyAndStage(const Event& e, const std::string& meta = "");
   void Audit(const CallContext& c, const std::string& action, const std::string& object);
@@ -122,6 +136,8 @@ class DaemonCore {
   std::unique_ptr<Journal> journal_;
   SchedulerConfig config_;
   std::unique_ptr<State> state_;
+  Ledger ledger_;    // rebuilt from the journal's events on every replay
+  PriceList prices_;  // the last "prices" record
   TokenStore tokens_;
   std::set<TenantId> deleted_;                // tombstones: ids are never reused
   std::map<std::string, JobId> idempotency_;  // principal name + key -> job

@@ -1,6 +1,7 @@
 #include "daemon/demo.h"
 
 #include <array>
+#include <map>
 #include <nlohmann/json.hpp>
 
 namespace gpupool {
@@ -53,6 +54,22 @@ DemoJob RandomDemoJob(std::mt19937_64& rng, int64_t serial) {
   j["duration_estimate_s"] = uni(60, 600);
   j["command"] = {"python", "run.py", "--step", std::to_string(serial)};
   return {tenant, j.dump()};
+}
+
+PriceList DemoPrices(const State& cluster) {
+  // Roughly public cloud list prices per GPU-hour in late 2026; on demand costs about twice.
+  const std::map<std::string, std::pair<int64_t, int64_t>> known = {
+      {"h100-80gb", {2'990'000, 6'980'000}}, {"h200-141gb", {3'790'000, 8'450'000}},
+      {"a100-80gb", {1'790'000, 4'100'000}}, {"a100-40gb", {1'290'000, 3'060'000}}};
+  PriceList p;
+  for (const Node& n : cluster.nodes()) {
+    const std::string& name = cluster.catalogue().model(n.flavor).name;
+    auto it = known.find(name);
+    const auto [list, od] = it != known.end() ? it->second : std::pair<int64_t, int64_t>{1'000'000, 2'500'000};
+    p.micros_per_gpu_hour[n.flavor] = list;
+    p.on_demand_micros_per_gpu_hour[n.flavor] = od;
+  }
+  return p;
 }
 
 }  // namespace gpupool

@@ -23,4 +23,8 @@ struct DemoJob {
 };
 DemoJob RandomDemoJob(std::mt19937_64& rng, int64_t serial);
 
+// The demo's price list: list and on-demand prices per GPU-hour for every flavor of `cluster`'s
+// catalogue that its nodes use.
+PriceList DemoPrices(const State& cluster);
+
 }  // namespace gpupool

@@ -159,12 +159,13 @@ class Router {
         return fn(core, c, req);
       });
       res.status = r.status;
-      res.set_content(r.body, "application/json");
+      res.set_content(r.body, r.content_type);
       metrics->ObserveRequest(req.method + " " + route, r.status, SecondsSince(start));
     };
     if (method == "GET") srv_.Get(pattern, handler);
     if (method == "POST") srv_.Post(pattern, handler);
     if (method == "PATCH") srv_.Patch(pattern, handler);
+    if (method == "PUT") srv_.Put(pattern, handler);
     if (method == "DELETE") srv_.Delete(pattern, handler);
   }
 
@@ -242,6 +243,9 @@ void Routes(httplib::Server& srv, Loop& loop, Metrics& metrics) {
   r.Add("GET", "/v1/calendar", "/v1/calendar", [query](DaemonCore& c, C ctx, R req) {
     return c.CalendarView(ctx, query(req));
   });
+  r.Add("GET", "/v1/usage", "/v1/usage", [query](DaemonCore& c, C ctx, R req) { return c.Usage(ctx, query(req)); });
+  r.Add("GET", "/v1/prices", "/v1/prices", [](DaemonCore& c, C ctx, R) { return c.GetPrices(ctx); });
+  r.Add("PUT", "/v1/prices", "/v1/prices", [](DaemonCore& c, C ctx, R req) { return c.SetPrices(ctx, req.body); });
   srv.set_error_handler([](R, httplib::Response& res) {
     if (!res.body.empty()) return;
     ErrorCode code = ErrorCode::kInvalidArgument;
@@ -348,7 +352,8 @@ Status Serve(const ServeOptions& o) {
                              "and tenants, or --demo");
     }
     const State cluster = o.demo ? DemoCluster() : std::move(config.cluster);
-    Result<std::string> admin = core.Bootstrap(cluster, Now());
+    const PriceList prices = o.demo && config.prices == PriceList() ? DemoPrices(cluster) : config.prices;
+    Result<std::string> admin = core.Bootstrap(cluster, Now(), prices);
     if (!admin.ok()) return admin.error();
     // The secrets reach the disk before the journal that holds their hashes: a crash between
     // the two leaves an empty journal, and the next start bootstraps again with new secrets.

@@ -54,6 +54,7 @@ struct JobRequest {
   Duration estimated = Duration::Infinite();
   TopologyConstraint topology;
   std::string name;
+  ReservationId reservation;
 };
 // Builds, validates and applies JobSubmitted with the next id.
 Result<JobId> Submit(State& state, const JobRequest& req, Time at);

@@ -80,6 +80,7 @@ enum class ReasonCode : uint8_t {
   kNeverFits,          // shape larger than any node
   kPreemptionBudget,   // would need preemption, but the cycle's budget is spent
   kMaintenance,        // within the guarantee, but maintenance leaves the pool no room
+  kReservation,        // names a reservation that is not in force, or is fully used
 };
 std::string_view ReasonCodeName(ReasonCode c);
 
@@ -99,6 +100,9 @@ struct JobSpec {
   Duration estimated_duration = Duration::Infinite();
   std::vector<std::string> command;
   bool checkpointable = false;
+  // Runs in this reservation of its tenant (DESIGN.md §5): admitted only while the reservation
+  // is in force and its named jobs fit its amount; billed as reserved inside the window.
+  ReservationId reservation;
 };
 
 struct Job {

@@ -1,4 +1,5 @@
 // Names of the model's enums and the human-readable shape description.
+#include <algorithm>
 #include <string>
 
 #include "model/job.h"
@@ -73,6 +74,7 @@ std::string_view ReasonCodeName(ReasonCode c) {
     case ReasonCode::kNeverFits: return "never_fits";
     case ReasonCode::kPreemptionBudget: return "preemption_budget";
     case ReasonCode::kMaintenance: return "maintenance";
+    case ReasonCode::kReservation: return "reservation";
   }
   return "?";
 }
@@ -88,6 +90,10 @@ bool Gpu::idle() const {
     case GpuMode::kShared: return shared.empty();
   }
   return true;
+}
+
+bool Node::on_demand() const {
+  return std::binary_search(labels.begin(), labels.end(), kOnDemandLabel);
 }
 
 std::string_view Node::DomainAt(TopologyLevel level) const {

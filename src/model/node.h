@@ -53,6 +53,10 @@ std::string_view NodeConditionName(NodeCondition c);
 enum class TopologyLevel : uint8_t { kNone, kNode, kNvlinkDomain, kBlock };
 std::string_view TopologyLevelName(TopologyLevel l);
 
+// The label of a node bought on demand for a burst (DESIGN.md §6); such a node is also
+// dedicated to the tenant it was bought for.
+inline constexpr std::string_view kOnDemandLabel = "gpupool.io/on-demand=true";
+
 struct Node {
   NodeId id;
   std::string name;
@@ -69,6 +73,7 @@ struct Node {
   int64_t cpu_used = 0, memory_used = 0;
 
   bool schedulable() const { return condition == NodeCondition::kReady; }
+  bool on_demand() const;
   // The domain key at a level: the node name, its NVLink domain or its block.
   std::string_view DomainAt(TopologyLevel level) const;
 };

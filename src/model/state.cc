@@ -202,6 +202,21 @@ Result<JobSpec> State::ValidateSpec(JobSpec spec) const {
     return InvalidArgument("job needs " + ToString(eq) + " GPUs; the tenant's maximum is " +
                            ToString(lim.max_job_gpu_eq));
   }
+  if (spec.reservation.valid()) {
+    const std::string rname = "reservation " + std::to_string(spec.reservation.value());
+    const Reservation* r = FindReservation(spec.reservation);
+    if (r == nullptr || r->maintenance || r->tenant != spec.tenant) {
+      return InvalidArgument("unknown " + rname + " for tenant " + t.name);
+    }
+    if (r->flavor != s.flavor) {
+      return InvalidArgument(rname + " holds " + catalogue_.model(r->flavor).name + ", not " +
+                             model.name);
+    }
+    if (eq > r->amount) {
+      return InvalidArgument("job needs " + ToString(eq) + " GPUs; " + rname + " holds " +
+                             ToString(r->amount));
+    }
+  }
   return spec;
 }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <unordered_map>
 #include <queue>
 #include <tuple>
@@ -69,6 +70,9 @@ class Cycle {
   // Re-queues a tenant whose share changed (its work was preempted) under its new key.
   void Refresh(uint32_t tenant);
   void Consider(const Job& job);
+  // A job naming a reservation runs only while it is in force and within its amount; otherwise
+  // it waits (reason kReservation) and this returns false.
+  bool ReservationAdmits(const Job& job, GpuEq eq);
   bool Commit(const Job& job, Placer::Outcome& o, AdmissionKind kind);
   FailKey KeyOf(const Job& job, Time end) const;
   PendingReason CapacityReason(const Job& job, const Placer::Outcome& o, Time end);
@@ -94,6 +98,8 @@ class Cycle {
   std::map<std::tuple<uint32_t, uint16_t, int64_t, int, int64_t, int64_t, int64_t>, uint32_t>
       quota_reasons_;
   std::vector<JobId> released_;
+  // GPU-equivalents held by the jobs naming each reservation; built on first use.
+  std::optional<std::map<ReservationId, GpuEq>> reserved_used_;
   int preempt_budget_ = 0;
   int holds_left_ = 0;
   int hold_attempts_left_ = 0;  // a failed attempt also costs a timeline walk
@@ -149,8 +155,43 @@ void Cycle::Wait(const Job& job, PendingReason reason) { WaitWith(job, AddReason
 
 void Cycle::WaitWith(const Job& job, uint32_t reason) { plan_.pending.push_back({job.id, reason}); }
 
+bool Cycle::ReservationAdmits(const Job& job, GpuEq eq) {
+  const ReservationId rid = job.spec.reservation;
+  const std::string name = "reservation " + std::to_string(rid.value());
+  const Reservation* r = state_.FindReservation(rid);
+  if (r == nullptr) {
+    Wait(job, {ReasonCode::kReservation, name + " was cancelled; cancel the job or resubmit it without it"});
+    return false;
+  }
+  if (now_ < r->start) {
+    Wait(job, {ReasonCode::kReservation, name + " starts in " + ToString(r->start - now_)});
+    return false;
+  }
+  if (now_ >= r->end) {
+    Wait(job, {ReasonCode::kReservation, name + " has ended; cancel the job or resubmit it without it"});
+    return false;
+  }
+  if (!reserved_used_) {
+    reserved_used_.emplace();
+    for (JobId id : state_.active()) {
+      const Job& a = *state_.FindJob(id);
+      if (a.spec.reservation.valid()) (*reserved_used_)[a.spec.reservation] += a.Eq(state_.catalogue());
+    }
+  }
+  const GpuEq used = (*reserved_used_)[rid];
+  if (used + eq > r->amount) {
+    Wait(job, {ReasonCode::kReservation, name + " holds " + ToString(r->amount) + " GPUs and its jobs use " +
+                                             ToString(used) + "; this job needs " + ToString(eq)});
+    return false;
+  }
+  return true;
+}
+
 bool Cycle::Commit(const Job& job, Placer::Outcome& o, AdmissionKind kind) {
   share_dirty_[job.spec.tenant.value()] = true;
+  if (job.spec.reservation.valid() && reserved_used_) {
+    (*reserved_used_)[job.spec.reservation] += job.Eq(state_.catalogue());
+  }
   for (ReconfigureDecision& r : o.reconfigurations) plan_.reconfigurations.push_back(r);
   plan_.placements.push_back({job.id, o.placement, kind});
   backfill_.AddPlaced(job, o.placement);
@@ -188,6 +229,7 @@ void Cycle::Consider(const Job& job) {
   const FlavorId f = job.spec.shape.flavor;
   const GpuEq eq = job.Eq(state_.catalogue());
   const Time end = now_ + job.spec.estimated_duration;
+  if (job.spec.reservation.valid() && !ReservationAdmits(job, eq)) return;
   const std::vector<uint32_t>& pools = session_.EligiblePools(t, f);
   if (pools.empty()) {
     Wait(job, {ReasonCode::kNoEligibleNodes,

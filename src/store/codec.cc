@@ -62,7 +62,8 @@ Json SpecToJson(const JobSpec& s) {
           {"topology_required", s.topology.required},
           {"estimated_ms", s.estimated_duration.millis()},
           {"command", s.command},
-          {"checkpointable", s.checkpointable}};
+          {"checkpointable", s.checkpointable},
+          {"reservation", s.reservation.valid() ? s.reservation.value() : 0}};
 }
 
 Result<JobSpec> SpecFromJson(const Json& j) {
@@ -85,6 +86,7 @@ Result<JobSpec> SpecFromJson(const Json& j) {
     s.estimated_duration = Duration::Millis(j.at("estimated_ms").get<int64_t>());
     s.command = j.at("command").get<std::vector<std::string>>();
     s.checkpointable = j.at("checkpointable").get<bool>();
+    if (const uint64_t r = j.value("reservation", uint64_t{0}); r != 0) s.reservation = ReservationId(r);
     return s;
   } catch (const Json::exception&) {
     return InvalidArgument("malformed job spec in record");

@@ -113,6 +113,7 @@ inline Response Call(httplib::Client& c, const std::string& method, const std::s
   httplib::Result r = method == "GET"     ? c.Get(path, headers)
                       : method == "POST"  ? c.Post(path, headers, body, "application/json")
                       : method == "PATCH" ? c.Patch(path, headers, body, "application/json")
+                      : method == "PUT"   ? c.Put(path, headers, body, "application/json")
                                           : c.Delete(path, headers);
   if (!r) return {};
   Response out{r->status, Json::parse(r->body, nullptr, false)};

@@ -20,7 +20,10 @@ tenants:
   - {name: beta, quotas: {h100-80gb: {guaranteed: 12}}}
 nodes:
   - {name: n, count: 4, flavor: h100-80gb, gpus: 8}
+prices:
+  flavors: {h100-80gb: {per_gpu_hour: "4.00", on_demand_per_gpu_hour: "9.00"}}
 )";
+constexpr const char* kPrices = R"({"flavors": {"h100-80gb": {"per_gpu_hour": "4.00", "on_demand_per_gpu_hour": 9}}})";
 
 std::string JobBody(const std::string& tenant, const std::string& name, int gpus = 8) {
   return Json({{"tenant", tenant}, {"name", name}, {"priority_class", "training"}, {"replicas", 1},
@@ -183,6 +186,8 @@ TEST_F(DaemonHttp, IsolationMatrix) {
             "/v1/reservations/" + fresh_reservation(target));
       check("delete /v1/reservations/{id}", who, target, Expect(who, target, 200, 200, 200, 403), "DELETE",
             "/v1/reservations/" + fresh_reservation(target));
+      check("get /v1/usage", who, target, Expect(who, target, 200, 200, 200, 200), "GET",
+            "/v1/usage?from=2020-01-01T00:00:00Z&tenant=" + target);
       const std::string node = "/v1/nodes/" + nodes_[target];
       check("get /v1/nodes/{name}", who, target, Expect(who, target, 200, 200, 200, 200), "GET", node);
       // The admin acts on the spare node (so the fixture's jobs stay put) and undoes it.
@@ -209,12 +214,14 @@ TEST_F(DaemonHttp, IsolationMatrix) {
           "/v1/availability?flavor=h100-80gb&gpus=2&duration_s=3600");
     check("get /v1/calendar", who, "-", Expect(who, "alpha", 200, 200, 200, 200), "GET",
           "/v1/calendar?flavor=h100-80gb&start=2030-01-01T00:00:00Z&end=2030-01-02T00:00:00Z&step_s=3600");
+    check("get /v1/prices", who, "-", Expect(who, "alpha", 200, 200, 200, 200), "GET", "/v1/prices");
+    check("put /v1/prices", who, "-", Expect(who, "alpha", 200, 403, 403, 403), "PUT", "/v1/prices", kPrices);
   }
   for (const char* route : {"get /healthz", "get /metrics", "get /v1/openapi.json"}) covered.insert(route);
   for (const RouteDoc& r : ApiRoutes()) {
     EXPECT_TRUE(covered.count(std::string(r.method) + " " + r.path)) << "the matrix misses " << r.method << " " << r.path;
   }
-  EXPECT_EQ(checked, 6 * (2 * 15 + 12)) << "6 callers x (2 targets x 15 tenant-scoped + 12 cluster-wide requests)";
+  EXPECT_EQ(checked, 6 * (2 * 16 + 14)) << "6 callers x (2 targets x 16 tenant-scoped + 14 cluster-wide requests)";
 }
 
 // What the lists show each caller: never another tenant's jobs, tokens, usage, nodes or audit.
@@ -248,6 +255,54 @@ TEST_F(DaemonHttp, ListsNeverShowAnotherTenant) {
   std::set<std::string> tenants;
   for (const Json& j : Get(c, "/v1/jobs", tokens_["admin"], "items")) tenants.insert(j["tenant"]);
   EXPECT_TRUE(tenants.count("alpha") && tenants.count("beta"));
+}
+
+// Usage: a tenant sees its own rows only, the admin every tenant's; the CSV carries the same
+// numbers; bad queries are 400 and another tenant is 404.
+TEST_F(DaemonHttp, UsageIsScopedToTheCallersTenant) {
+  httplib::Client c = daemon_->Client();
+  const std::string q = "/v1/usage?from=2020-01-01T00:00:00Z&group_by=flavor,kind";
+  Response all = Call(c, "GET", q, tokens_["admin"]);
+  ASSERT_EQ(all.status, 200) << all.body.dump();
+  std::set<std::string> tenants;
+  for (const Json& row : all.body["items"]) tenants.insert(row["tenant"]);
+  EXPECT_TRUE(tenants.count("alpha") && tenants.count("beta")) << all.body.dump();
+  for (const std::string who : {"alpha-admin", "alpha-member", "alpha-viewer"}) {
+    Response mine = Call(c, "GET", q, tokens_[who]);
+    ASSERT_EQ(mine.status, 200) << mine.body.dump();
+    ASSERT_FALSE(mine.body["items"].empty());
+    for (const Json& row : mine.body["items"]) {
+      EXPECT_EQ(row["tenant"], "alpha") << who;
+      EXPECT_EQ(row["flavor"], "h100-80gb");
+      EXPECT_TRUE(row.contains("kind") && row.contains("cost") && row.contains("unit_ms"));
+    }
+    EXPECT_EQ(Call(c, "GET", q + "&tenant=beta", tokens_[who]).status, 404) << who;
+  }
+  // CSV: a header and one line per row, same tenants.
+  httplib::Headers h = {{"Authorization", "Bearer " + tokens_["alpha-member"]}};
+  httplib::Result csv = c.Get(q + "&format=csv&to=2100-01-01T00:00:00Z", h);
+  ASSERT_TRUE(csv);
+  EXPECT_EQ(csv->status, 200);
+  EXPECT_NE(csv->get_header_value("Content-Type").find("text/csv"), std::string::npos);
+  EXPECT_EQ(csv->body.rfind("tenant,flavor,kind,gpu_hours,unit_ms,billed_unit_ms,cost\n", 0), 0u) << csv->body;
+  EXPECT_NE(csv->body.find("\nalpha,h100-80gb,"), std::string::npos) << csv->body;
+  EXPECT_EQ(csv->body.find("beta"), std::string::npos) << csv->body;
+  for (const std::string bad : {"/v1/usage", "/v1/usage?from=yesterday", "/v1/usage?from=2020-01-01T00:00:00Z&group_by=team",
+                                "/v1/usage?from=2020-01-01T00:00:00Z&format=xml",
+                                "/v1/usage?from=2020-01-02T00:00:00Z&to=2020-01-01T00:00:00Z",
+                                "/v1/usage?from=2020-01-01T00:00:00Z&colour=red"}) {
+    EXPECT_EQ(Call(c, "GET", bad, tokens_["admin"]).status, 400) << bad;
+  }
+  // Prices: bad lists are refused and change nothing.
+  const Json before = Call(c, "GET", "/v1/prices", tokens_["admin"]).body;
+  for (const std::string bad : {R"({"flavors": {"h100-80gb": {"per_gpu_hour": "-1"}}})",
+                                R"({"flavors": {"h100-80gb": {"per_gpu_hour": "1.0000001"}}})",
+                                R"({"flavors": {"b300": {"per_gpu_hour": 1}}})",
+                                R"({"flavors": {"h100-80gb": {"per_hour": 1}}})", R"({"flavours": {}})"}) {
+    EXPECT_EQ(Call(c, "PUT", "/v1/prices", tokens_["admin"], bad).status, 400) << bad;
+  }
+  EXPECT_EQ(Call(c, "GET", "/v1/prices", tokens_["admin"]).body, before);
+  EXPECT_EQ(before["flavors"]["h100-80gb"]["per_gpu_hour"], "4.000000");
 }
 
 TEST_F(DaemonHttp, AuditRecordsPrincipalActionObjectTimeAndRemote) {

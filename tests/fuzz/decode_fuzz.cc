@@ -169,6 +169,19 @@ void FuzzTime(std::string_view text) {
                std::to_string(t->millis()));
 }
 
+// A price list that decodes must encode to text that decodes to the same list.
+void FuzzPrices(std::string_view body) {
+  Result<PriceList> p = DecodePriceList(TheWorld().state, body);
+  if (!p.ok()) {
+    Reply(p.error());
+    return;
+  }
+  Accepted("prices", std::to_string(p->micros_per_gpu_hour.size()));
+  for (const auto& [f, m] : p->micros_per_gpu_hour) FUZZ_REQUIRE(m >= 0 && m <= PriceList::kMaxMicrosPerGpuHour, std::to_string(m));
+  Result<PriceList> again = DecodePriceList(TheWorld().state, PriceListToJson(TheWorld().state, *p));
+  FUZZ_REQUIRE(again.ok() && *again == *p, "price list round trip");
+}
+
 void FuzzConfig(std::string_view text) {
   Result<DaemonConfig> c = ParseDaemonConfig(std::string(text));
   if (!c.ok()) {
@@ -191,7 +204,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
   const World& w = TheWorld();
   const std::string_view body(reinterpret_cast<const char*>(data) + 1, size - 1);
-  static constexpr char kSelectors[] = {'j', 'J', 'k', 't', 'T', 'p', 'y', 'r', 'R', 'z'};
+  static constexpr char kSelectors[] = {'j', 'J', 'k', 't', 'T', 'p', 'y', 'r', 'R', 'z', 'P'};
   char sel = static_cast<char>(data[0]);
   bool known = false;
   for (char s : kSelectors) known = known || s == sel;
@@ -206,6 +219,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     case 'r': FuzzReservation(w.member, body); break;
     case 'R': FuzzReservation(w.admin, body); break;
     case 'z': FuzzTime(body); break;
+    case 'P': FuzzPrices(body); break;
     default: FuzzConfig(body); break;
   }
   return 0;
