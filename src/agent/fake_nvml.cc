@@ -1,0 +1,422 @@
+// A fake libnvidia-ml for nvml_probe_test: a shared module exporting the NVML symbols the agent
+// uses (nvml_types.h), with canned answers, so the dlopen/dlsym path and the probe's reading
+// logic run without a GPU. Built twice: in full, and with FAKE_NVML_MINIMAL (only the required
+// symbols, like a very old driver).
+//
+// The node it pretends to be (nvmlInit_v2 resets it):
+//   GPU 0  "NVIDIA H100 80GB HBM3", 0x233010DE, bus 00000000:18:00.0, MIG on, GIs 3g@0 (id 1)
+//          and 3g@4 (id 2); MIG device indexes 0 -> GI 2, 1 absent, 2 -> GI 1; remapped rows
+//          NOT_SUPPORTED (MIG with instances); 45 C; NVLink 0 -> GPU 1 (bus id in lower case),
+//          NVLink 1 -> an NVSwitch; one pending XID 31 attributed to GI 1, one P-state event.
+//   GPU 1  "NVIDIA A100-SXM4-80GB", 0x20B210DE, bus 00000000:2A:00.0, MIG off; 2 volatile
+//          uncorrectable ECC errors; a row remap pending; 91 C; NVLink 0 -> GPU 0; one XID 48.
+// $GPUPOOL_FAKE_NVML_SCENARIO=init-fails makes nvmlInit_v2 return DRIVER_NOT_LOADED.
+// Test hooks (extern "C", found with dlsym): gpupoolFakeNvmlPushXid, gpupoolFakeNvmlSetEcc,
+// gpupoolFakeNvmlSetLost, gpupoolFakeNvmlDeprecateTemperature (nvmlDeviceGetTemperature then
+// answers DEPRECATED, as NVML 13 may), gpupoolFakeNvmlInitCount.
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <string>
+
+#include "agent/nvml_types.h"
+
+using namespace gpupool::nvml;  // NOLINT
+
+namespace {
+
+struct FakeDev {
+  // Physical GPU fields.
+  const char* name = "";
+  const char* uuid = "";
+  unsigned long long memory_mib = 0;
+  const char* bus_id = "";
+  unsigned int pci_device_id = 0;
+  unsigned int mig_mode = 0;
+  unsigned long long ecc = 0;
+  unsigned int remap_pending = 0;
+  unsigned int temperature = 0;
+  bool lost = false;
+  bool registered = false;
+  // MIG device fields (is_mig: this is a MIG device handle of GPU 0).
+  bool is_mig = false;
+  unsigned int gi_id = 0;
+};
+
+struct FakeGi {
+  unsigned int id, profile_id, start, size;
+};
+
+struct FakeEvent {
+  int gpu;
+  unsigned long long type, data;
+  unsigned int gi;
+};
+
+FakeDev g_dev[4];  // 0, 1: GPUs; 2, 3: MIG devices of GPU 0
+FakeGi g_gi[2];
+std::deque<FakeEvent> g_events;
+bool g_init = false;
+int g_init_count = 0;
+[[maybe_unused]] int g_event_set_token = 0;
+[[maybe_unused]] bool g_temperature_deprecated = false;
+
+nvmlDevice_t Handle(int i) { return reinterpret_cast<nvmlDevice_t>(&g_dev[i]); }
+FakeDev* Dev(nvmlDevice_t h) {
+  for (FakeDev& d : g_dev) {
+    if (reinterpret_cast<nvmlDevice_t>(&d) == h) return &d;
+  }
+  return nullptr;
+}
+[[maybe_unused]] int IndexOf(nvmlDevice_t h) {
+  for (int i = 0; i < 2; ++i) {
+    if (Handle(i) == h) return i;
+  }
+  return -1;
+}
+
+void Reset() {
+  g_dev[0] = {.name = "NVIDIA H100 80GB HBM3",
+              .uuid = "GPU-fake-nvml-0",
+              .memory_mib = 81559,
+              .bus_id = "00000000:18:00.0",
+              .pci_device_id = 0x233010DE,
+              .mig_mode = 1,
+              .temperature = 45};
+  g_dev[1] = {.name = "NVIDIA A100-SXM4-80GB",
+              .uuid = "GPU-fake-nvml-1",
+              .memory_mib = 81920,
+              .bus_id = "00000000:2A:00.0",
+              .pci_device_id = 0x20B210DE,
+              .ecc = 2,
+              .remap_pending = 1,
+              .temperature = 91};
+  g_dev[2] = {.name = "", .uuid = "MIG-fake-nvml-0-2", .bus_id = "", .is_mig = true, .gi_id = 2};
+  g_dev[3] = {.name = "", .uuid = "MIG-fake-nvml-0-1", .bus_id = "", .is_mig = true, .gi_id = 1};
+  g_temperature_deprecated = false;
+  g_gi[0] = {1, 9, 0, 4};
+  g_gi[1] = {2, 9, 4, 4};
+  g_events = {{0, 0x4, 0, 0xFFFFFFFFu},
+              {0, nvmlEventTypeXidCriticalError, 31, 1},
+              {1, nvmlEventTypeXidCriticalError, 48, 0xFFFFFFFFu}};
+}
+
+void CopyString(const char* s, char* out, unsigned int len) {
+  const size_t n = std::min<size_t>(std::strlen(s), len - 1);
+  std::memcpy(out, s, n);
+  out[n] = '\0';
+}
+
+// A GPU handle that answers, or the error to return.
+nvmlReturn_t Gpu(nvmlDevice_t h, FakeDev** out) {
+  if (!g_init) return NVML_ERROR_UNINITIALIZED;
+  FakeDev* d = Dev(h);
+  if (d == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  if (d->lost) return NVML_ERROR_GPU_IS_LOST;
+  *out = d;
+  return NVML_SUCCESS;
+}
+
+}  // namespace
+
+#define FAKE_EXPORT extern "C" __attribute__((visibility("default")))
+
+FAKE_EXPORT nvmlReturn_t nvmlInit_v2() {
+  const char* scenario = std::getenv("GPUPOOL_FAKE_NVML_SCENARIO");
+  if (scenario != nullptr && std::string(scenario) == "init-fails") {
+    return NVML_ERROR_DRIVER_NOT_LOADED;
+  }
+  Reset();
+  g_init = true;
+  ++g_init_count;
+  return NVML_SUCCESS;
+}
+
+FAKE_EXPORT nvmlReturn_t nvmlShutdown() {
+  g_init = false;
+  return NVML_SUCCESS;
+}
+
+FAKE_EXPORT const char* nvmlErrorString(nvmlReturn_t rc) {
+  switch (rc) {
+    case NVML_SUCCESS: return "Success";
+    case NVML_ERROR_UNINITIALIZED: return "Uninitialized";
+    case NVML_ERROR_INVALID_ARGUMENT: return "Invalid Argument";
+    case NVML_ERROR_NOT_SUPPORTED: return "Not Supported";
+    case NVML_ERROR_NOT_FOUND: return "Not Found";
+    case NVML_ERROR_DRIVER_NOT_LOADED: return "Driver Not Loaded";
+    case NVML_ERROR_TIMEOUT: return "Timeout";
+    case NVML_ERROR_GPU_IS_LOST: return "GPU is lost";
+    default: return "Unknown Error";
+  }
+}
+
+FAKE_EXPORT nvmlReturn_t nvmlDeviceGetCount_v2(unsigned int* count) {
+  if (!g_init) return NVML_ERROR_UNINITIALIZED;
+  *count = 2;
+  return NVML_SUCCESS;
+}
+
+FAKE_EXPORT nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int index, nvmlDevice_t* device) {
+  if (!g_init) return NVML_ERROR_UNINITIALIZED;
+  if (index >= 2) return NVML_ERROR_INVALID_ARGUMENT;
+  *device = Handle(static_cast<int>(index));
+  return NVML_SUCCESS;
+}
+
+FAKE_EXPORT nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t h, char* name, unsigned int len) {
+  FakeDev* d;
+  if (nvmlReturn_t rc = Gpu(h, &d); rc != NVML_SUCCESS) return rc;
+  CopyString(d->name, name, len);
+  return NVML_SUCCESS;
+}
+
+FAKE_EXPORT nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t h, char* uuid, unsigned int len) {
+  FakeDev* d;
+  if (nvmlReturn_t rc = Gpu(h, &d); rc != NVML_SUCCESS) return rc;
+  CopyString(d->uuid, uuid, len);
+  return NVML_SUCCESS;
+}
+
+FAKE_EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t h, nvmlMemory_t* mem) {
+  FakeDev* d;
+  if (nvmlReturn_t rc = Gpu(h, &d); rc != NVML_SUCCESS) return rc;
+  mem->total = d->memory_mib << 20;
+  mem->used = 1ULL << 20;
+  mem->free = mem->total - mem->used;
+  return NVML_SUCCESS;
+}
+
+FAKE_EXPORT nvmlReturn_t nvmlDeviceGetPciInfo_v3(nvmlDevice_t h, nvmlPciInfo_t* pci) {
+  FakeDev* d;
+  if (nvmlReturn_t rc = Gpu(h, &d); rc != NVML_SUCCESS) return rc;
+  std::memset(pci, 0, sizeof *pci);
+  CopyString(d->bus_id + 4, pci->busIdLegacy, sizeof pci->busIdLegacy);
+  CopyString(d->bus_id, pci->busId, sizeof pci->busId);
+  pci->pciDeviceId = d->pci_device_id;
+  pci->pciSubSystemId = 0x16C110DE;
+  return NVML_SUCCESS;
+}
+
+#ifndef FAKE_NVML_MINIMAL
+
+// MIG.
+FAKE_EXPORT nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t h, unsigned int* current,
+                                              unsigned int* pending) {
+  FakeDev* d;
+  if (nvmlReturn_t rc = Gpu(h, &d); rc != NVML_SUCCESS) return rc;
+  if (d->is_mig) return NVML_ERROR_NOT_SUPPORTED;
+  *current = *pending = d->mig_mode;
+  return NVML_SUCCESS;
+}
+
+FAKE_EXPORT nvmlReturn_t nvmlDeviceGetMaxMigDeviceCount(nvmlDevice_t h, unsigned int* count) {
+  FakeDev* d;
+  if (nvmlReturn_t rc = Gpu(h, &d); rc != NVML_SUCCESS) return rc;
+  *count = d->mig_mode ? 7 : 0;
+  return NVML_SUCCESS;
+}
+
+FAKE_EXPORT nvmlReturn_t nvmlDeviceGetMigDeviceHandleByIndex(nvmlDevice_t h, unsigned int index,
+                                                             nvmlDevice_t* mig) {
+  FakeDev* d;
+  if (nvmlReturn_t rc = Gpu(h, &d); rc != NVML_SUCCESS) return rc;
+  if (IndexOf(h) != 0 || index >= 7) return NVML_ERROR_INVALID_ARGUMENT;
+  if (index == 0)
+    *mig = Handle(2);
+  else if (index == 2)
+    *mig = Handle(3);
+  else
+    return NVML_ERROR_NOT_FOUND;
+  return NVML_SUCCESS;
+}
+
+FAKE_EXPORT nvmlReturn_t nvmlDeviceGetGpuInstanceId(nvmlDevice_t h, unsigned int* id) {
+  FakeDev* d;
+  if (nvmlReturn_t rc = Gpu(h, &d); rc != NVML_SUCCESS) return rc;
+  if (!d->is_mig) return NVML_ERROR_INVALID_ARGUMENT;
+  *id = d->gi_id;
+  return NVML_SUCCESS;
+}
+
+// Enum -> GI profile ID on 7-slice boards (reference §1.1); other enums are not supported.
+FAKE_EXPORT nvmlReturn_t nvmlDeviceGetGpuInstanceProfileInfo(nvmlDevice_t h, unsigned int profile,
+                                                             nvmlGpuInstanceProfileInfo_t* info) {
+  FakeDev* d;
+  if (nvmlReturn_t rc = Gpu(h, &d); rc != NVML_SUCCESS) return rc;
+  if (profile >= NVML_GPU_INSTANCE_PROFILE_COUNT) return NVML_ERROR_INVALID_ARGUMENT;
+  static constexpr unsigned int kIds[NVML_GPU_INSTANCE_PROFILE_COUNT] = {
+      19, 14, 9, 5, 0, 99, 99, 20, 99, 15, 99, 99, 99, 99, 99, 99, 99, 99};
+  if (kIds[profile] == 99) return NVML_ERROR_NOT_SUPPORTED;
+  std::memset(info, 0, sizeof *info);
+  info->id = kIds[profile];
+  info->instanceCount = 7;
+  info->memorySizeMB = 9856;
+  return NVML_SUCCESS;
+}
+
+FAKE_EXPORT nvmlReturn_t nvmlDeviceGetGpuInstances(nvmlDevice_t h, unsigned int profile_id,
+                                                   nvmlGpuInstance_t* gis, unsigned int* count) {
+  FakeDev* d;
+  if (nvmlReturn_t rc = Gpu(h, &d); rc != NVML_SUCCESS) return rc;
+  unsigned int n = 0;
+  for (FakeGi& gi : g_gi) {
+    if (IndexOf(h) == 0 && gi.profile_id == profile_id) {
+      gis[n++] = reinterpret_cast<nvmlGpuInstance_t>(&gi);
+    }
+  }
+  *count = n;
+  return NVML_SUCCESS;
+}
+
+FAKE_EXPORT nvmlReturn_t nvmlGpuInstanceGetInfo(nvmlGpuInstance_t gi, nvmlGpuInstanceInfo_t* info) {
+  if (!g_init) return NVML_ERROR_UNINITIALIZED;
+  const FakeGi* g = reinterpret_cast<const FakeGi*>(gi);
+  info->device = Handle(0);
+  info->id = g->id;
+  info->profileId = g->profile_id;
+  info->placement = {g->start, g->size};
+  return NVML_SUCCESS;
+}
+
+// NVLink: 18 links per GPU; GPU 0 links 0 (GPU 1) and 1 (switch) active, GPU 1 link 0 active.
+FAKE_EXPORT nvmlReturn_t nvmlDeviceGetNvLinkState(nvmlDevice_t h, unsigned int link, int* active) {
+  FakeDev* d;
+  if (nvmlReturn_t rc = Gpu(h, &d); rc != NVML_SUCCESS) return rc;
+  if (link >= 18) return NVML_ERROR_INVALID_ARGUMENT;
+  const int gpu = IndexOf(h);
+  *active = (link == 0 || (gpu == 0 && link == 1)) ? NVML_FEATURE_ENABLED : NVML_FEATURE_DISABLED;
+  return NVML_SUCCESS;
+}
+
+FAKE_EXPORT nvmlReturn_t nvmlDeviceGetNvLinkRemotePciInfo_v2(nvmlDevice_t h, unsigned int link,
+                                                             nvmlPciInfo_t* pci) {
+  FakeDev* d;
+  if (nvmlReturn_t rc = Gpu(h, &d); rc != NVML_SUCCESS) return rc;
+  std::memset(pci, 0, sizeof *pci);
+  const int gpu = IndexOf(h);
+  const char* remote = gpu == 0 ? (link == 0 ? "00000000:2a:00.0" : "00000000:c0:00.0")
+                                : "0000:18:00.0";  // legacy 4-digit domain
+  CopyString(remote, pci->busId, sizeof pci->busId);
+  return NVML_SUCCESS;
+}
+
+FAKE_EXPORT nvmlReturn_t nvmlDeviceGetNvLinkRemoteDeviceType(nvmlDevice_t h, unsigned int link,
+                                                             int* type) {
+  FakeDev* d;
+  if (nvmlReturn_t rc = Gpu(h, &d); rc != NVML_SUCCESS) return rc;
+  *type =
+      (IndexOf(h) == 0 && link == 1) ? NVML_NVLINK_DEVICE_TYPE_SWITCH : NVML_NVLINK_DEVICE_TYPE_GPU;
+  return NVML_SUCCESS;
+}
+
+// Health.
+FAKE_EXPORT nvmlReturn_t nvmlDeviceGetTemperature(nvmlDevice_t h, int sensor, unsigned int* t) {
+  FakeDev* d;
+  if (nvmlReturn_t rc = Gpu(h, &d); rc != NVML_SUCCESS) return rc;
+  if (g_temperature_deprecated) return NVML_ERROR_DEPRECATED;
+  if (sensor != NVML_TEMPERATURE_GPU) return NVML_ERROR_INVALID_ARGUMENT;
+  *t = d->temperature;
+  return NVML_SUCCESS;
+}
+
+// The NVML 13 successor; answers 1 C warmer so a test can tell which call answered.
+FAKE_EXPORT nvmlReturn_t nvmlDeviceGetTemperatureV(nvmlDevice_t h, nvmlTemperature_v1_t* t) {
+  FakeDev* d;
+  if (nvmlReturn_t rc = Gpu(h, &d); rc != NVML_SUCCESS) return rc;
+  if (t->version != StructVersion<nvmlTemperature_v1_t>(1) ||
+      t->sensorType != NVML_TEMPERATURE_GPU) {
+    return NVML_ERROR_INVALID_ARGUMENT;
+  }
+  t->temperature = static_cast<int>(d->temperature) + 1;
+  return NVML_SUCCESS;
+}
+
+FAKE_EXPORT nvmlReturn_t nvmlDeviceGetTotalEccErrors(nvmlDevice_t h, int type, int counter,
+                                                     unsigned long long* count) {
+  FakeDev* d;
+  if (nvmlReturn_t rc = Gpu(h, &d); rc != NVML_SUCCESS) return rc;
+  if (type != NVML_MEMORY_ERROR_TYPE_UNCORRECTED) return NVML_ERROR_INVALID_ARGUMENT;
+  *count = counter == NVML_VOLATILE_ECC ? d->ecc : d->ecc + 5;  // aggregate includes history
+  return NVML_SUCCESS;
+}
+
+FAKE_EXPORT nvmlReturn_t nvmlDeviceGetRemappedRows(nvmlDevice_t h, unsigned int* corr,
+                                                   unsigned int* unc, unsigned int* pending,
+                                                   unsigned int* failure) {
+  FakeDev* d;
+  if (nvmlReturn_t rc = Gpu(h, &d); rc != NVML_SUCCESS) return rc;
+  if (d->mig_mode) return NVML_ERROR_NOT_SUPPORTED;  // MIG with active instances
+  *corr = 3;
+  *unc = 1;
+  *pending = d->remap_pending;
+  *failure = 0;
+  return NVML_SUCCESS;
+}
+
+// Events: one set; a device delivers its queued events once registered.
+FAKE_EXPORT nvmlReturn_t nvmlEventSetCreate(nvmlEventSet_t* set) {
+  if (!g_init) return NVML_ERROR_UNINITIALIZED;
+  *set = reinterpret_cast<nvmlEventSet_t>(&g_event_set_token);
+  return NVML_SUCCESS;
+}
+
+FAKE_EXPORT nvmlReturn_t nvmlDeviceGetSupportedEventTypes(nvmlDevice_t h,
+                                                          unsigned long long* types) {
+  FakeDev* d;
+  if (nvmlReturn_t rc = Gpu(h, &d); rc != NVML_SUCCESS) return rc;
+  *types = IndexOf(h) == 0 ? 0x8 | 0x4 | 0x2 | 0x1 : 0x8;
+  return NVML_SUCCESS;
+}
+
+FAKE_EXPORT nvmlReturn_t nvmlDeviceRegisterEvents(nvmlDevice_t h, unsigned long long types,
+                                                  nvmlEventSet_t set) {
+  FakeDev* d;
+  if (nvmlReturn_t rc = Gpu(h, &d); rc != NVML_SUCCESS) return rc;
+  if (set != reinterpret_cast<nvmlEventSet_t>(&g_event_set_token)) {
+    return NVML_ERROR_INVALID_ARGUMENT;
+  }
+  d->registered = (types & nvmlEventTypeXidCriticalError) != 0;
+  return NVML_SUCCESS;
+}
+
+FAKE_EXPORT nvmlReturn_t nvmlEventSetWait_v2(nvmlEventSet_t set, nvmlEventData_t* data,
+                                             unsigned int timeout_ms) {
+  (void)timeout_ms;  // never waits: the queue is all there is
+  if (!g_init) return NVML_ERROR_UNINITIALIZED;
+  if (set != reinterpret_cast<nvmlEventSet_t>(&g_event_set_token)) {
+    return NVML_ERROR_INVALID_ARGUMENT;
+  }
+  while (!g_events.empty()) {
+    const FakeEvent e = g_events.front();
+    g_events.pop_front();
+    if (!g_dev[e.gpu].registered) continue;
+    data->device = Handle(e.gpu);
+    data->eventType = e.type;
+    data->eventData = e.data;
+    data->gpuInstanceId = e.gi;
+    data->computeInstanceId = e.gi == 0xFFFFFFFFu ? 0xFFFFFFFFu : 0;
+    return NVML_SUCCESS;
+  }
+  return NVML_ERROR_TIMEOUT;
+}
+
+FAKE_EXPORT nvmlReturn_t nvmlEventSetFree(nvmlEventSet_t set) {
+  return set == reinterpret_cast<nvmlEventSet_t>(&g_event_set_token) ? NVML_SUCCESS
+                                                                     : NVML_ERROR_INVALID_ARGUMENT;
+}
+
+// Test hooks.
+FAKE_EXPORT void gpupoolFakeNvmlPushXid(int gpu, unsigned long long xid) {
+  g_events.push_back({gpu, nvmlEventTypeXidCriticalError, xid, 0xFFFFFFFFu});
+}
+FAKE_EXPORT void gpupoolFakeNvmlSetEcc(int gpu, unsigned long long count) {
+  g_dev[gpu].ecc = count;
+}
+FAKE_EXPORT void gpupoolFakeNvmlSetLost(int gpu) { g_dev[gpu].lost = true; }
+FAKE_EXPORT void gpupoolFakeNvmlDeprecateTemperature() { g_temperature_deprecated = true; }
+
+#endif  // FAKE_NVML_MINIMAL
+
+FAKE_EXPORT int gpupoolFakeNvmlInitCount() { return g_init_count; }

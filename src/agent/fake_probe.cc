@@ -1,0 +1,135 @@
+#include "agent/fake_probe.h"
+
+#include <cstdio>
+
+namespace gpupool {
+namespace {
+
+constexpr uint32_t kDefaultTemperature = 40;
+
+bool ValidNodeName(std::string_view n) {
+  if (n.empty() || n.size() > 64) return false;
+  for (char c : n) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                    c == '.' || c == '_' || c == '-';
+    if (!ok) return false;
+  }
+  return true;
+}
+
+std::string BusId(uint32_t gpu) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "00000000:%02X:00.0", (gpu + 1) & 0xFFu);
+  return buf;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<FakeProbe>> FakeProbe::Create(std::string node_name, std::string_view spec,
+                                                     Catalogue catalogue) {
+  if (!ValidNodeName(node_name)) {
+    return InvalidArgument("fake probe node name '" + node_name +
+                           "' must be 1-64 characters of [A-Za-z0-9._-]");
+  }
+  auto gpus = ParseFakeGpuSpec(catalogue, spec);
+  if (!gpus.ok()) return gpus.error();
+  return std::unique_ptr<FakeProbe>(
+      new FakeProbe(std::move(node_name), std::move(catalogue), std::move(*gpus)));
+}
+
+FakeProbe::FakeProbe(std::string node, Catalogue catalogue, std::vector<FakeGpuSpec> gpus)
+    : node_(std::move(node)),
+      catalogue_(std::move(catalogue)),
+      gpus_(std::move(gpus)),
+      temperature_(gpus_.size(), kDefaultTemperature) {}
+
+std::string FakeProbe::Uuid(uint32_t gpu) const {
+  return "GPU-fake-" + node_ + "-" + std::to_string(gpu);
+}
+
+Result<std::vector<GpuInfo>> FakeProbe::Discover() {
+  std::vector<GpuInfo> out;
+  const uint32_t n = static_cast<uint32_t>(gpus_.size());
+  for (uint32_t i = 0; i < n; ++i) {
+    const FakeGpuSpec& spec = gpus_[i];
+    const GpuModel& model = catalogue_.model(*catalogue_.Find(spec.model));
+    GpuInfo g;
+    g.index = i;
+    g.uuid = Uuid(i);
+    g.name = std::string(ProductNameFor(spec.model));
+    if (g.name.empty()) g.name = "Fake " + spec.model;  // a catalogue added by a test
+    g.model = spec.model;
+    g.memory_mib = model.memory_mib;
+    g.pci_bus_id = BusId(i);
+    g.mig_current = g.mig_pending = spec.mig ? MigMode::kEnabled : MigMode::kDisabled;
+    for (int k = 0; spec.mig && k < spec.layout.size(); ++k) {
+      const MigInstance& inst = spec.layout.at(k);
+      const MigProfile& p = model.profiles[inst.profile];
+      GpuInstanceInfo gi;
+      gi.id = static_cast<uint32_t>(k + 1);
+      gi.profile_id = p.id;
+      gi.profile = p.name;
+      gi.start = inst.start;
+      gi.size = p.memory_slices;
+      gi.mig_uuids.push_back("MIG-fake-" + node_ + "-" + std::to_string(i) + "-" +
+                             std::to_string(gi.id));
+      g.gpu_instances.push_back(std::move(gi));
+    }
+    for (uint32_t peer = 0, link = 0; peer < n; ++peer) {
+      if (peer == i) continue;
+      g.nvlinks.push_back({link++, BusId(peer), Uuid(peer), "gpu"});
+    }
+    out.push_back(std::move(g));
+  }
+  return out;
+}
+
+Result<std::vector<HealthEvent>> FakeProbe::PollHealth() {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<HealthEvent> out;
+  out.swap(pending_);
+  for (uint32_t i = 0; i < gpus_.size(); ++i) {
+    out.push_back({i, Uuid(i), HealthEventKind::kTemperature, temperature_[i], kUnknownU32});
+  }
+  return out;
+}
+
+void FakeProbe::Push(uint32_t gpu, HealthEventKind kind, uint64_t value, uint32_t gi) {
+  GP_CHECK(gpu < gpus_.size()) << "fake GPU " << gpu << " of " << gpus_.size();
+  std::lock_guard<std::mutex> lock(mu_);
+  pending_.push_back({gpu, Uuid(gpu), kind, value, gi});
+}
+
+void FakeProbe::InjectXid(uint32_t gpu, uint64_t code, uint32_t gpu_instance_id) {
+  Push(gpu, HealthEventKind::kXid, code, gpu_instance_id);
+}
+void FakeProbe::InjectEcc(uint32_t gpu, uint64_t uncorrectable_count) {
+  Push(gpu, HealthEventKind::kEccUncorrectable, uncorrectable_count, kUnknownU32);
+}
+void FakeProbe::InjectRowRemapFailure(uint32_t gpu) {
+  Push(gpu, HealthEventKind::kRowRemapFailure, 1, kUnknownU32);
+}
+void FakeProbe::InjectRowRemapPending(uint32_t gpu) {
+  Push(gpu, HealthEventKind::kRowRemapPending, 1, kUnknownU32);
+}
+void FakeProbe::InjectGpuLost(uint32_t gpu) {
+  Push(gpu, HealthEventKind::kGpuLost, 0, kUnknownU32);
+}
+
+void FakeProbe::SetTemperature(uint32_t gpu, uint32_t celsius) {
+  GP_CHECK(gpu < gpus_.size()) << "fake GPU " << gpu << " of " << gpus_.size();
+  std::lock_guard<std::mutex> lock(mu_);
+  temperature_[gpu] = celsius;
+}
+
+void FakeProbe::SetHeartbeatLost(bool lost) {
+  std::lock_guard<std::mutex> lock(mu_);
+  heartbeat_lost_ = lost;
+}
+
+bool FakeProbe::heartbeat_lost() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return heartbeat_lost_;
+}
+
+}  // namespace gpupool

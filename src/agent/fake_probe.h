@@ -1,0 +1,90 @@
+// FakeProbe: a GpuProbe whose GPUs come from a spec string, with fault injection, for tests and
+// for running the agent on machines without GPUs.
+//
+// Spec grammar (positions in error messages count characters from 1):
+//
+//   spec     := group ("," group)*
+//   group    := count "x" model [":mig" ["=" instance ("+" instance)*]]
+//   count    := 1..64 (all groups together: at most 64 GPUs)
+//   model    := a Catalogue::BuiltIn() name, e.g. h100-80gb
+//   instance := profile ["@" start]   profile: the model's MIG profile name, e.g. 3g.40gb or
+//               1g.10gb+me ("+me" belongs to the profile name; a new instance starts with a digit)
+//
+// Examples: "8xh100-80gb", "2xa100-40gb:mig" (MIG on, no instances),
+// "4xa100-80gb:mig=3g.40gb+3g.40gb", "1xh100-80gb:mig=3g.40gb@4+1g.10gb,1xh100-80gb".
+// All groups must name the same model (a node has one GPU model). Instances without a start are
+// placed by a deterministic search (largest first, highest free start first); the layout is
+// validated with ValidateLayout against the catalogue's MIG geometry.
+//
+// Identities are deterministic: GPU i is "GPU-fake-<node>-<i>", PCI bus id "00000000:<i+1>:00.0"
+// (hex), GPU instance ids are 1.. in start order, and the single MIG device of GI g is
+// "MIG-fake-<node>-<i>-<g>". Every GPU has one NVLink link to every other GPU (an all-to-all,
+// NVSwitch-like node), link k going to the k-th other GPU.
+//
+// PollHealth returns the injected events in injection order and clears them, then one
+// temperature reading per GPU (40 C unless set).
+//
+// Thread-safety: all methods may be called from any thread (one mutex).
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "agent/gpu_probe.h"
+#include "model/catalogue.h"
+#include "model/mig.h"
+
+namespace gpupool {
+
+struct FakeGpuSpec {
+  std::string model;  // catalogue name
+  bool mig = false;
+  MigLayout layout;  // when mig
+};
+
+// Parses and validates a spec against the catalogue; one FakeGpuSpec per GPU.
+Result<std::vector<FakeGpuSpec>> ParseFakeGpuSpec(const Catalogue& catalogue,
+                                                  std::string_view spec);
+
+class FakeProbe : public GpuProbe {
+ public:
+  // node_name: [A-Za-z0-9._-]+, used in the UUIDs.
+  static Result<std::unique_ptr<FakeProbe>> Create(std::string node_name, std::string_view spec,
+                                                   Catalogue catalogue = Catalogue::BuiltIn());
+
+  Result<std::vector<GpuInfo>> Discover() override;
+  Result<std::vector<HealthEvent>> PollHealth() override;
+
+  size_t gpu_count() const { return gpus_.size(); }
+
+  // Fault injection. REQUIRES: gpu < gpu_count().
+  void InjectXid(uint32_t gpu, uint64_t code, uint32_t gpu_instance_id = kUnknownU32);
+  void InjectEcc(uint32_t gpu, uint64_t uncorrectable_count);
+  void InjectRowRemapFailure(uint32_t gpu);
+  void InjectRowRemapPending(uint32_t gpu);
+  void InjectGpuLost(uint32_t gpu);
+  void SetTemperature(uint32_t gpu, uint32_t celsius);
+
+  // A flag the agent loop reads to simulate a node whose heartbeats stop (the probe itself
+  // keeps answering).
+  void SetHeartbeatLost(bool lost);
+  bool heartbeat_lost() const;
+
+ private:
+  FakeProbe(std::string node, Catalogue catalogue, std::vector<FakeGpuSpec> gpus);
+  void Push(uint32_t gpu, HealthEventKind kind, uint64_t value, uint32_t gi);
+  std::string Uuid(uint32_t gpu) const;
+
+  const std::string node_;
+  const Catalogue catalogue_;
+  const std::vector<FakeGpuSpec> gpus_;
+  mutable std::mutex mu_;
+  std::vector<uint32_t> temperature_;  // guarded by mu_
+  std::vector<HealthEvent> pending_;   // guarded by mu_
+  bool heartbeat_lost_ = false;        // guarded by mu_
+};
+
+}  // namespace gpupool

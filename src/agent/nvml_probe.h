@@ -1,0 +1,90 @@
+// NvmlProbe: the GpuProbe of a real node, reading NVML through dlopen (nvml_library.h).
+//
+// The library is opened and nvmlInit_v2 called on the first Discover or PollHealth; if that
+// fails (no library: "libnvidia-ml.so.1 not found: ...", no driver, a missing required symbol)
+// the call returns the error (kUnavailable) and the next call tries again. Device handles are
+// enumerated once, and every GPU is registered for XID events then (where the driver supports
+// it); Discover re-reads everything else each time, so a changed MIG layout shows.
+//
+// Read-only by construction: nvml_types.h declares no call that changes MIG mode, creates or
+// destroys instances, or resets. What is read and why: docs/design/agent.md ("NVML").
+//
+// Health levels become events on a rising edge per GPU: the volatile uncorrectable ECC count
+// when it rises (the first poll reports a non-zero count), row-remap failure and pending when
+// they become set, a lost GPU once. A row-remap query that NVML does not support (a MIG GPU with
+// active instances) reports nothing: unknown, not healthy.
+//
+// Thread-safety: not thread-safe; one thread calls it. Destruction frees the event set, calls
+// nvmlShutdown (if nvmlInit_v2 succeeded) and dlcloses the library.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "agent/gpu_probe.h"
+#include "agent/nvml_library.h"
+#include "model/catalogue.h"
+
+namespace gpupool {
+
+struct NvmlProbeOptions {
+  // "" -> $GPUPOOL_NVML_LIBRARY if set, else NvmlLibrary::kDefaultPath.
+  std::string library_path;
+  // How long PollHealth waits for the first XID event (later ones are drained without waiting).
+  uint32_t event_wait_ms = 0;
+  Catalogue catalogue = Catalogue::BuiltIn();  // for model and MIG profile names
+};
+
+class NvmlProbe : public GpuProbe {
+ public:
+  explicit NvmlProbe(NvmlProbeOptions options = {});
+  ~NvmlProbe() override;
+  NvmlProbe(const NvmlProbe&) = delete;
+  NvmlProbe& operator=(const NvmlProbe&) = delete;
+
+  Result<std::vector<GpuInfo>> Discover() override;
+  // HealthEvent::gpu is kUnknownU32 for an XID whose device handle is not one of ours.
+  Result<std::vector<HealthEvent>> PollHealth() override;
+
+  const std::string& library_path() const { return path_; }
+  // Node-wide notes: optional symbols the library lacks, event registration failures, and what
+  // the last PollHealth could not read.
+  std::vector<std::string> notes() const;
+
+ private:
+  struct Device {
+    nvml::nvmlDevice_t handle = nullptr;
+    std::string uuid;
+    std::string open_error;  // set when the handle could not be obtained
+    bool lost = false;       // GPU_IS_LOST seen
+    bool lost_reported = false;
+    unsigned long long ecc_seen = 0;
+    bool remap_failure_seen = false;
+    bool remap_pending_seen = false;
+  };
+
+  Status EnsureOpen();
+  void OpenDevices();
+  void RegisterEvents();
+  GpuInfo Describe(uint32_t index);
+  void ReadMig(const Device& d, GpuInfo& g);
+  void ReadMigDevices(const Device& d, GpuInfo& g);
+  void ReadNvLinks(const Device& d, GpuInfo& g);
+  void PollXids(std::vector<HealthEvent>& out);
+  void PollLevels(uint32_t index, std::vector<HealthEvent>& out);
+  bool ReadTemperature(Device& d, uint32_t& celsius);
+  // Records rc on d (GPU_IS_LOST marks it lost); returns rc == NVML_SUCCESS.
+  bool Check(Device& d, nvml::nvmlReturn_t rc);
+
+  NvmlProbeOptions options_;
+  std::string path_;
+  std::unique_ptr<NvmlLibrary> lib_;
+  bool initialized_ = false;  // nvmlInit_v2 succeeded
+  std::vector<Device> devices_;
+  nvml::nvmlEventSet_t event_set_ = nullptr;
+  std::vector<std::string> open_notes_;  // from EnsureOpen
+  std::vector<std::string> poll_notes_;  // from the last PollHealth
+};
+
+}  // namespace gpupool

@@ -1,0 +1,241 @@
+// NvmlProbe against no library, a library that is not NVML, and the fake libnvidia-ml modules
+// built from fake_nvml.cc (which node they pretend to be is described there).
+#include "agent/nvml_probe.h"
+
+#include <dlfcn.h>
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+
+namespace gpupool {
+namespace {
+
+constexpr const char* kFake = GPUPOOL_FAKE_NVML_PATH;
+constexpr const char* kFakeMinimal = GPUPOOL_FAKE_NVML_MINIMAL_PATH;
+
+NvmlProbe Probe(const std::string& path) {
+  NvmlProbeOptions o;
+  o.library_path = path;
+  return NvmlProbe(std::move(o));
+}
+
+// A hook of the fake module the probe has loaded (RTLD_NOLOAD: the same instance).
+template <class Fn>
+Fn Hook(const char* name) {
+  void* h = dlopen(kFake, RTLD_NOW | RTLD_NOLOAD);
+  EXPECT_NE(h, nullptr) << "the fake NVML is not loaded";
+  Fn fn = h ? reinterpret_cast<Fn>(dlsym(h, name)) : nullptr;
+  if (h) dlclose(h);
+  EXPECT_NE(fn, nullptr) << name;
+  return fn;
+}
+
+bool HasNote(const NvmlProbe& p, const std::string& part) {
+  for (const std::string& n : p.notes()) {
+    if (n.find(part) != std::string::npos) return true;
+  }
+  return false;
+}
+
+TEST(NvmlProbe, MissingLibraryIsAClearError) {
+  NvmlProbe p = Probe("/nonexistent/libnvidia-ml.so.1");
+  auto gpus = p.Discover();
+  ASSERT_FALSE(gpus.ok());
+  EXPECT_EQ(gpus.error().code, ErrorCode::kUnavailable);
+  EXPECT_EQ(gpus.error().message.rfind("/nonexistent/libnvidia-ml.so.1 not found: ", 0), 0u)
+      << gpus.error().message;
+  auto health = p.PollHealth();  // no crash either; tries again and fails the same way
+  ASSERT_FALSE(health.ok());
+  EXPECT_EQ(health.error().message, gpus.error().message);
+}
+
+TEST(NvmlProbe, DefaultSonameMissingOnThisMachine) {
+  if (void* h = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL)) {
+    dlclose(h);
+    GTEST_SKIP() << "a real libnvidia-ml.so.1 is installed here";
+  }
+  NvmlProbe p = Probe(NvmlLibrary::kDefaultPath);
+  auto gpus = p.Discover();
+  ASSERT_FALSE(gpus.ok());
+  EXPECT_EQ(gpus.error().message.rfind("libnvidia-ml.so.1 not found: ", 0), 0u)
+      << gpus.error().message;
+}
+
+TEST(NvmlProbe, ALibraryThatIsNotNvml) {
+  NvmlProbe p = Probe("libc.so.6");
+  auto gpus = p.Discover();
+  ASSERT_FALSE(gpus.ok());
+  EXPECT_EQ(gpus.error().message.rfind("libc.so.6 lacks required symbol nvmlInit_v2", 0), 0u)
+      << gpus.error().message;
+}
+
+TEST(NvmlProbe, EnvironmentOverridesTheDefaultPath) {
+  setenv("GPUPOOL_NVML_LIBRARY", kFake, 1);
+  NvmlProbe from_env;
+  unsetenv("GPUPOOL_NVML_LIBRARY");
+  EXPECT_EQ(from_env.library_path(), kFake);
+  EXPECT_TRUE(from_env.Discover().ok());
+  NvmlProbe default_path;
+  EXPECT_EQ(default_path.library_path(), "libnvidia-ml.so.1");
+}
+
+TEST(NvmlProbe, InitFailureIsReportedAndRetried) {
+  setenv("GPUPOOL_FAKE_NVML_SCENARIO", "init-fails", 1);
+  NvmlProbe p = Probe(kFake);
+  auto gpus = p.Discover();
+  unsetenv("GPUPOOL_FAKE_NVML_SCENARIO");
+  ASSERT_FALSE(gpus.ok());
+  EXPECT_EQ(gpus.error().code, ErrorCode::kUnavailable);
+  EXPECT_EQ(gpus.error().message, "nvmlInit_v2: Driver Not Loaded (9)");
+  EXPECT_TRUE(p.Discover().ok());  // the driver came up: the next call succeeds
+}
+
+TEST(NvmlProbe, DiscoverReadsTheFakeNode) {
+  NvmlProbe p = Probe(kFake);
+  auto r = p.Discover();
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  const std::vector<GpuInfo>& gpus = *r;
+  ASSERT_EQ(gpus.size(), 2u);
+
+  const GpuInfo& h = gpus[0];
+  EXPECT_EQ(h.index, 0u);
+  EXPECT_EQ(h.uuid, "GPU-fake-nvml-0");
+  EXPECT_EQ(h.name, "NVIDIA H100 80GB HBM3");
+  EXPECT_EQ(h.model, "h100-80gb");
+  EXPECT_EQ(h.memory_mib, 81559u);
+  EXPECT_EQ(h.pci_bus_id, "00000000:18:00.0");
+  EXPECT_EQ(h.pci_device_id, 0x233010DEu);
+  EXPECT_EQ(h.mig_current, MigMode::kEnabled);
+  EXPECT_EQ(h.mig_pending, MigMode::kEnabled);
+  // Two 3g instances, ordered by start, each with its MIG device found at a sparse index.
+  ASSERT_EQ(h.gpu_instances.size(), 2u);
+  EXPECT_EQ(h.gpu_instances[0].id, 1u);
+  EXPECT_EQ(h.gpu_instances[0].profile_id, 9u);
+  EXPECT_EQ(h.gpu_instances[0].profile, "3g.40gb");
+  EXPECT_EQ(h.gpu_instances[0].start, 0u);
+  EXPECT_EQ(h.gpu_instances[0].size, 4u);
+  EXPECT_EQ(h.gpu_instances[0].mig_uuids, std::vector<std::string>{"MIG-fake-nvml-0-1"});
+  EXPECT_EQ(h.gpu_instances[1].id, 2u);
+  EXPECT_EQ(h.gpu_instances[1].start, 4u);
+  EXPECT_EQ(h.gpu_instances[1].mig_uuids, std::vector<std::string>{"MIG-fake-nvml-0-2"});
+  // NVLink: link 0 to GPU 1 (bus id normalised from lower case), link 1 to a switch.
+  ASSERT_EQ(h.nvlinks.size(), 2u);
+  EXPECT_EQ(h.nvlinks[0].link, 0u);
+  EXPECT_EQ(h.nvlinks[0].remote_bus_id, "00000000:2A:00.0");
+  EXPECT_EQ(h.nvlinks[0].remote_uuid, "GPU-fake-nvml-1");
+  EXPECT_EQ(h.nvlinks[0].remote_type, "gpu");
+  EXPECT_EQ(h.nvlinks[1].remote_bus_id, "00000000:C0:00.0");
+  EXPECT_EQ(h.nvlinks[1].remote_uuid, "");
+  EXPECT_EQ(h.nvlinks[1].remote_type, "switch");
+  EXPECT_TRUE(h.warnings.empty()) << h.warnings[0];
+
+  const GpuInfo& a = gpus[1];
+  EXPECT_EQ(a.name, "NVIDIA A100-SXM4-80GB");
+  EXPECT_EQ(a.model, "a100-80gb");
+  EXPECT_EQ(a.mig_current, MigMode::kDisabled);
+  EXPECT_TRUE(a.gpu_instances.empty());
+  ASSERT_EQ(a.nvlinks.size(), 1u);
+  EXPECT_EQ(a.nvlinks[0].remote_uuid, "GPU-fake-nvml-0");  // legacy 4-digit domain matched
+  EXPECT_TRUE(p.notes().empty()) << p.notes()[0];
+
+  // NVML is initialised once per probe; a second Discover reads again without re-init.
+  auto init_count = Hook<int (*)()>("gpupoolFakeNvmlInitCount");
+  const int inits = init_count();
+  ASSERT_TRUE(p.Discover().ok());
+  EXPECT_EQ(init_count(), inits);
+}
+
+TEST(NvmlProbe, PollHealthReportsXidsAndRisingLevels) {
+  NvmlProbe p = Probe(kFake);
+  auto first = p.PollHealth();  // opens the library itself
+  ASSERT_TRUE(first.ok()) << first.error().message;
+  const std::vector<HealthEvent> want = {
+      // XIDs in arrival order (the P-state event in between is not an XID).
+      {0, "GPU-fake-nvml-0", HealthEventKind::kXid, 31, 1},
+      {1, "GPU-fake-nvml-1", HealthEventKind::kXid, 48, kUnknownU32},
+      // GPU 0: no ECC errors; remapped rows NOT_SUPPORTED with MIG instances: nothing.
+      {0, "GPU-fake-nvml-0", HealthEventKind::kTemperature, 45, kUnknownU32},
+      {1, "GPU-fake-nvml-1", HealthEventKind::kEccUncorrectable, 2, kUnknownU32},
+      {1, "GPU-fake-nvml-1", HealthEventKind::kRowRemapPending, 1, kUnknownU32},
+      {1, "GPU-fake-nvml-1", HealthEventKind::kTemperature, 91, kUnknownU32},
+  };
+  EXPECT_EQ(*first, want);
+
+  // Nothing new: only the readings.
+  auto second = *p.PollHealth();
+  ASSERT_EQ(second.size(), 2u);
+  EXPECT_EQ(second[0].kind, HealthEventKind::kTemperature);
+  EXPECT_EQ(second[1].kind, HealthEventKind::kTemperature);
+
+  // The ECC count rises, a new XID arrives, GPU 1 falls off the bus.
+  Hook<void (*)(int, unsigned long long)>("gpupoolFakeNvmlSetEcc")(1, 5);
+  Hook<void (*)(int, unsigned long long)>("gpupoolFakeNvmlPushXid")(0, 79);
+  auto third = *p.PollHealth();
+  const std::vector<HealthEvent> want3 = {
+      {0, "GPU-fake-nvml-0", HealthEventKind::kXid, 79, kUnknownU32},
+      {0, "GPU-fake-nvml-0", HealthEventKind::kTemperature, 45, kUnknownU32},
+      {1, "GPU-fake-nvml-1", HealthEventKind::kEccUncorrectable, 5, kUnknownU32},
+      {1, "GPU-fake-nvml-1", HealthEventKind::kTemperature, 91, kUnknownU32},
+  };
+  EXPECT_EQ(third, want3);
+
+  Hook<void (*)(int)>("gpupoolFakeNvmlSetLost")(1);
+  auto fourth = *p.PollHealth();
+  ASSERT_EQ(fourth.size(), 2u);
+  EXPECT_EQ(fourth[1].kind, HealthEventKind::kGpuLost);
+  EXPECT_EQ(fourth[1].gpu, 1u);
+  auto fifth = *p.PollHealth();  // reported once
+  ASSERT_EQ(fifth.size(), 1u);
+  EXPECT_EQ(fifth[0].gpu, 0u);
+}
+
+TEST(NvmlProbe, DeprecatedTemperatureFallsBackToTemperatureV) {
+  NvmlProbe p = Probe(kFake);
+  ASSERT_TRUE(p.Discover().ok());
+  Hook<void (*)()>("gpupoolFakeNvmlDeprecateTemperature")();
+  std::vector<uint64_t> readings;
+  auto events = p.PollHealth();
+  ASSERT_TRUE(events.ok());
+  for (const HealthEvent& e : *events) {
+    if (e.kind == HealthEventKind::kTemperature) readings.push_back(e.value);
+  }
+  // The fake's nvmlDeviceGetTemperatureV answers 1 C warmer than its deprecated predecessor.
+  EXPECT_EQ(readings, (std::vector<uint64_t>{46, 92}));
+}
+
+TEST(NvmlProbe, OptionalSymbolsMissingTurnFeaturesOff) {
+  NvmlProbe p = Probe(kFakeMinimal);
+  auto r = p.Discover();
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  ASSERT_EQ(r->size(), 2u);
+  const GpuInfo& h = (*r)[0];
+  EXPECT_EQ(h.model, "h100-80gb");
+  EXPECT_EQ(h.mig_current, MigMode::kUnsupported);
+  EXPECT_TRUE(h.gpu_instances.empty());
+  EXPECT_TRUE(h.nvlinks.empty());
+  EXPECT_TRUE(HasNote(p, "lacks optional nvmlDeviceGetMigMode; that feature is off"));
+  EXPECT_TRUE(HasNote(p, "lacks optional nvmlEventSetWait_v2"));
+  auto health = p.PollHealth();
+  ASSERT_TRUE(health.ok());
+  EXPECT_TRUE(health->empty());
+}
+
+TEST(NvmlLibrary, ResolvesOnlyReadOnlyCalls) {
+  // The agent reads: nothing that sets MIG mode, creates or destroys instances, or resets.
+  const std::vector<std::string> names = NvmlLibrary::SymbolNames();
+  ASSERT_EQ(names.size(), 28u);
+  for (const std::string& n : names) {
+    const bool allowed = n.rfind("nvmlDeviceGet", 0) == 0 ||
+                         n.rfind("nvmlGpuInstanceGet", 0) == 0 || n == "nvmlInit_v2" ||
+                         n == "nvmlShutdown" || n == "nvmlErrorString" ||
+                         n == "nvmlEventSetCreate" || n == "nvmlEventSetWait_v2" ||
+                         n == "nvmlEventSetFree" || n == "nvmlDeviceRegisterEvents";
+    EXPECT_TRUE(allowed) << n;
+    EXPECT_EQ(n.find("Reset"), std::string::npos) << n;
+    EXPECT_EQ(n.find("Destroy"), std::string::npos) << n;
+    EXPECT_EQ(n.find("SetMigMode"), std::string::npos) << n;
+  }
+}
+
+}  // namespace
+}  // namespace gpupool
