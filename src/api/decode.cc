@@ -503,6 +503,12 @@ Result<int64_t> PriceMicros(const Json& v, const std::string& where) {
 
 }  // namespace
 
+Result<int64_t> DecodePriceMicros(std::string_view json_value, const std::string& where) {
+  const Json v = Json::parse(json_value, nullptr, false);
+  if (v.is_discarded()) return InvalidArgument("'" + where + "' is not a price");
+  return PriceMicros(v, where);
+}
+
 std::string MicrosToDecimal(int64_t micros) {
   std::string frac = std::to_string(micros % 1'000'000);
   return std::to_string(micros / 1'000'000) + "." + std::string(6 - frac.size(), '0') + frac;

@@ -89,6 +89,8 @@ Result<UsageQuery> DecodeUsageQuery(const State& state, const Principal& caller,
 Result<PriceList> DecodePriceList(const State& state, std::string_view body);
 // The same shape back, prices as decimal strings with six decimals.
 std::string PriceListToJson(const State& state, const PriceList& prices);
+// One price (JSON text of a string or number, as in a price list) in micros; `where` names it.
+Result<int64_t> DecodePriceMicros(std::string_view json_value, const std::string& where);
 // 12345678 -> "12.345678" (micros >= 0).
 std::string MicrosToDecimal(int64_t micros);
 

@@ -173,6 +173,7 @@ const std::vector<RouteDoc>& ApiRoutes() {
       {"get", "/v1/availability", "earliest start (flavor, gpus, duration_s[, after]) or reservable GPUs (flavor, start, end)", "any token", "", 200},
       {"get", "/v1/calendar", "per bucket: capacity, guaranteed, reserved, maintenance, free (flavor, start, end, step_s)", "any token", "", 200},
       {"get", "/v1/usage", "usage and cost per tenant, grouped by flavor and kind (from, to, tenant, group_by, format=json|csv)", "any token (own tenant)", "", 200},
+      {"get", "/v1/burst", "on-demand nodes (provisioning, ready, released) with their cost, and each tenant's burst policy and spend in its budget window", "any token (own tenant)", "", 200},
       {"get", "/v1/prices", "the price list per flavor per GPU-hour", "any token", "", 200},
       {"put", "/v1/prices", "replace the price list", "cluster-admin", "PriceList", 200},
   };

@@ -15,6 +15,13 @@
 //   prices:                         # same fields as PUT /v1/prices; used at bootstrap
 //     flavors: {h100-80gb: {per_gpu_hour: "2.99", on_demand_per_gpu_hour: "6.98"}}
 //     bill_reserved_idle: true
+//   burst:                          # optional: on-demand capacity (docs/design/burst.md)
+//     provider: simulated           # or command, with create_command, delete_command,
+//                                   # command_timeout_s
+//     offers: {h100-80gb: {gpus_per_node: 8, per_gpu_hour: "6.98", provisioning_delay_s: 120,
+//                          max_nodes: 4}}
+//     tenants: {research: {flavors: [h100-80gb], max_gpus: 16, budget: "500.00",
+//                          period_s: 86400, max_wait_s: 600, idle_timeout_s: 600}}
 //   nodes:
 //     - {name: h100, count: 4, flavor: h100-80gb, gpus: 8, mig_gpus: 0, shared_gpus: 0,
 //        max_clients: 4, block: rack-a, nvlink_domain: nvl-0, labels: [zone=a]}
@@ -25,14 +32,27 @@
 #include <string>
 
 #include "accounting/report.h"
+#include "burst/command_provider.h"
+#include "policy/burst/burst.h"
 #include "model/state.h"
 #include "scheduler/config.h"
 
 namespace gpupool {
 
+// `burst:` (DESIGN.md §6, docs/design/burst.md): read on every start, like the scheduler's
+// settings; the on-demand nodes themselves are in the journal.
+struct BurstSettings {
+  std::string provider = "simulated";  // simulated | command
+  CommandProviderConfig command;       // provider: command
+  std::map<FlavorId, OnDemandOffer> offers;
+  std::map<std::string, BurstPolicy> tenants;  // by tenant name, resolved when the daemon starts
+  bool enabled() const { return !tenants.empty(); }
+};
+
 struct DaemonConfig {
   State cluster;
   PriceList prices;  // `prices:`, journaled at bootstrap; later changed with PUT /v1/prices
+  BurstSettings burst;
   SchedulerConfig scheduler;
   int tick_ms = 200;
   std::string listen;    // empty: not set in the file

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "api/decode.h"
+#include "daemon/reply.h"
 #include "policy/calendar/calendars.h"
 #include "policy/quota/quota.h"
 #include "scheduler/schedule.h"
@@ -12,17 +13,7 @@
 namespace gpupool {
 namespace {
 
-// Replies never throw on text that is not UTF-8 (decoders reject it before it is stored).
-Reply JsonReply(int status, const Json& j) {
-  return {status, j.dump(-1, ' ', false, Json::error_handler_t::replace)};
-}
-Reply Err(const Error& e) { return {HttpStatus(e.code), ErrorBody(e)}; }
-Reply Unauthenticated() {
-  return Err({ErrorCode::kUnauthenticated, "missing or invalid bearer token"});
-}
-Reply Forbidden(const std::string& what) {
-  return Err({ErrorCode::kPermissionDenied, "your role may not " + what});
-}
+using namespace reply;
 
 Json JobJson(const State& s, const Job& j) {
   const ReplicaShape& sh = j.spec.shape;
@@ -92,6 +83,7 @@ Status DaemonCore::Replay(const std::vector<Record>& records) {
   state_ = std::make_unique<State>();
   ledger_ = Ledger();
   prices_ = PriceList();
+  fleet_.clear();
   tokens_ = TokenStore();
   deleted_.clear();
   idempotency_.clear();
@@ -109,6 +101,9 @@ Status DaemonCore::Replay(const std::vector<Record>& records) {
     }
   }
   empty_ = records.empty();
+  // Requests that never became nodes died with the process that made them (providers are
+  // asked again if the jobs still wait).
+  std::erase_if(fleet_, [](const BurstNode& n) { return !n.ready.has_value(); });
   return Ok();
 }
 
@@ -179,6 +174,7 @@ Status DaemonCore::ApplyRecord(const Record& r) {
     return Ok();
   }
   if (r.kind == "token_revoked") return tokens_.Revoke(j.value("id", ""));
+  if (r.kind == "burst_request" || r.kind == "burst_node") return ApplyBurstRecord(r.kind, j);
   if (r.kind == "prices") {
     Result<PriceList> p = DecodePriceList(*state_, r.body);
     if (!p.ok()) return p.error();
@@ -203,6 +199,11 @@ Status DaemonCore::ApplyEvent(const Event& e) {
   if (!change.ok()) return Error{ErrorCode::kInternal, change.error().message};
   GP_RETURN_IF_ERROR(Apply(*state_, e));
   ledger_.Commit(std::move(change).value());
+  if (const auto* n = std::get_if<NodeConditionChanged>(&e); n && n->condition == NodeCondition::kRetired) {
+    for (BurstNode& b : fleet_) {
+      if (b.node == n->node && !b.released) b.released = n->at;
+    }
+  }
   return Ok();
 }
 
@@ -587,6 +588,9 @@ Reply DaemonCore::NodeAction(const CallContext& c, const std::string& name, cons
   Result<NodeId> id = state_->FindNode(name);
   if (!id.ok() || !SeesNode(c, state_->node(*id))) return Err(NotFound("no node '" + name + "'"));
   if (!c.principal->admin()) return Forbidden(action + " nodes");
+  if (state_->node(*id).condition == NodeCondition::kRetired) {
+    return Err(FailedPrecondition("node " + name + " is retired"));
+  }
   const NodeCondition to = action == "uncordon" ? NodeCondition::kReady
                            : action == "drain"  ? NodeCondition::kDraining
                                                 : NodeCondition::kCordoned;
@@ -823,7 +827,8 @@ Reply DaemonCore::Usage(const CallContext& c, const std::map<std::string, std::s
   const Time to = q->to.value_or(c.now);
   ReportQuery rq{.from = q->from, .to = to, .by_flavor = q->by_flavor, .by_kind = q->by_kind, .tenant = q->tenant};
   // Usage up to now: open intervals are cut at now (a window reaching past now shows no future).
-  Result<std::vector<ReportRow>> rows = Report(ledger_.Snapshot(std::min(c.now, to)), ledger_.Reservations(), rq, prices_);
+  Result<std::vector<ReportRow>> rows =
+      Report(ledger_.Snapshot(std::min(c.now, to)), ledger_.Reservations(), rq, BillingPrices());
   if (!rows.ok()) {
     return Err(FailedPrecondition(rows.error().message + "; a cluster admin sets prices with PUT /v1/prices"));
   }
@@ -881,6 +886,8 @@ Reply DaemonCore::Summary(const CallContext& c) {
 }
 
 void DaemonCore::Tick(Time now, bool simulate_executor) {
+  // Before jobs end below: a node whose last job ends now was busy until now.
+  if (provider_) TrackBurstUse(*state_, fleet_, now);
   if (simulate_executor) {
     std::vector<Event> events;
     for (JobId id : state_->active()) {
@@ -893,11 +900,13 @@ void DaemonCore::Tick(Time now, bool simulate_executor) {
     }
     for (const Event& e : events) GP_CHECK(ApplyAndStage(e).ok());
   }
-  if (state_->pending().empty()) return;
-  last_plan_ = Schedule(*state_, config_, now);
-  ++cycles_;
-  for (const Event& e : PlanToEvents(last_plan_, now)) GP_CHECK(ApplyAndStage(e).ok());
-  RecordReasons(*state_, last_plan_);
+  if (!state_->pending().empty()) {
+    last_plan_ = Schedule(*state_, config_, now);
+    ++cycles_;
+    for (const Event& e : PlanToEvents(last_plan_, now)) GP_CHECK(ApplyAndStage(e).ok());
+    RecordReasons(*state_, last_plan_);
+  }
+  if (provider_) BurstTick(now);
 }
 
 }  // namespace gpupool

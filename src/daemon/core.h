@@ -18,6 +18,8 @@
 #include "accounting/ledger.h"
 #include "accounting/report.h"
 #include "api/auth.h"
+#include "burst/provider.h"
+#include "daemon/config.h"
 #include "policy/quota/quota.h"
 #include "scheduler/config.h"
 #include "scheduler/plan.h"
@@ -92,6 +94,14 @@ class DaemonCore {
   Reply GetPrices(const CallContext& c);
   Reply SetPrices(const CallContext& c, const std::string& body);
 
+  // Burst to on-demand (DESIGN.md §6; docs/design/burst.md). Call after Open (and Bootstrap):
+  // the policies name tenants of the state. Each Tick then polls the provider for ready nodes
+  // (they join as nodes dedicated to their tenant), plans (PlanBurst), provisions and releases.
+  Status EnableBurst(const BurstSettings& settings, std::unique_ptr<Provider> provider);
+  // GET /v1/burst: the on-demand nodes and each tenant's spend in its budget window (scoped).
+  Reply BurstView(const CallContext& c);
+  const std::vector<BurstNode>& burst_fleet() const { return fleet_; }
+
   // One scheduling cycle at `now`, and the simulated executor: admitted jobs start, running jobs
   // end after their estimate (demo).
   void Tick(Time now, bool simulate_executor);
@@ -132,12 +142,21 @@ class DaemonCore {
   static std::map<TenantId, std::pair<int, int>> JobCounts(const State& s);
   nlohmann::json NodeView(const CallContext& c, const Node& n, bool detail) const;
   Status StageTenant(const Tenant& t);
+  // The burst part of Tick; the journal records of the fleet ("burst_request", "burst_node").
+  void BurstTick(Time now);
+  Status ApplyBurstRecord(const std::string& kind, const nlohmann::json& j);
+  // The price list with each offered flavor's on-demand price filled in where the list has none.
+  PriceList BillingPrices() const;
 
   std::unique_ptr<Journal> journal_;
   SchedulerConfig config_;
   std::unique_ptr<State> state_;
   Ledger ledger_;    // rebuilt from the journal's events on every replay
   PriceList prices_;  // the last "prices" record
+  std::map<TenantId, BurstPolicy> burst_policies_;
+  std::map<FlavorId, OnDemandOffer> burst_offers_;
+  std::unique_ptr<Provider> provider_;  // null: no burst
+  std::vector<BurstNode> fleet_;        // every on-demand node requested, in request order
   TokenStore tokens_;
   std::set<TenantId> deleted_;                // tombstones: ids are never reused
   std::map<std::string, JobId> idempotency_;  // principal name + key -> job

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
+#include "burst/sim_provider.h"
 #include "daemon/config.h"
 #include "daemon/core.h"
 #include "daemon/metrics.h"
@@ -416,6 +417,144 @@ TEST_F(CoreTest, UsageReconcilesWithAllocatedCapacityAndSurvivesRestart) {
   core_ = Open();
   EXPECT_EQ(core_->Usage(As(admin_, end), query).body, usage.body);
   EXPECT_EQ(core_->GetPrices(As(admin_, end)).body, prices);
+}
+
+// Burst to on-demand through the core, with the simulated provider: a job that waited past
+// max_wait gets an on-demand node, runs there billed at the on-demand price, the idle node goes
+// back after the idle timeout, and the fleet survives a restart. A budget too small refuses
+// with the reason on the job.
+class BurstTest : public ::testing::Test {
+ protected:
+  static constexpr const char* kYaml = R"(
+tenants:
+  - {name: a, quotas: {h100-80gb: {guaranteed: 8}}}
+nodes:
+  - {name: n, count: 1, flavor: h100-80gb, gpus: 8}
+prices:
+  flavors: {h100-80gb: {per_gpu_hour: "2.00"}}
+burst:
+  offers: {h100-80gb: {gpus_per_node: 8, per_gpu_hour: "10.00", provisioning_delay_s: 60, max_nodes: 2}}
+  tenants: {a: {flavors: [h100-80gb], max_gpus: 8, budget: "BUDGET", period_s: 86400, max_wait_s: 120,
+                idle_timeout_s: 300}}
+)";
+  void Start(const std::string& budget) {
+    std::string yaml = kYaml;
+    yaml.replace(yaml.find("BUDGET"), 6, budget);
+    Result<DaemonConfig> cfg = ParseDaemonConfig(yaml);
+    ASSERT_TRUE(cfg.ok()) << cfg.error().message;
+    config_ = std::move(*cfg);
+    dir_ = std::filesystem::temp_directory_path() / ("gpupool-burst-" + std::to_string(std::random_device{}()));
+    std::filesystem::create_directories(dir_);
+    core_ = Open();
+    ASSERT_TRUE(core_->Bootstrap(config_.cluster, At(0), config_.prices).ok());
+    ASSERT_TRUE(core_->Flush().ok());
+    Enable();
+    member_ = {"bob", Role::kMember, *core_->state().FindTenant("a"), "bob-token"};
+  }
+  std::unique_ptr<DaemonCore> Open() {
+    Result<std::unique_ptr<Journal>> j = OpenSqliteJournal((dir_ / "journal.db").string());
+    EXPECT_TRUE(j.ok());
+    Result<std::unique_ptr<DaemonCore>> core = DaemonCore::Open(std::move(*j), SchedulerConfig());
+    EXPECT_TRUE(core.ok());
+    return std::move(*core);
+  }
+  void Enable() {
+    auto sim = std::make_unique<SimulatedProvider>(core_->state().catalogue(), config_.burst.offers);
+    sim->SkipSequence(core_->burst_fleet().size());
+    ASSERT_TRUE(core_->EnableBurst(config_.burst, std::move(sim)).ok());
+  }
+  static Time At(int64_t s) { return Time::FromSeconds(1'000'000 + s); }
+  std::string Submit(int64_t s, int gpus, int duration_s) {
+    const std::string body = Json({{"tenant", "a"}, {"name", "j"}, {"priority_class", "training"}, {"replicas", 1},
+                                   {"resources", {{"flavor", "h100-80gb"}, {"gpus", gpus}}},
+                                   {"duration_estimate_s", duration_s}, {"command", {"run"}}}).dump();
+    const Reply r = core_->SubmitJob({&member_, "", At(s)}, body, "");
+    EXPECT_EQ(r.status, 201) << r.body;
+    return Json::parse(r.body)["id"];
+  }
+  void TickAt(int64_t s) {
+    core_->Tick(At(s), true);
+    ASSERT_TRUE(core_->Flush().ok());
+  }
+  Json JobAt(const std::string& id, int64_t s) { return Json::parse(core_->GetJob({&member_, "", At(s)}, id).body); }
+
+  DaemonConfig config_;
+  std::filesystem::path dir_;
+  std::unique_ptr<DaemonCore> core_;
+  Principal member_;
+};
+
+TEST_F(BurstTest, WaitsThenBurstsBillsOnDemandAndReleasesIdleNodes) {
+  Start("200.00");
+  Submit(0, 8, 3600);
+  TickAt(0);  // fills the only node
+  const std::string j2 = Submit(10, 8, 1800);
+  TickAt(60);
+  EXPECT_TRUE(core_->burst_fleet().empty()) << "waited 50 s of 120";
+  TickAt(140);
+  ASSERT_EQ(core_->burst_fleet().size(), 1u) << "waited 130 s: one 8-GPU node requested";
+  EXPECT_TRUE(core_->burst_fleet()[0].in_flight());
+  TickAt(150);
+  EXPECT_EQ(JobAt(j2, 150)["state"], "pending");
+  TickAt(200);  // provisioned at 140 + 60 s: the node joins
+  ASSERT_TRUE(core_->burst_fleet()[0].live());
+  TickAt(210);
+  Json job = JobAt(j2, 210);
+  ASSERT_EQ(job["state"], "admitted") << job.dump();
+  EXPECT_EQ(job["placement"][0]["node"], "od-h100-80gb-0001");
+  TickAt(220);   // starts; runs 1800 s
+  TickAt(2020);  // done
+  EXPECT_EQ(JobAt(j2, 2020)["state"], "succeeded");
+  TickAt(2300);
+  EXPECT_TRUE(core_->burst_fleet()[0].live()) << "idle 280 s of 300";
+  TickAt(2330);
+  ASSERT_TRUE(core_->burst_fleet()[0].released.has_value()) << "idle 310 s";
+  EXPECT_EQ(core_->state().node(core_->burst_fleet()[0].node).condition, NodeCondition::kRetired);
+
+  // The job is billed on demand at 10.00 from its admission (210 s) to its end (2020 s):
+  // 8 GPUs x 1810 s = 40.222222.
+  const Principal admin{"admin", Role::kClusterAdmin, TenantId(), ""};
+  const std::map<std::string, std::string> q = {{"from", Rfc3339(At(0))}, {"to", Rfc3339(At(3000))}, {"group_by", "kind"}};
+  const Json usage = Json::parse(core_->Usage({&admin, "", At(3000)}, q).body);
+  bool found = false;
+  for (const Json& row : usage["items"]) {
+    if (row["kind"] == "on_demand") {
+      found = true;
+      EXPECT_EQ(row["cost"], "40.222222") << usage.dump();
+    }
+  }
+  EXPECT_TRUE(found) << usage.dump();
+  // The node cost the tenant 8 x 10.00 x (2330 - 200) s = 47.333334 (rounded up to the micro).
+  const Json burst = Json::parse(core_->BurstView({&member_, "", At(3000)}).body);
+  ASSERT_EQ(burst["nodes"].size(), 1u);
+  EXPECT_EQ(burst["nodes"][0]["state"], "released");
+  EXPECT_EQ(burst["nodes"][0]["cost"], "47.333334");
+  EXPECT_EQ(burst["policies"][0]["spent"], "47.333334");
+
+  // A restart rebuilds the fleet from the journal; new nodes get new names.
+  core_.reset();
+  core_ = Open();
+  Enable();
+  EXPECT_EQ(Json::parse(core_->BurstView({&member_, "", At(3000)}).body), burst);
+  Submit(3000, 8, 600);
+  Submit(3000, 8, 600);
+  TickAt(3000);
+  TickAt(3130);
+  TickAt(3200);
+  bool second = false;
+  for (const Node& n : core_->state().nodes()) second = second || n.name == "od-h100-80gb-0002";
+  EXPECT_TRUE(second);
+}
+
+TEST_F(BurstTest, ABudgetTooSmallRefusesWithTheReason) {
+  Start("10.00");
+  Submit(0, 8, 3600);
+  TickAt(0);
+  const std::string j2 = Submit(10, 8, 1800);
+  TickAt(140);
+  EXPECT_TRUE(core_->burst_fleet().empty());
+  const std::string reason = JobAt(j2, 140)["reason"]["message"];
+  EXPECT_NE(reason.find("burst budget"), std::string::npos) << reason;
 }
 
 }  // namespace

@@ -72,4 +72,25 @@ PriceList DemoPrices(const State& cluster) {
   return p;
 }
 
+BurstSettings DemoBurst(const State& cluster) {
+  BurstSettings b;
+  const FlavorId h100 = *cluster.catalogue().Find("h100-80gb");
+  OnDemandOffer o;
+  o.flavor = h100;
+  o.gpus_per_node = 8;
+  o.micros_per_gpu_hour = 6'980'000;
+  o.provisioning_delay = Duration::Seconds(30);
+  o.max_nodes = 2;
+  b.offers[h100] = o;
+  BurstPolicy p;
+  p.flavors = {h100};
+  p.max_gpus = 16;
+  p.budget_micros = 150'000'000;
+  p.period = Duration::Hours(24);
+  p.max_wait = Duration::Minutes(2);
+  p.idle_timeout = Duration::Minutes(2);
+  b.tenants["research"] = p;
+  return b;
+}
+
 }  // namespace gpupool

@@ -27,4 +27,9 @@ DemoJob RandomDemoJob(std::mt19937_64& rng, int64_t serial);
 // catalogue that its nodes use.
 PriceList DemoPrices(const State& cluster);
 
+// The demo's burst: research may add up to two 8-GPU H100 nodes on demand (simulated provider,
+// 30 s to provision) after a job waited 2 minutes, within 150.00 a day; idle nodes go back after
+// 2 minutes.
+BurstSettings DemoBurst(const State& cluster);
+
 }  // namespace gpupool

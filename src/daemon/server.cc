@@ -29,6 +29,7 @@
 #include "daemon/log.h"
 #include "daemon/metrics.h"
 #include "model/demo_cluster.h"
+#include "burst/sim_provider.h"
 #include "store/journal.h"
 
 namespace gpupool {
@@ -244,6 +245,7 @@ void Routes(httplib::Server& srv, Loop& loop, Metrics& metrics) {
     return c.CalendarView(ctx, query(req));
   });
   r.Add("GET", "/v1/usage", "/v1/usage", [query](DaemonCore& c, C ctx, R req) { return c.Usage(ctx, query(req)); });
+  r.Add("GET", "/v1/burst", "/v1/burst", [](DaemonCore& c, C ctx, R) { return c.BurstView(ctx); });
   r.Add("GET", "/v1/prices", "/v1/prices", [](DaemonCore& c, C ctx, R) { return c.GetPrices(ctx); });
   r.Add("PUT", "/v1/prices", "/v1/prices", [](DaemonCore& c, C ctx, R req) { return c.SetPrices(ctx, req.body); });
   srv.set_error_handler([](R, httplib::Response& res) {
@@ -370,6 +372,23 @@ Status Serve(const ServeOptions& o) {
         {{"jobs", std::to_string(core.state().jobs().size())},
          {"tenants", std::to_string(core.state().tenants().size())},
          {"nodes", std::to_string(core.state().nodes().size())}});
+  }
+
+  BurstSettings burst = config.burst;
+  if (o.demo && !burst.enabled()) burst = DemoBurst(core.state());
+  if (burst.enabled()) {
+    std::unique_ptr<Provider> provider;
+    if (burst.provider == "command") {
+      CommandProviderConfig cc = burst.command;
+      cc.tenant_name = [&core](TenantId t) { return core.state().tenant(t).name; };
+      provider = std::make_unique<CommandProvider>(core.state().catalogue(), std::move(cc));
+    } else {
+      auto sim = std::make_unique<SimulatedProvider>(core.state().catalogue(), burst.offers);
+      sim->SkipSequence(core.burst_fleet().size());  // names stay unique across restarts
+      provider = std::move(sim);
+    }
+    GP_RETURN_IF_ERROR(core.EnableBurst(burst, std::move(provider)));
+    Log("info", "burst to on-demand enabled", {{"provider", burst.provider}, {"tenants", std::to_string(burst.tenants.size())}});
   }
 
   std::signal(SIGINT, OnSignal);

@@ -294,7 +294,17 @@ Status StateMutator::operator()(const MigReconfigured& e) {
 Status StateMutator::operator()(const NodeConditionChanged& e) {
   Result<Node*> nr = FindNode(e.node);
   if (!nr.ok()) return nr.error();
-  (*nr)->condition = e.condition;
+  Node& n = **nr;
+  if (e.condition > NodeCondition::kRetired) return InvalidArgument("unknown node condition");
+  if (n.condition == NodeCondition::kRetired) {
+    return FailedPrecondition("node " + n.name + " is retired");
+  }
+  if (e.condition == NodeCondition::kRetired) {
+    for (const Gpu& g : n.gpus) {
+      if (!g.idle()) return FailedPrecondition("node " + n.name + " still runs work: drain it before retiring it");
+    }
+  }
+  n.condition = e.condition;
   return Ok();
 }
 

@@ -24,6 +24,7 @@ std::string_view NodeConditionName(NodeCondition c) {
     case NodeCondition::kMaintenance: return "maintenance";
     case NodeCondition::kUnhealthy: return "unhealthy";
     case NodeCondition::kUnreachable: return "unreachable";
+    case NodeCondition::kRetired: return "retired";
   }
   return "?";
 }

@@ -47,6 +47,7 @@ enum class NodeCondition : uint8_t {
   kMaintenance,  // out of service by plan
   kUnhealthy,    // failed a health check
   kUnreachable,  // lost heartbeats
+  kRetired,      // gone for good (an on-demand node given back): terminal, only when idle
 };
 std::string_view NodeConditionName(NodeCondition c);
 

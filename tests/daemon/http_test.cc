@@ -214,6 +214,7 @@ TEST_F(DaemonHttp, IsolationMatrix) {
           "/v1/availability?flavor=h100-80gb&gpus=2&duration_s=3600");
     check("get /v1/calendar", who, "-", Expect(who, "alpha", 200, 200, 200, 200), "GET",
           "/v1/calendar?flavor=h100-80gb&start=2030-01-01T00:00:00Z&end=2030-01-02T00:00:00Z&step_s=3600");
+    check("get /v1/burst", who, "-", Expect(who, "alpha", 200, 200, 200, 200), "GET", "/v1/burst");
     check("get /v1/prices", who, "-", Expect(who, "alpha", 200, 200, 200, 200), "GET", "/v1/prices");
     check("put /v1/prices", who, "-", Expect(who, "alpha", 200, 403, 403, 403), "PUT", "/v1/prices", kPrices);
   }
@@ -221,7 +222,7 @@ TEST_F(DaemonHttp, IsolationMatrix) {
   for (const RouteDoc& r : ApiRoutes()) {
     EXPECT_TRUE(covered.count(std::string(r.method) + " " + r.path)) << "the matrix misses " << r.method << " " << r.path;
   }
-  EXPECT_EQ(checked, 6 * (2 * 16 + 14)) << "6 callers x (2 targets x 16 tenant-scoped + 14 cluster-wide requests)";
+  EXPECT_EQ(checked, 6 * (2 * 16 + 15)) << "6 callers x (2 targets x 16 tenant-scoped + 15 cluster-wide requests)";
 }
 
 // What the lists show each caller: never another tenant's jobs, tokens, usage, nodes or audit.

@@ -1,0 +1,201 @@
+// DaemonCore's burst to on-demand (DESIGN.md §6; docs/design/burst.md): the fleet of on-demand
+// nodes, journaled as "burst_request" and "burst_node" records (a node leaves through the
+// NodeConditionChanged event to kRetired), and the per-tick loop that carries out PlanBurst's
+// decisions through the provider.
+#include <algorithm>
+#include <nlohmann/json.hpp>
+
+#include "daemon/core.h"
+#include "daemon/log.h"
+#include "daemon/reply.h"
+#include "policy/calendar/calendar.h"
+#include "store/codec.h"
+
+namespace gpupool {
+
+using namespace reply;
+
+Status DaemonCore::EnableBurst(const BurstSettings& settings, std::unique_ptr<Provider> provider) {
+  std::map<TenantId, BurstPolicy> policies;
+  for (const auto& [name, p] : settings.tenants) {
+    Result<TenantId> t = state_->FindTenant(name);
+    if (!t.ok() || deleted_.count(*t)) return InvalidArgument("burst.tenants: unknown tenant '" + name + "'");
+    policies[*t] = p;
+  }
+  burst_policies_ = std::move(policies);
+  burst_offers_ = settings.offers;
+  provider_ = std::move(provider);
+  return Ok();
+}
+
+PriceList DaemonCore::BillingPrices() const {
+  PriceList p = prices_;
+  for (const auto& [f, o] : burst_offers_) p.on_demand_micros_per_gpu_hour.try_emplace(f, o.micros_per_gpu_hour);
+  return p;
+}
+
+Status DaemonCore::ApplyBurstRecord(const std::string& kind, const Json& j) {
+  try {
+    if (kind == "burst_request") {
+      BurstNode b;
+      b.request_id = j.at("request_id").get<std::string>();
+      Result<TenantId> t = state_->FindTenant(j.at("tenant").get<std::string>());
+      if (!t.ok()) return t.error();
+      Result<FlavorId> f = state_->catalogue().Find(j.at("flavor").get<std::string>());
+      if (!f.ok()) return f.error();
+      b.tenant = *t;
+      b.flavor = *f;
+      b.gpus = j.at("gpus").get<int>();
+      b.micros_per_gpu_hour = j.at("micros_per_gpu_hour").get<int64_t>();
+      b.for_job = JobId(j.at("for_job").get<uint64_t>());
+      b.requested = b.last_busy = Time::FromMillis(j.at("requested_ms").get<int64_t>());
+      for (const BurstNode& other : fleet_) {
+        if (other.request_id == b.request_id) return AlreadyExists("burst request " + b.request_id + " recorded twice");
+      }
+      fleet_.push_back(std::move(b));
+      return Ok();
+    }
+    // burst_node: the request's node is ready and joins the cluster.
+    const std::string rid = j.at("request_id").get<std::string>();
+    auto it = std::find_if(fleet_.begin(), fleet_.end(), [&](const BurstNode& b) { return b.request_id == rid; });
+    if (it == fleet_.end() || it->ready) return FailedPrecondition("burst node for unknown request " + rid);
+    Result<Node> n = NodeFromJson(*state_, j.at("node"));
+    if (!n.ok()) return n.error();
+    if (!n->on_demand() || n->dedicated_to != it->tenant) {
+      return InvalidArgument("burst node " + n->name + " is not an on-demand node of its tenant");
+    }
+    Result<NodeId> id = state_->AddNode(std::move(*n));
+    if (!id.ok()) return id.error();
+    it->node = *id;
+    it->ready = it->last_busy = Time::FromMillis(j.at("ready_ms").get<int64_t>());
+    return Ok();
+  } catch (const Json::exception&) {
+    return InvalidArgument("malformed '" + kind + "' record");
+  }
+}
+
+void DaemonCore::BurstTick(Time now) {
+  const Catalogue& cat = state_->catalogue();
+  TrackBurstUse(*state_, fleet_, now);
+  // Nodes the provider has ready join the cluster.
+  for (const ProvisionedNode& p : provider_->Poll(now)) {
+    auto it = std::find_if(fleet_.begin(), fleet_.end(), [&](const BurstNode& b) { return b.request_id == p.request_id; });
+    auto offer = burst_offers_.find(p.flavor);
+    if (it == fleet_.end() || it->ready || it->released || offer == burst_offers_.end()) {
+      Log("warn", "on-demand node nobody waits for: giving it back", {{"node", p.name}, {"request", p.request_id}});
+      (void)provider_->Release(p.name, now);
+      continue;
+    }
+    OnDemandOffer as_built = offer->second;
+    as_built.gpus_per_node = p.gpus;
+    as_built.cpu_milli = p.cpu_milli;
+    as_built.memory_mib = p.memory_mib;
+    const Node node = MakeBurstNode(cat, as_built, it->tenant, p.name);
+    const Json body = {{"request_id", p.request_id}, {"ready_ms", std::max(p.ready, it->requested).millis()},
+                       {"node", NodeToJson(*state_, node)}};
+    const Record r{0, "burst_node", body.dump()};
+    if (Status s = ApplyRecord(r); !s.ok()) {
+      Log("error", "on-demand node cannot join: giving it back", {{"node", p.name}, {"error", s.error().message}});
+      (void)provider_->Release(p.name, now);
+      it->released = now;
+      continue;
+    }
+    (void)Stage(r.kind, r.body);
+    Log("info", "on-demand node joined", {{"node", p.name}, {"tenant", state_->tenant(it->tenant).name}});
+  }
+  const BurstDecision d = PlanBurst(*state_, burst_policies_, burst_offers_, fleet_, now);
+  // Releases first: the planner counts released nodes as provider capacity already freed.
+  for (NodeId id : d.release) {
+    // The planner releases idle nodes, and busy ones only when the budget is spent: their jobs
+    // go back to the queue (recorded like a node loss, so the cut-short run is not billed).
+    std::vector<JobId> on_node;
+    for (JobId jid : state_->active()) {
+      for (const ReplicaPlacement& rp : state_->FindJob(jid)->placement) {
+        if (rp.node == id) {
+          on_node.push_back(jid);
+          break;
+        }
+      }
+    }
+    for (JobId jid : on_node) GP_CHECK(ApplyAndStage(JobLost{jid, now}).ok());
+    const std::string name = state_->node(id).name;
+    if (Status s = ApplyAndStage(NodeConditionChanged{id, NodeCondition::kRetired, now}); !s.ok()) {
+      Log("error", "cannot retire on-demand node", {{"node", name}, {"error", s.error().message}});
+      continue;
+    }
+    if (Status s = provider_->Release(name, now); !s.ok()) {
+      Log("error", "provider failed to release a node (retired here; release it by hand)",
+          {{"node", name}, {"error", s.error().message}});
+    }
+    Log("info", "on-demand node released", {{"node", name}, {"requeued_jobs", std::to_string(on_node.size())}});
+  }
+  for (const ProvisionRequest& req : d.provision) {
+    for (int i = 0; i < req.nodes; ++i) {
+      Result<std::string> rid = provider_->Provision(req, i, now);
+      if (!rid.ok()) {
+        Log("warn", "on-demand provisioning failed", {{"tenant", state_->tenant(req.tenant).name},
+                                                       {"error", rid.error().message}});
+        const Job* j = state_->FindJob(req.for_job);
+        if (j && j->state == JobState::kPending) {
+          (void)state_->SetPendingReason(req.for_job, {j->reason.code, j->reason.message + "; on-demand capacity: " +
+                                                                          rid.error().message});
+        }
+        break;
+      }
+      const Json body = {{"request_id", *rid},
+                         {"tenant", state_->tenant(req.tenant).name},
+                         {"flavor", cat.model(req.flavor).name},
+                         {"gpus", req.gpus_per_node},
+                         {"micros_per_gpu_hour", burst_offers_.at(req.flavor).micros_per_gpu_hour},
+                         {"for_job", req.for_job.value()},
+                         {"requested_ms", now.millis()}};
+      const Record r{0, "burst_request", body.dump()};
+      GP_CHECK(ApplyRecord(r).ok());
+      (void)Stage(r.kind, r.body);
+    }
+  }
+  for (const auto& [jid, why] : d.reasons) {
+    const Job* j = state_->FindJob(jid);
+    if (j && j->state == JobState::kPending) {
+      (void)state_->SetPendingReason(jid, {j->reason.code, j->reason.message + "; on-demand: " + why});
+    }
+  }
+}
+
+Reply DaemonCore::BurstView(const CallContext& c) {
+  if (c.principal == nullptr) return Unauthenticated();
+  Json nodes = Json::array();
+  for (const BurstNode& b : fleet_) {
+    if (!c.principal->Sees(b.tenant)) continue;
+    Json n = {{"request_id", b.request_id},
+              {"tenant", state_->tenant(b.tenant).name},
+              {"flavor", state_->catalogue().model(b.flavor).name},
+              {"gpus", b.gpus},
+              {"price_per_gpu_hour", MicrosToDecimal(b.micros_per_gpu_hour)},
+              {"requested", Rfc3339(b.requested)},
+              {"state", b.released ? "released" : b.live() ? "ready" : "provisioning"},
+              {"cost", MicrosToDecimal(NodeCostMicros(b, c.now))}};
+    if (b.node.valid()) n["node"] = state_->node(b.node).name;
+    if (b.ready) n["ready"] = Rfc3339(*b.ready);
+    if (b.released) n["released"] = Rfc3339(*b.released);
+    nodes.push_back(std::move(n));
+  }
+  Json tenants = Json::array();
+  for (const auto& [t, p] : burst_policies_) {
+    if (!c.principal->Sees(t)) continue;
+    const Time window = BudgetWindowStart(c.now, p.period);
+    Json flavors = Json::array();
+    for (FlavorId f : p.flavors) flavors.push_back(state_->catalogue().model(f).name);
+    tenants.push_back({{"tenant", state_->tenant(t).name},
+                       {"flavors", flavors},
+                       {"max_gpus", p.max_gpus},
+                       {"budget", MicrosToDecimal(p.budget_micros)},
+                       {"window_start", Rfc3339(window)},
+                       {"spent", MicrosToDecimal(SpentMicros(fleet_, t, window, c.now))},
+                       {"max_wait_s", p.max_wait.seconds()},
+                       {"idle_timeout_s", p.idle_timeout.seconds()}});
+  }
+  return JsonReply(200, {{"enabled", provider_ != nullptr}, {"policies", tenants}, {"nodes", nodes}});
+}
+
+}  // namespace gpupool
