@@ -288,6 +288,10 @@ expect_rc 2 "neither --tenant nor --maintenance"
 gp reserve --tenant research --flavor h100-80gb --gpus 1 --start tomorrow --end 2031-01-01T12:00:00Z
 expect_rc 1 "bad time (the server says why)"
 err_has "RFC 3339"
+gp submit --tenant research --name r --priority-class training --flavor h100-80gb --gpus 1 --duration 60 \
+  --reservation 99 -- true
+expect_rc 1 "a job naming an unknown reservation"
+err_has "unknown reservation 99 for tenant research"
 
 # --- usage: the jobs above held GPUs since they were admitted; table, JSON and CSV agree.
 gp usage --from 2020-01-01T00:00:00Z

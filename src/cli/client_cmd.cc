@@ -37,7 +37,8 @@ constexpr const char* kDescribeUsage =
 constexpr const char* kSubmitUsage =
     "usage: gpupool submit --tenant T --name N --priority-class P [--replicas R] --flavor F\n"
     "         (--gpus N | --mig-profile P | --gpu-fraction X --memory-gb G)\n"
-    "         --duration D (seconds, or 30m, 2h, 1h30m) [--idempotency-key K] -- COMMAND ARGS...\n"
+    "         --duration D (seconds, or 30m, 2h, 1h30m) [--reservation ID] [--idempotency-key K]\n"
+    "         -- COMMAND ARGS...\n"
     "       gpupool submit -f JOB.yaml [--idempotency-key K]   (- reads standard input)\n";
 constexpr const char* kCancelUsage = "usage: gpupool cancel ID [-o table|json|yaml]\n";
 
@@ -194,7 +195,7 @@ int Describe(const std::vector<std::string>& argv) {
 int Submit(const std::vector<std::string>& argv) {
   Invocation inv("submit", kSubmitUsage);
   const std::set<std::string> body_flags = {"tenant", "name", "priority-class", "replicas", "flavor", "gpus",
-                                            "mig-profile", "gpu-fraction", "memory-gb", "duration"};
+                                            "mig-profile", "gpu-fraction", "memory-gb", "duration", "reservation"};
   std::set<std::string> flags = body_flags;
   flags.insert({"file", "idempotency-key"});
   if (int rc = inv.Parse(argv, flags, /*takes_command=*/true); rc >= 0) return rc;

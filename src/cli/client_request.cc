@@ -167,13 +167,15 @@ Result<Json> JobRequestFromArgs(const Args& args, const std::vector<std::string>
     resources["gpu_fraction"] = *fraction;
     resources["memory_gb"] = *memory;
   }
-  return Json{{"tenant", args.Str("tenant", "")},
+  Json job = {{"tenant", args.Str("tenant", "")},
               {"name", args.Str("name", "")},
               {"priority_class", args.Str("priority-class", "")},
               {"replicas", *replicas},
               {"resources", resources},
               {"duration_estimate_s", *duration},
               {"command", command}};
+  if (args.Has("reservation")) job["reservation"] = args.Str("reservation", "");
+  return job;
 }
 
 Result<Json> JobRequestFromYaml(const std::string& yaml_text) {

@@ -281,6 +281,7 @@ void DescribeJob(const Json& job, int64_t now_ms, std::ostream& out) {
   const std::string message = Str(reason, "message");
   p.Add("Reason", OrNone(Str(reason, "code") + (message.empty() ? "" : ": " + message)));
   if (!Str(job, "admitted_as").empty()) p.Add("Admitted as", Str(job, "admitted_as"));
+  if (!Str(job, "reservation").empty()) p.Add("Reservation", Str(job, "reservation"));
   p.Add("Resources", ResourcesCell(Field(job, "resources")) + " per replica");
   p.Add("Replicas", Str(job, "replicas"));
   if (Field(job, "duration_estimate_s").is_number()) {

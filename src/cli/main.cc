@@ -19,7 +19,7 @@ commands:
   describe    show one object: job ID | node NAME | tenant NAME
   submit      submit a job: --tenant T --name N --priority-class P [--replicas R] --flavor F
               (--gpus N | --mig-profile P | --gpu-fraction X --memory-gb G) --duration D
-              (seconds, or 30m, 2h) [--idempotency-key K] -- COMMAND ARGS...
+              (seconds, or 30m, 2h) [--reservation ID] [--idempotency-key K] -- COMMAND ARGS...
               or: submit -f JOB.yaml (the fields of the POST /v1/jobs body)
   cancel      cancel a job: ID
   reserve     book GPUs for a window: --tenant T --flavor F --gpus N --start T1 --end T2 (RFC 3339);
