@@ -58,7 +58,6 @@ Result<std::vector<ReportRow>> Report(const std::vector<UsageInterval>& interval
   }
   std::map<ReservationId, const ReservationSpan*> spans;
   for (const ReservationSpan& r : reservations) spans.emplace(r.id, &r);
-  std::map<ReservationId, UnitMillis> named;  // reservation -> its jobs' usage inside it
   std::map<Key, Acc> groups;
   // Adds [s, e) of `u` (already clipped to the window) as `kind`.
   auto add = [&](const UsageInterval& u, Time s, Time e, UsageKind kind) -> bool {
@@ -90,26 +89,50 @@ Result<std::vector<ReportRow>> Report(const std::vector<UsageInterval>& interval
         !add(u, in_e, e, u.kind)) {
       return Overflow();
     }
-    if (in_s < in_e &&
-        !AddChecked(named[r.id], static_cast<UnitMillis>(u.eq.units()) *
-                                     static_cast<UnitMillis>((in_e - in_s).millis()))) {
-      return Overflow();
-    }
   }
+  // Reserved-idle, take or pay: while reservations are in force, a tenant pays for at least
+  // their amount A(t) of the flavor. Idle is the integral of max(0, A(t) - u(t)), u(t) being
+  // everything the tenant holds of that flavor (named or not, lost time included: capacity a
+  // failure took is not the tenant's idleness). Swept per (tenant, flavor) over the step
+  // functions' breakpoints inside the window.
+  std::map<std::pair<uint32_t, uint16_t>, std::map<Time, std::pair<int64_t, int64_t>>> steps;  // dA, du
   for (const ReservationSpan& r : reservations) {
     if (query.tenant && r.tenant != *query.tenant) continue;
-    const Time s = std::max(r.start, query.from);
-    const Time e = std::min(r.end, query.to);
+    const Time s = std::max(r.start, query.from), e = std::min(r.end, query.to);
     if (!(s < e)) continue;
-    const UnitMillis whole =
-        static_cast<UnitMillis>(r.amount.units()) * static_cast<UnitMillis>((e - s).millis());
-    const UnitMillis idle = std::max<UnitMillis>(0, whole - named[r.id]);
+    auto& st = steps[{r.tenant.value(), r.flavor.value()}];
+    st[s].first += r.amount.units();
+    st[e].first -= r.amount.units();
+  }
+  for (const UsageInterval& u : intervals) {
+    auto st = steps.find({u.tenant.value(), u.flavor.value()});
+    if (st == steps.end()) continue;
+    const Time s = std::max(u.start, query.from), e = std::min(u.end, query.to);
+    if (!(s < e)) continue;
+    st->second[s].second += u.eq.units();
+    st->second[e].second -= u.eq.units();
+  }
+  for (const auto& [tf, st] : steps) {
+    int64_t a = 0, used = 0;
+    UnitMillis idle = 0;
+    Time prev;
+    bool first = true;
+    for (const auto& [t, d] : st) {
+      if (!first && a > used && !AddChecked(idle, static_cast<UnitMillis>(a - used) * (t - prev).millis())) {
+        return Overflow();
+      }
+      a += d.first;
+      used += d.second;
+      prev = t;
+      first = false;
+    }
     if (idle == 0) continue;
-    const Key key{r.tenant.value(), query.by_flavor ? int64_t{r.flavor.value()} : -1,
+    const FlavorId flavor(tf.second);
+    const Key key{tf.first, query.by_flavor ? int64_t{tf.second} : -1,
                   query.by_kind ? static_cast<int>(UsageKind::kReservedIdle) : -1};
     Acc& acc = groups[key];
     if (!AddChecked(acc.all, idle)) return Overflow();
-    if (prices.bill_reserved_idle && !AddChecked(acc.billed[r.flavor], idle)) return Overflow();
+    if (prices.bill_reserved_idle && !AddChecked(acc.billed[flavor], idle)) return Overflow();
   }
   std::vector<ReportRow> rows;
   rows.reserve(groups.size());

@@ -56,11 +56,11 @@ struct ReportRow {
 
 // Rows in (tenant, flavor, kind) order; groups with no usage in the window have no row.
 // `reservations` (Ledger::Reservations) turn the part of an interval that names a reservation
-// and lies inside its window into kReserved (an infrastructure failure stays one), and give each
-// reservation a kReservedIdle row for amount x window minus its jobs' usage, clipped to the
-// query window (never negative: the scheduler keeps a reservation's jobs within its amount).
-// So the rows other than reserved_idle sum to the integral of allocated capacity, and reserved
-// plus reserved_idle to the reservations' amount x window.
+// and lies inside its window into kReserved (an infrastructure failure stays one), and add
+// kReservedIdle rows, take or pay: for each tenant and flavor, the integral over the query
+// window of max(0, A(t) - u(t)), A(t) the amount of its reservations in force and u(t) all it
+// holds of the flavor. So the rows other than reserved_idle sum to the integral of allocated
+// capacity, and a tenant with reservations in force pays for max(A(t), u(t)) of the flavor.
 // Errors (kInvalidArgument): to < from; a price outside [0, kMaxMicrosPerGpuHour]; billed usage
 // of a flavor with no price; a sum that would overflow.
 Result<std::vector<ReportRow>> Report(const std::vector<UsageInterval>& intervals,

@@ -266,7 +266,24 @@ TEST(ReportTest, LostTimeUnderAReservationStaysAnInfrastructureFailure) {
   auto k = ByKind(*rows);
   EXPECT_TRUE(k[UsageKind::kInfrastructureFailure] == GpuHours(4));
   EXPECT_EQ(k.count(UsageKind::kReserved), 0u);
-  EXPECT_TRUE(k[UsageKind::kReservedIdle] == GpuHours(16));  // the holder could not use it
+  // Take or pay counts lost capacity as held: idle is (4-2) x 2h + 4 x 2h.
+  EXPECT_TRUE(k[UsageKind::kReservedIdle] == GpuHours(12));
+}
+
+// Using a reservation's capacity without naming it is not billed twice: the tenant pays for
+// max(A, u) while the reservation is in force.
+TEST(ReportTest, UnnamedUseOfReservedCapacityIsNotBilledTwice) {
+  const std::vector<UsageInterval> in = {I(0, kH100, GpuEq::Gpus(4), H(2), H(6)),   // unnamed, all 4
+                                         I(0, kH100, GpuEq::Gpus(2), H(0), H(3)),   // before and into it
+                                         I(1, kH100, GpuEq::Gpus(8), H(0), H(24))};  // another tenant
+  Result<std::vector<ReportRow>> rows = Report(in, Spans(), {.from = H(0), .to = H(24)}, Prices());
+  ASSERT_TRUE(rows.ok());
+  auto k = ByKind(*rows);
+  EXPECT_EQ(k.count(UsageKind::kReservedIdle), 0u) << "4 GPUs held throughout the window";
+  // Half the window used: idle is the other half.
+  rows = Report({I(0, kH100, GpuEq::Gpus(4), H(2), H(4))}, Spans(), {.from = H(0), .to = H(24)}, Prices());
+  ASSERT_TRUE(rows.ok());
+  EXPECT_TRUE(ByKind(*rows)[UsageKind::kReservedIdle] == GpuHours(8));
 }
 
 TEST(ReportTest, OnDemandUsageIsBilledAtTheOnDemandPrice) {

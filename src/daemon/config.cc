@@ -175,7 +175,7 @@ Status Burst(const Catalogue& cat, const Json& b, BurstSettings* out) {
       Result<int64_t> wait = IntOf(t, "max_wait_s", 600, 0, 30LL * 86400, where);
       if (!wait.ok()) return wait.error();
       p.max_wait = Duration::Seconds(*wait);
-      Result<int64_t> idle = IntOf(t, "idle_timeout_s", 600, 0, 30LL * 86400, where);
+      Result<int64_t> idle = IntOf(t, "idle_timeout_s", 600, 1, 30LL * 86400, where);
       if (!idle.ok()) return idle.error();
       p.idle_timeout = Duration::Seconds(*idle);
       if (Status v = ValidateBurstPolicy(p, cat); !v.ok()) return InvalidArgument(where + ": " + v.error().message);

@@ -84,6 +84,7 @@ Status DaemonCore::Replay(const std::vector<Record>& records) {
   ledger_ = Ledger();
   prices_ = PriceList();
   fleet_.clear();
+  burst_requests_seen_ = 0;
   tokens_ = TokenStore();
   deleted_.clear();
   idempotency_.clear();
@@ -199,6 +200,8 @@ Status DaemonCore::ApplyEvent(const Event& e) {
   if (!change.ok()) return Error{ErrorCode::kInternal, change.error().message};
   GP_RETURN_IF_ERROR(Apply(*state_, e));
   ledger_.Commit(std::move(change).value());
+  // A new attempt of a job starts with no exited replicas.
+  if (const auto* a = std::get_if<JobAdmitted>(&e)) exits_.erase(a->id);
   if (const auto* n = std::get_if<NodeConditionChanged>(&e); n && n->condition == NodeCondition::kRetired) {
     for (BurstNode& b : fleet_) {
       if (b.node == n->node && !b.released) b.released = n->at;
@@ -825,10 +828,12 @@ Reply DaemonCore::Usage(const CallContext& c, const std::map<std::string, std::s
   Result<UsageQuery> q = DecodeUsageQuery(*state_, *c.principal, query);
   if (!q.ok()) return Err(q.error());
   const Time to = q->to.value_or(c.now);
-  ReportQuery rq{.from = q->from, .to = to, .by_flavor = q->by_flavor, .by_kind = q->by_kind, .tenant = q->tenant};
-  // Usage up to now: open intervals are cut at now (a window reaching past now shows no future).
+  // Usage up to now: a window reaching past now shows no future (open intervals and
+  // reservations alike are cut at now).
+  const Time until = std::max(q->from, std::min(c.now, to));
+  ReportQuery rq{.from = q->from, .to = until, .by_flavor = q->by_flavor, .by_kind = q->by_kind, .tenant = q->tenant};
   Result<std::vector<ReportRow>> rows =
-      Report(ledger_.Snapshot(std::min(c.now, to)), ledger_.Reservations(), rq, BillingPrices());
+      Report(ledger_.Snapshot(until), ledger_.Reservations(), rq, BillingPrices());
   if (!rows.ok()) {
     return Err(FailedPrecondition(rows.error().message + "; a cluster admin sets prices with PUT /v1/prices"));
   }
@@ -845,8 +850,10 @@ Reply DaemonCore::Usage(const CallContext& c, const std::map<std::string, std::s
     if (r.flavor) row["flavor"] = state_->catalogue().model(*r.flavor).name;
     if (r.kind) row["kind"] = std::string(UsageKindName(*r.kind));
     items.push_back(std::move(row));
-    total_um += r.unit_millis;
-    total_cost += r.cost_micros;
+    total_um += r.unit_millis;  // 128 bits: rows are far below 2^127 together
+    if (__builtin_add_overflow(total_cost, r.cost_micros, &total_cost)) {
+      return Err(InvalidArgument("the total cost overflows; ask for a shorter window"));
+    }
   }
   return JsonReply(200, {{"from", Rfc3339(q->from)},
                          {"to", Rfc3339(to)},
@@ -878,9 +885,13 @@ Reply DaemonCore::Summary(const CallContext& c) {
   int pending = 0, running = 0;
   for (JobId id : state_->pending()) pending += c.principal->Sees(state_->FindJob(id)->spec.tenant);
   for (JobId id : state_->active()) running += c.principal->Sees(state_->FindJob(id)->spec.tenant);
-  int gpus = 0;
-  for (const Node& n : state_->nodes()) gpus += static_cast<int>(n.gpus.size());
-  return JsonReply(200, {{"nodes", state_->nodes().size()}, {"gpus", gpus},
+  int nodes = 0, gpus = 0;  // retired on-demand nodes are gone
+  for (const Node& n : state_->nodes()) {
+    if (n.condition == NodeCondition::kRetired) continue;
+    ++nodes;
+    gpus += static_cast<int>(n.gpus.size());
+  }
+  return JsonReply(200, {{"nodes", nodes}, {"gpus", gpus},
                          {"pending_jobs", pending}, {"active_jobs", running},
                          {"scheduling_cycles", cycles_}});
 }
@@ -900,6 +911,7 @@ void DaemonCore::Tick(Time now, bool simulate_executor) {
     }
     for (const Event& e : events) GP_CHECK(ApplyAndStage(e).ok());
   }
+  if (provider_) BurstJoin(now);  // nodes that are ready take work in this cycle
   if (!state_->pending().empty()) {
     last_plan_ = Schedule(*state_, config_, now);
     ++cycles_;
@@ -907,6 +919,7 @@ void DaemonCore::Tick(Time now, bool simulate_executor) {
     RecordReasons(*state_, last_plan_);
   }
   if (provider_) BurstTick(now);
+  if (!agents_.empty()) CheckHeartbeats(now);
 }
 
 }  // namespace gpupool

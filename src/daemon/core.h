@@ -101,6 +101,18 @@ class DaemonCore {
   // GET /v1/burst: the on-demand nodes and each tenant's spend in its budget window (scoped).
   Reply BurstView(const CallContext& c);
   const std::vector<BurstNode>& burst_fleet() const { return fleet_; }
+  // How many on-demand nodes were ever requested (journaled): a restarted simulated provider
+  // numbers its requests after these.
+  uint64_t burst_requests_seen() const { return burst_requests_seen_; }
+
+  // Node agents (docs/design/agent.md, "Protocol between the agent and the daemon"). POST
+  // /v1/agents/register, POST /v1/agents/{node}/heartbeat, GET /v1/jobs/{id}/logs. Which agents
+  // are registered is memory only: after a restart a heartbeat answers 404 and the agent
+  // registers again.
+  Reply RegisterAgent(const CallContext& c, const std::string& body);
+  Reply AgentHeartbeat(const CallContext& c, const std::string& node, const std::string& body);
+  Reply JobLogs(const CallContext& c, const std::string& id);
+  void SetHeartbeat(Duration interval, Duration timeout);
 
   // One scheduling cycle at `now`, and the simulated executor: admitted jobs start, running jobs
   // end after their estimate (demo).
@@ -142,6 +154,12 @@ class DaemonCore {
   static std::map<TenantId, std::pair<int, int>> JobCounts(const State& s);
   nlohmann::json NodeView(const CallContext& c, const Node& n, bool detail) const;
   Status StageTenant(const Tenant& t);
+  // Sets the node's condition and requeues every job with a replica on it (whole gangs).
+  void RequeueNode(NodeId id, NodeCondition to, Time now);
+  // Nodes whose agent has been silent longer than the timeout become unreachable.
+  void CheckHeartbeats(Time now);
+  // Nodes the provider has ready join the cluster (journaled "burst_node").
+  void BurstJoin(Time now);
   // The burst part of Tick; the journal records of the fleet ("burst_request", "burst_node").
   void BurstTick(Time now);
   Status ApplyBurstRecord(const std::string& kind, const nlohmann::json& j);
@@ -157,6 +175,22 @@ class DaemonCore {
   std::map<FlavorId, OnDemandOffer> burst_offers_;
   std::unique_ptr<Provider> provider_;  // null: no burst
   std::vector<BurstNode> fleet_;        // every on-demand node requested, in request order
+  uint64_t burst_requests_seen_ = 0;
+  std::map<TenantId, Time> burst_retry_at_;   // after a failed provisioning: back off
+  std::vector<std::string> release_retry_;    // nodes the provider failed to release
+  struct AgentState {
+    Time last_heartbeat;
+    std::vector<std::string> gpu_uuid;                     // by GPU index
+    std::map<std::pair<int, int>, std::string> mig_uuid;  // (GPU, MIG start slice) -> UUID
+  };
+  struct ReplicaLogs {
+    std::string out, err;  // the last 64 KiB the agent sent
+  };
+  std::map<NodeId, AgentState> agents_;
+  std::map<JobId, std::map<int, bool>> exits_;  // this attempt's exited replicas: exit ok?
+  std::map<JobId, std::map<int, ReplicaLogs>> logs_;
+  Duration heartbeat_interval_ = Duration::Seconds(1);
+  Duration heartbeat_timeout_ = Duration::Seconds(10);
   TokenStore tokens_;
   std::set<TenantId> deleted_;                // tombstones: ids are never reused
   std::map<std::string, JobId> idempotency_;  // principal name + key -> job

@@ -19,7 +19,11 @@ Status DaemonCore::EnableBurst(const BurstSettings& settings, std::unique_ptr<Pr
   std::map<TenantId, BurstPolicy> policies;
   for (const auto& [name, p] : settings.tenants) {
     Result<TenantId> t = state_->FindTenant(name);
-    if (!t.ok() || deleted_.count(*t)) return InvalidArgument("burst.tenants: unknown tenant '" + name + "'");
+    if (!t.ok()) return InvalidArgument("burst.tenants: unknown tenant '" + name + "'");
+    if (deleted_.count(*t)) {  // deleted through the API since the config was written
+      Log("warn", "burst policy of a deleted tenant ignored", {{"tenant", name}});
+      continue;
+    }
     policies[*t] = p;
   }
   burst_policies_ = std::move(policies);
@@ -53,6 +57,7 @@ Status DaemonCore::ApplyBurstRecord(const std::string& kind, const Json& j) {
         if (other.request_id == b.request_id) return AlreadyExists("burst request " + b.request_id + " recorded twice");
       }
       fleet_.push_back(std::move(b));
+      ++burst_requests_seen_;
       return Ok();
     }
     // burst_node: the request's node is ready and joins the cluster.
@@ -67,16 +72,18 @@ Status DaemonCore::ApplyBurstRecord(const std::string& kind, const Json& j) {
     Result<NodeId> id = state_->AddNode(std::move(*n));
     if (!id.ok()) return id.error();
     it->node = *id;
-    it->ready = it->last_busy = Time::FromMillis(j.at("ready_ms").get<int64_t>());
+    it->ready = Time::FromMillis(j.at("ready_ms").get<int64_t>());
+    // Idle is counted from when the node joined (and could take work), not from when the
+    // provider had it ready: a slow poll must not make a fresh node look idle.
+    it->last_busy = Time::FromMillis(j.value("joined_ms", it->ready->millis()));
     return Ok();
   } catch (const Json::exception&) {
     return InvalidArgument("malformed '" + kind + "' record");
   }
 }
 
-void DaemonCore::BurstTick(Time now) {
+void DaemonCore::BurstJoin(Time now) {
   const Catalogue& cat = state_->catalogue();
-  TrackBurstUse(*state_, fleet_, now);
   // Nodes the provider has ready join the cluster.
   for (const ProvisionedNode& p : provider_->Poll(now)) {
     auto it = std::find_if(fleet_.begin(), fleet_.end(), [&](const BurstNode& b) { return b.request_id == p.request_id; });
@@ -92,7 +99,7 @@ void DaemonCore::BurstTick(Time now) {
     as_built.memory_mib = p.memory_mib;
     const Node node = MakeBurstNode(cat, as_built, it->tenant, p.name);
     const Json body = {{"request_id", p.request_id}, {"ready_ms", std::max(p.ready, it->requested).millis()},
-                       {"node", NodeToJson(*state_, node)}};
+                       {"joined_ms", now.millis()}, {"node", NodeToJson(*state_, node)}};
     const Record r{0, "burst_node", body.dump()};
     if (Status s = ApplyRecord(r); !s.ok()) {
       Log("error", "on-demand node cannot join: giving it back", {{"node", p.name}, {"error", s.error().message}});
@@ -103,6 +110,14 @@ void DaemonCore::BurstTick(Time now) {
     (void)Stage(r.kind, r.body);
     Log("info", "on-demand node joined", {{"node", p.name}, {"tenant", state_->tenant(it->tenant).name}});
   }
+}
+
+void DaemonCore::BurstTick(Time now) {
+  const Catalogue& cat = state_->catalogue();
+  BurstJoin(now);
+  TrackBurstUse(*state_, fleet_, now);
+  // Releases the provider failed before are tried again.
+  std::erase_if(release_retry_, [&](const std::string& name) { return provider_->Release(name, now).ok(); });
   const BurstDecision d = PlanBurst(*state_, burst_policies_, burst_offers_, fleet_, now);
   // Releases first: the planner counts released nodes as provider capacity already freed.
   for (NodeId id : d.release) {
@@ -124,17 +139,20 @@ void DaemonCore::BurstTick(Time now) {
       continue;
     }
     if (Status s = provider_->Release(name, now); !s.ok()) {
-      Log("error", "provider failed to release a node (retired here; release it by hand)",
-          {{"node", name}, {"error", s.error().message}});
+      Log("error", "provider failed to release a node: retried every tick", {{"node", name}, {"error", s.error().message}});
+      release_retry_.push_back(name);
     }
     Log("info", "on-demand node released", {{"node", name}, {"requeued_jobs", std::to_string(on_node.size())}});
   }
   for (const ProvisionRequest& req : d.provision) {
+    if (auto retry = burst_retry_at_.find(req.tenant); retry != burst_retry_at_.end() && now < retry->second) continue;
     for (int i = 0; i < req.nodes; ++i) {
       Result<std::string> rid = provider_->Provision(req, i, now);
       if (!rid.ok()) {
-        Log("warn", "on-demand provisioning failed", {{"tenant", state_->tenant(req.tenant).name},
-                                                       {"error", rid.error().message}});
+        // Back off: a failing provider is not asked again on every tick.
+        burst_retry_at_[req.tenant] = now + Duration::Seconds(30);
+        Log("warn", "on-demand provisioning failed; retrying in 30 s",
+            {{"tenant", state_->tenant(req.tenant).name}, {"error", rid.error().message}});
         const Job* j = state_->FindJob(req.for_job);
         if (j && j->state == JobState::kPending) {
           (void)state_->SetPendingReason(req.for_job, {j->reason.code, j->reason.message + "; on-demand capacity: " +
@@ -150,10 +168,16 @@ void DaemonCore::BurstTick(Time now) {
                          {"for_job", req.for_job.value()},
                          {"requested_ms", now.millis()}};
       const Record r{0, "burst_request", body.dump()};
-      GP_CHECK(ApplyRecord(r).ok());
+      if (Status s = ApplyRecord(r); !s.ok()) {  // the provider's answer, not an invariant of ours
+        Log("error", "provider returned an unusable request id", {{"request", *rid}, {"error", s.error().message}});
+        break;
+      }
       (void)Stage(r.kind, r.body);
     }
   }
+  // A provider that creates nodes synchronously (the command provider) has them ready now:
+  // they join in this batch, journaled with their request.
+  BurstJoin(now);
   for (const auto& [jid, why] : d.reasons) {
     const Job* j = state_->FindJob(jid);
     if (j && j->state == JobState::kPending) {

@@ -319,7 +319,8 @@ TEST_F(CoreTest, TenantViewAndGaugesCountReservationsInForce) {
 // Chargeback end to end through the core: a seeded workload of whole GPUs, MIG slices and shared
 // fractions, with cancellations, a drain, a reservation and jobs that name it. The usage report
 // (every kind but reserved_idle) equals the integral of allocated GPU-equivalents, exactly;
-// reserved + reserved_idle equals the reservation's amount x window; and a restart rebuilds the
+// reserved_idle equals the sampled integral of max(0, reserved - research's H100s) (take or pay);
+// and a restart rebuilds the
 // same report from the journal.
 TEST_F(CoreTest, UsageReconcilesWithAllocatedCapacityAndSurvivesRestart) {
   ASSERT_EQ(core_->SetPrices(As(admin_), R"({"flavors": {"h100-80gb": {"per_gpu_hour": "2.99"},
@@ -333,10 +334,16 @@ TEST_F(CoreTest, UsageReconcilesWithAllocatedCapacityAndSurvivesRestart) {
                                {"start", Rfc3339(Time::FromMillis(at(10)))}, {"end", Rfc3339(Time::FromMillis(at(40)))}}).dump());
   ASSERT_EQ(booked.status, 201) << booked.body;
   const std::string rid = Json::parse(booked.body)["id"];
+  // Interns reserve 2 H100 for steps [20, 50) and never use them (their work is on A100s).
+  ASSERT_EQ(core_->CreateReservation(
+                As(admin_, at(0)), Json({{"tenant", "interns"}, {"flavor", "h100-80gb"}, {"gpus", 2},
+                                         {"start", Rfc3339(Time::FromMillis(at(20)))}, {"end", Rfc3339(Time::FromMillis(at(50)))}}).dump())
+                .status, 201);
 
   std::mt19937_64 rng(20261129);
   auto uni = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
-  UnitMillis integral = 0;
+  UnitMillis integral = 0, idle_expected = 0;
+  const FlavorId h100 = *core_->state().catalogue().Find("h100-80gb");
   std::vector<std::string> ids;
   constexpr int kSteps = 80;
   for (int step = 0; step < kSteps; ++step) {
@@ -377,8 +384,19 @@ TEST_F(CoreTest, UsageReconcilesWithAllocatedCapacityAndSurvivesRestart) {
     core_->Tick(Time::FromMillis(now), true);
     ASSERT_TRUE(core_->Flush().ok());
     GpuEq allocated;
-    for (JobId id : core_->state().active()) allocated += core_->state().FindJob(id)->Eq(core_->state().catalogue());
+    std::map<std::string, GpuEq> h100_used;
+    for (JobId id : core_->state().active()) {
+      const gpupool::Job& job = *core_->state().FindJob(id);
+      allocated += job.Eq(core_->state().catalogue());
+      if (job.spec.shape.flavor == h100) h100_used[core_->state().tenant(job.spec.tenant).name] += job.Eq(core_->state().catalogue());
+    }
     integral += static_cast<UnitMillis>(allocated.units()) * kStepMs;  // constant until the next step
+    // Take or pay: a tenant pays for at least its reserved GPUs while they are in force.
+    const std::map<std::string, GpuEq> reserved = {{"research", step >= 10 && step < 40 ? GpuEq::Gpus(4) : GpuEq()},
+                                                   {"interns", step >= 20 && step < 50 ? GpuEq::Gpus(2) : GpuEq()}};
+    for (const auto& [tenant, amount] : reserved) {
+      if (amount > h100_used[tenant]) idle_expected += static_cast<UnitMillis>((amount - h100_used[tenant]).units()) * kStepMs;
+    }
   }
   const int64_t end = at(kSteps);
   const std::string q_from = Rfc3339(Time::FromMillis(0)), q_to = Rfc3339(Time::FromMillis(end));
@@ -395,8 +413,9 @@ TEST_F(CoreTest, UsageReconcilesWithAllocatedCapacityAndSurvivesRestart) {
   EXPECT_TRUE(allocated_kinds == integral) << UnitMillisToString(allocated_kinds) << " vs " << UnitMillisToString(integral);
   EXPECT_TRUE(by_kind["reserved"] > 0) << usage.body;
   EXPECT_TRUE(by_kind["guaranteed"] > 0);
-  EXPECT_TRUE(by_kind["reserved"] + by_kind["reserved_idle"] ==
-              static_cast<UnitMillis>(GpuEq::Gpus(4).units()) * 30 * kStepMs) << usage.body;
+  EXPECT_TRUE(idle_expected > 0) << "the scenario leaves reserved capacity idle for a while";
+  EXPECT_TRUE(by_kind["reserved_idle"] == idle_expected)
+      << UnitMillisToString(by_kind["reserved_idle"]) << " vs " << UnitMillisToString(idle_expected);
   EXPECT_TRUE(by_kind["infrastructure_failure"] > 0) << "the drain requeued running jobs";
 
   // Every tenant's own view adds up to the admin's.
@@ -437,8 +456,7 @@ burst:
   tenants: {a: {flavors: [h100-80gb], max_gpus: 8, budget: "BUDGET", period_s: 86400, max_wait_s: 120,
                 idle_timeout_s: 300}}
 )";
-  void Start(const std::string& budget) {
-    std::string yaml = kYaml;
+  void Start(const std::string& budget, std::string yaml = kYaml) {
     yaml.replace(yaml.find("BUDGET"), 6, budget);
     Result<DaemonConfig> cfg = ParseDaemonConfig(yaml);
     ASSERT_TRUE(cfg.ok()) << cfg.error().message;
@@ -460,7 +478,7 @@ burst:
   }
   void Enable() {
     auto sim = std::make_unique<SimulatedProvider>(core_->state().catalogue(), config_.burst.offers);
-    sim->SkipSequence(core_->burst_fleet().size());
+    sim->SkipSequence(core_->burst_requests_seen());
     ASSERT_TRUE(core_->EnableBurst(config_.burst, std::move(sim)).ok());
   }
   static Time At(int64_t s) { return Time::FromSeconds(1'000'000 + s); }
@@ -496,22 +514,21 @@ TEST_F(BurstTest, WaitsThenBurstsBillsOnDemandAndReleasesIdleNodes) {
   EXPECT_TRUE(core_->burst_fleet()[0].in_flight());
   TickAt(150);
   EXPECT_EQ(JobAt(j2, 150)["state"], "pending");
-  TickAt(200);  // provisioned at 140 + 60 s: the node joins
+  TickAt(200);  // provisioned at 140 + 60 s: the node joins before the cycle and takes the job
   ASSERT_TRUE(core_->burst_fleet()[0].live());
-  TickAt(210);
-  Json job = JobAt(j2, 210);
+  Json job = JobAt(j2, 200);
   ASSERT_EQ(job["state"], "admitted") << job.dump();
   EXPECT_EQ(job["placement"][0]["node"], "od-h100-80gb-0001");
-  TickAt(220);   // starts; runs 1800 s
-  TickAt(2020);  // done
-  EXPECT_EQ(JobAt(j2, 2020)["state"], "succeeded");
+  TickAt(210);   // starts; runs 1800 s
+  TickAt(2010);  // done
+  EXPECT_EQ(JobAt(j2, 2010)["state"], "succeeded");
   TickAt(2300);
-  EXPECT_TRUE(core_->burst_fleet()[0].live()) << "idle 280 s of 300";
+  EXPECT_TRUE(core_->burst_fleet()[0].live()) << "idle 290 s of 300";
   TickAt(2330);
-  ASSERT_TRUE(core_->burst_fleet()[0].released.has_value()) << "idle 310 s";
+  ASSERT_TRUE(core_->burst_fleet()[0].released.has_value()) << "idle 320 s";
   EXPECT_EQ(core_->state().node(core_->burst_fleet()[0].node).condition, NodeCondition::kRetired);
 
-  // The job is billed on demand at 10.00 from its admission (210 s) to its end (2020 s):
+  // The job is billed on demand at 10.00 from its admission (200 s) to its end (2010 s):
   // 8 GPUs x 1810 s = 40.222222.
   const Principal admin{"admin", Role::kClusterAdmin, TenantId(), ""};
   const std::map<std::string, std::string> q = {{"from", Rfc3339(At(0))}, {"to", Rfc3339(At(3000))}, {"group_by", "kind"}};
@@ -546,6 +563,37 @@ TEST_F(BurstTest, WaitsThenBurstsBillsOnDemandAndReleasesIdleNodes) {
   EXPECT_TRUE(second);
 }
 
+// Review finding: a request still in flight at a restart is dropped, and the simulated provider
+// must not hand out its id again (that aborted the daemon on every restart).
+TEST_F(BurstTest, RequestIdsStayUniqueAcrossARestartWithARequestInFlight) {
+  std::string yaml = kYaml;
+  yaml.replace(yaml.find("offers: {h100-80gb: {gpus_per_node: 8, per_gpu_hour: \"10.00\", provisioning_delay_s: 60"),
+               std::string("offers: {h100-80gb: {gpus_per_node: 8, per_gpu_hour: \"10.00\", provisioning_delay_s: 60").size(),
+               "offers: {a100-80gb: {gpus_per_node: 8, per_gpu_hour: \"5.00\", provisioning_delay_s: 30, max_nodes: 2},\n"
+               "           h100-80gb: {gpus_per_node: 8, per_gpu_hour: \"10.00\", provisioning_delay_s: 600");
+  yaml.replace(yaml.find("flavors: [h100-80gb]"), std::string("flavors: [h100-80gb]").size(), "flavors: [h100-80gb, a100-80gb]");
+  yaml.replace(yaml.find("max_gpus: 8"), std::string("max_gpus: 8").size(), "max_gpus: 32");
+  Start("500.00", yaml);
+  Submit(0, 8, 3600);
+  TickAt(0);
+  Submit(10, 8, 600);  // waits for H100: requested at 140, ready only at 740
+  TickAt(140);
+  const std::string body = Json({{"tenant", "a"}, {"name", "z"}, {"priority_class", "training"}, {"replicas", 1},
+                                 {"resources", {{"flavor", "a100-80gb"}, {"gpus", 8}}}, {"duration_estimate_s", 600},
+                                 {"command", {"run"}}}).dump();
+  ASSERT_EQ(core_->SubmitJob({&member_, "", At(150)}, body, "").status, 201);
+  TickAt(280);  // the A100 request, ready at 310
+  TickAt(310);
+  ASSERT_EQ(core_->burst_fleet().size(), 2u);
+  core_.reset();
+  core_ = Open();
+  Enable();
+  EXPECT_EQ(core_->burst_fleet().size(), 1u) << "the H100 request in flight died with the process";
+  TickAt(320);  // the H100 job still waits: asked again, under a fresh id
+  ASSERT_EQ(core_->burst_fleet().size(), 2u);
+  EXPECT_EQ(core_->burst_fleet()[1].request_id, "sim-000003");
+}
+
 TEST_F(BurstTest, ABudgetTooSmallRefusesWithTheReason) {
   Start("10.00");
   Submit(0, 8, 3600);
@@ -555,6 +603,155 @@ TEST_F(BurstTest, ABudgetTooSmallRefusesWithTheReason) {
   EXPECT_TRUE(core_->burst_fleet().empty());
   const std::string reason = JobAt(j2, 140)["reason"]["message"];
   EXPECT_NE(reason.find("burst budget"), std::string::npos) << reason;
+}
+
+// The daemon's side of the agent protocol, driven through the core with explicit times:
+// registration, replicas started with their GPU UUIDs, running / exited reports driving the job
+// state, logs scoped like jobs, the heartbeat timeout requeueing a silent node's jobs onto
+// another node, XID 79 draining a node, a failed acceptance test keeping a node out, and stale
+// replicas stopped after a node comes back.
+class AgentProtocolTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    Result<DaemonConfig> cfg = ParseDaemonConfig(R"(
+tenants:
+  - {name: a, quotas: {h100-80gb: {guaranteed: 8}}}
+  - {name: b, quotas: {h100-80gb: {guaranteed: 0, borrow_limit: 8}}}
+)");
+    ASSERT_TRUE(cfg.ok()) << cfg.error().message;
+    dir_ = std::filesystem::temp_directory_path() / ("gpupool-agents-" + std::to_string(std::random_device{}()));
+    std::filesystem::create_directories(dir_);
+    Result<std::unique_ptr<Journal>> j = OpenSqliteJournal((dir_ / "journal.db").string());
+    ASSERT_TRUE(j.ok());
+    Result<std::unique_ptr<DaemonCore>> core = DaemonCore::Open(std::move(*j), SchedulerConfig());
+    ASSERT_TRUE(core.ok());
+    core_ = std::move(*core);
+    ASSERT_TRUE(core_->Bootstrap(cfg->cluster, At(0)).ok());
+    core_->SetHeartbeat(Duration::Seconds(1), Duration::Seconds(10));
+    member_a_ = {"ann", Role::kMember, *core_->state().FindTenant("a"), "ann-token"};
+    member_b_ = {"bo", Role::kMember, *core_->state().FindTenant("b"), "bo-token"};
+    for (const char* n : {"g1", "g2"}) ASSERT_EQ(Register(n, 0).status, 200);
+  }
+  static Time At(int64_t s) { return Time::FromSeconds(2'000'000 + s); }
+  Reply Register(const std::string& node, int64_t s, bool passed = true) {
+    Json gpus = Json::array();
+    for (int i = 0; i < 4; ++i) gpus.push_back({{"index", i}, {"uuid", "GPU-" + node + "-" + std::to_string(i)}});
+    Json body = {{"node", node}, {"flavor", "h100-80gb"}, {"gpus", gpus}};
+    if (!passed) body["acceptance"] = {{"passed", false}, {"output", "dcgmi diag: FAIL"}};
+    return core_->RegisterAgent({&admin_, "", At(s)}, body.dump());
+  }
+  Json Beat(const std::string& node, int64_t s, const Json& body = Json::object()) {
+    const Reply r = core_->AgentHeartbeat({&admin_, "", At(s)}, node, body.dump());
+    EXPECT_EQ(r.status, 200) << r.body;
+    return Json::parse(r.body);
+  }
+  std::string Submit(const Principal& p, int gpus, int64_t s) {
+    const std::string tenant = p.tenant == member_a_.tenant ? "a" : "b";
+    const Reply r = core_->SubmitJob({&p, "", At(s)}, Json({{"tenant", tenant}, {"name", "w"}, {"priority_class", "training"},
+                                                           {"replicas", 1}, {"resources", {{"flavor", "h100-80gb"}, {"gpus", gpus}}},
+                                                           {"duration_estimate_s", 600}, {"command", {"sh", "-c", "echo hi"}}}).dump(), "");
+    EXPECT_EQ(r.status, 201) << r.body;
+    return Json::parse(r.body)["id"];
+  }
+  Json Job(const std::string& id, int64_t s) { return Json::parse(core_->GetJob({&admin_, "", At(s)}, id).body); }
+  std::string NodeOf(const std::string& id, int64_t s) { return Job(id, s)["placement"][0]["node"]; }
+
+  std::filesystem::path dir_;
+  std::unique_ptr<DaemonCore> core_;
+  Principal admin_{"admin", Role::kClusterAdmin, TenantId(), ""};
+  Principal member_a_, member_b_;
+};
+
+TEST_F(AgentProtocolTest, StartRunExitLogsAndScoping) {
+  const std::string j = Submit(member_a_, 4, 1);
+  core_->Tick(At(1), false);
+  const std::string node = NodeOf(j, 1);
+  Json reply = Beat(node, 2);
+  ASSERT_EQ(reply["start"].size(), 1u) << reply.dump();
+  const Json& start = reply["start"][0];
+  EXPECT_EQ(start["job"], j);
+  EXPECT_EQ(start["command"], Json({"sh", "-c", "echo hi"}));
+  ASSERT_EQ(start["devices"].size(), 4u);
+  EXPECT_EQ(start["devices"][0].get<std::string>().rfind("GPU-" + node + "-", 0), 0u);
+  EXPECT_EQ(start["env"]["GPUPOOL_TENANT"], "a");
+  // The other node is told to start nothing.
+  EXPECT_TRUE(Beat(node == "g1" ? "g2" : "g1", 2)["start"].empty());
+
+  reply = Beat(node, 3, {{"replicas", {{{"job", j}, {"replica", 0}, {"state", "running"}}}},
+                         {"logs", {{{"job", j}, {"replica", 0}, {"stdout", "hi\n"}, {"stderr", ""}}}}});
+  EXPECT_TRUE(reply["start"].empty()) << "a reported replica is not started twice";
+  EXPECT_EQ(Job(j, 3)["state"], "running");
+  const Json logs = Json::parse(core_->JobLogs({&member_a_, "", At(3)}, j).body);
+  ASSERT_EQ(logs["items"].size(), 1u);
+  EXPECT_EQ(logs["items"][0]["stdout"], "hi\n");
+  EXPECT_EQ(core_->JobLogs({&member_b_, "", At(3)}, j).status, 404) << "another tenant's logs";
+
+  reply = Beat(node, 4, {{"replicas", {{{"job", j}, {"replica", 0}, {"state", "exited"}, {"exit_code", 0}}}}});
+  EXPECT_EQ(Job(j, 4)["state"], "succeeded");
+  ASSERT_EQ(reply["forget"].size(), 1u);
+  EXPECT_TRUE(reply["start"].empty());
+
+  const std::string k = Submit(member_a_, 2, 5);
+  core_->Tick(At(5), false);
+  Beat(NodeOf(k, 5), 6, {{"replicas", {{{"job", k}, {"replica", 0}, {"state", "exited"}, {"exit_code", 3}}}}});
+  EXPECT_EQ(Job(k, 6)["state"], "failed");
+
+  // Only admins speak for agents; an unknown node must register.
+  EXPECT_EQ(core_->AgentHeartbeat({&member_a_, "", At(7)}, "g1", "{}").status, 403);
+  EXPECT_EQ(core_->AgentHeartbeat({&admin_, "", At(7)}, "g9", "{}").status, 404);
+  EXPECT_EQ(core_->AgentHeartbeat({&admin_, "", At(7)}, "g1", R"({"replicas": 3})").status, 400);
+  EXPECT_EQ(core_->AgentHeartbeat({&admin_, "", At(7)}, "g1",
+                                  R"({"replicas": [{"job": "x", "replica": 0, "state": "running"}]})").status, 400);
+}
+
+TEST_F(AgentProtocolTest, ASilentNodeIsUnreachableAndItsJobRunsElsewhere) {
+  const std::string j = Submit(member_a_, 4, 1);
+  core_->Tick(At(1), false);
+  const std::string lost = NodeOf(j, 1), other = lost == "g1" ? "g2" : "g1";
+  Beat(lost, 2, {{"replicas", {{{"job", j}, {"replica", 0}, {"state", "running"}}}}});
+  for (int64_t s = 3; s <= 14; ++s) {
+    Beat(other, s);
+    core_->Tick(At(s), false);
+  }
+  // 12 s after its last heartbeat (timeout 10 s): unreachable, the job requeued and placed on
+  // the other node, which is told to start it.
+  EXPECT_EQ(Json::parse(core_->GetNode({&admin_, "", At(14)}, lost).body)["condition"], "unreachable");
+  EXPECT_EQ(NodeOf(j, 14), other);
+  const Json reply = Beat(other, 15);
+  ASSERT_EQ(reply["start"].size(), 1u);
+  EXPECT_EQ(reply["start"][0]["job"], j);
+  // The lost node comes back: ready again, and its stale replica is stopped.
+  ASSERT_EQ(Register(lost, 16).status, 200);
+  EXPECT_EQ(Json::parse(core_->GetNode({&admin_, "", At(16)}, lost).body)["condition"], "ready");
+  const Json back = Beat(lost, 16, {{"replicas", {{{"job", j}, {"replica", 0}, {"state", "running"}}}}});
+  ASSERT_EQ(back["stop"].size(), 1u);
+  EXPECT_EQ(back["stop"][0]["grace_s"], 120) << "the training class's grace period";
+}
+
+TEST_F(AgentProtocolTest, Xid79DrainsAndAFailedAcceptanceKeepsANodeOut) {
+  const std::string j = Submit(member_a_, 4, 1);
+  core_->Tick(At(1), false);
+  const std::string sick = NodeOf(j, 1), other = sick == "g1" ? "g2" : "g1";
+  Beat(sick, 2, {{"health", {{{"gpu", 1}, {"kind", "xid"}, {"code", 13}}}}});  // application error: nothing
+  EXPECT_EQ(Job(j, 2)["state"], "admitted");
+  Beat(sick, 3, {{"health", {{{"gpu", 1}, {"kind", "xid"}, {"code", 79}}}}});
+  EXPECT_EQ(Json::parse(core_->GetNode({&admin_, "", At(3)}, sick).body)["condition"], "draining");
+  EXPECT_EQ(Job(j, 3)["state"], "pending");
+  core_->Tick(At(4), false);
+  EXPECT_EQ(NodeOf(j, 4), other);
+
+  const Reply r = Register("g3", 5, /*passed=*/false);
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(Json::parse(r.body)["condition"], "unhealthy");
+  const std::string k = Submit(member_b_, 4, 6);  // b borrows; only g3 has room, but it failed
+  core_->Tick(At(6), false);
+  EXPECT_EQ(Job(k, 6)["state"], "pending");
+  ASSERT_EQ(Register("g3", 7).status, 200);  // repaired, passes
+  core_->Tick(At(7), false);
+  EXPECT_EQ(NodeOf(k, 7), "g3");
+  // A node known with other GPUs is refused.
+  Json gpus = Json::array({{{"index", 0}, {"uuid", "GPU-x"}}});
+  EXPECT_EQ(core_->RegisterAgent({&admin_, "", At(8)}, Json({{"node", "g3"}, {"flavor", "h100-80gb"}, {"gpus", gpus}}).dump()).status, 409);
 }
 
 }  // namespace

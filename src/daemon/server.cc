@@ -245,6 +245,13 @@ void Routes(httplib::Server& srv, Loop& loop, Metrics& metrics) {
     return c.CalendarView(ctx, query(req));
   });
   r.Add("GET", "/v1/usage", "/v1/usage", [query](DaemonCore& c, C ctx, R req) { return c.Usage(ctx, query(req)); });
+  r.Add("POST", "/v1/agents/register", "/v1/agents/register", [](DaemonCore& c, C ctx, R req) {
+    return c.RegisterAgent(ctx, req.body);
+  });
+  r.Add("POST", "/v1/agents/" + id + "/heartbeat", "/v1/agents/{node}/heartbeat", [](DaemonCore& c, C ctx, R req) {
+    return c.AgentHeartbeat(ctx, req.matches[1], req.body);
+  });
+  r.Add("GET", "/v1/jobs/" + id + "/logs", "/v1/jobs/{id}/logs", [](DaemonCore& c, C ctx, R req) { return c.JobLogs(ctx, req.matches[1]); });
   r.Add("GET", "/v1/burst", "/v1/burst", [](DaemonCore& c, C ctx, R) { return c.BurstView(ctx); });
   r.Add("GET", "/v1/prices", "/v1/prices", [](DaemonCore& c, C ctx, R) { return c.GetPrices(ctx); });
   r.Add("PUT", "/v1/prices", "/v1/prices", [](DaemonCore& c, C ctx, R req) { return c.SetPrices(ctx, req.body); });
@@ -374,6 +381,7 @@ Status Serve(const ServeOptions& o) {
          {"nodes", std::to_string(core.state().nodes().size())}});
   }
 
+  core.SetHeartbeat(Duration::Millis(o.heartbeat_interval_ms), Duration::Millis(o.heartbeat_timeout_ms));
   BurstSettings burst = config.burst;
   if (o.demo && !burst.enabled()) burst = DemoBurst(core.state());
   if (burst.enabled()) {
@@ -384,7 +392,7 @@ Status Serve(const ServeOptions& o) {
       provider = std::make_unique<CommandProvider>(core.state().catalogue(), std::move(cc));
     } else {
       auto sim = std::make_unique<SimulatedProvider>(core.state().catalogue(), burst.offers);
-      sim->SkipSequence(core.burst_fleet().size());  // names stay unique across restarts
+      sim->SkipSequence(core.burst_requests_seen());  // ids and names stay unique across restarts
       provider = std::move(sim);
     }
     GP_RETURN_IF_ERROR(core.EnableBurst(burst, std::move(provider)));

@@ -20,6 +20,8 @@ struct ServeOptions {
   // jobs stay admitted until an agent (issue 6) reports on them.
   bool simulate_executor = false;
   int http_threads = 64;          // handler threads; each waits for its batch to be durable
+  int heartbeat_interval_ms = 1000;  // what node agents are told to keep
+  int heartbeat_timeout_ms = 10000;  // a node silent this long is unreachable, its jobs requeued
   size_t max_body_bytes = 1 << 20;
 };
 

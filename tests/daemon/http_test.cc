@@ -186,6 +186,7 @@ TEST_F(DaemonHttp, IsolationMatrix) {
             "/v1/reservations/" + fresh_reservation(target));
       check("delete /v1/reservations/{id}", who, target, Expect(who, target, 200, 200, 200, 403), "DELETE",
             "/v1/reservations/" + fresh_reservation(target));
+      check("get /v1/jobs/{id}/logs", who, target, Expect(who, target, 200, 200, 200, 200), "GET", job + "/logs");
       check("get /v1/usage", who, target, Expect(who, target, 200, 200, 200, 200), "GET",
             "/v1/usage?from=2020-01-01T00:00:00Z&tenant=" + target);
       const std::string node = "/v1/nodes/" + nodes_[target];
@@ -214,6 +215,11 @@ TEST_F(DaemonHttp, IsolationMatrix) {
           "/v1/availability?flavor=h100-80gb&gpus=2&duration_s=3600");
     check("get /v1/calendar", who, "-", Expect(who, "alpha", 200, 200, 200, 200), "GET",
           "/v1/calendar?flavor=h100-80gb&start=2030-01-01T00:00:00Z&end=2030-01-02T00:00:00Z&step_s=3600");
+    const std::string agent = "iso-agent-" + std::to_string(++serial);
+    check("post /v1/agents/register", who, "-", Expect(who, "alpha", 200, 403, 403, 403), "POST", "/v1/agents/register",
+          Json({{"node", agent}, {"flavor", "h100-80gb"}, {"gpus", {{{"index", 0}, {"uuid", "GPU-" + agent}}}}}).dump());
+    check("post /v1/agents/{node}/heartbeat", who, "-", Expect(who, "alpha", 200, 403, 403, 403), "POST",
+          "/v1/agents/" + agent + "/heartbeat", "{}");
     check("get /v1/burst", who, "-", Expect(who, "alpha", 200, 200, 200, 200), "GET", "/v1/burst");
     check("get /v1/prices", who, "-", Expect(who, "alpha", 200, 200, 200, 200), "GET", "/v1/prices");
     check("put /v1/prices", who, "-", Expect(who, "alpha", 200, 403, 403, 403), "PUT", "/v1/prices", kPrices);
@@ -222,7 +228,7 @@ TEST_F(DaemonHttp, IsolationMatrix) {
   for (const RouteDoc& r : ApiRoutes()) {
     EXPECT_TRUE(covered.count(std::string(r.method) + " " + r.path)) << "the matrix misses " << r.method << " " << r.path;
   }
-  EXPECT_EQ(checked, 6 * (2 * 16 + 15)) << "6 callers x (2 targets x 16 tenant-scoped + 15 cluster-wide requests)";
+  EXPECT_EQ(checked, 6 * (2 * 17 + 17)) << "6 callers x (2 targets x 17 tenant-scoped + 17 cluster-wide requests)";
 }
 
 // What the lists show each caller: never another tenant's jobs, tokens, usage, nodes or audit.
