@@ -32,6 +32,8 @@ constexpr const char* kAvailabilityUsage =
 constexpr const char* kUsageUsage =
     "usage: gpupool usage [--tenant T] [--from RFC3339] [--to RFC3339] [--group-by flavor,kind|none]\n"
     "         [-o table|json|yaml|csv]   (from: the start of this month, UTC; to: now)\n";
+constexpr const char* kLogsUsage =
+    "usage: gpupool logs JOB [--replica N] [--stderr]   (the last 64 KiB its agent sent)\n";
 constexpr const char* kDescribeUsage =
     "usage: gpupool describe job ID | node NAME | tenant NAME [-o table|json|yaml]\n";
 constexpr const char* kSubmitUsage =
@@ -344,6 +346,30 @@ int UsageReport(const std::vector<std::string>& argv) {
   if (!reply.ok()) return inv.Fail(reply.error(), 1);
   if (inv.PrintedAsData(*reply)) return 0;
   PrintUsage(*reply, std::cout);
+  return 0;
+}
+
+int Logs(const std::vector<std::string>& argv) {
+  Invocation inv("logs", kLogsUsage);
+  if (int rc = inv.Parse(argv, {"replica"}, false, {"stderr"}); rc >= 0) return rc;
+  const Args& args = inv.args();
+  if (args.positional().size() != 1) return inv.Usage("which job: gpupool logs JOB");
+  Result<int64_t> replica = args.Int("replica", -1, 0, 65535);
+  if (!replica.ok()) return inv.Usage(replica.error().message);
+  if (int rc = inv.Connect(); rc >= 0) return rc;
+  Result<Json> reply = inv.api().Get("/v1/jobs/" + UrlEncode(args.positional()[0]) + "/logs");
+  if (!reply.ok()) return inv.Fail(reply.error(), 1);
+  if (inv.PrintedAsData(*reply)) return 0;
+  const Json items = reply->value("items", Json::array());
+  const char* stream = args.Has("stderr") ? "stderr" : "stdout";
+  int shown = 0;
+  for (const Json& r : items) {
+    if (*replica >= 0 && r.value("replica", -1) != *replica) continue;
+    if (items.size() > 1 && *replica < 0) std::cout << "==> replica " << r.value("replica", -1) << " <==\n";
+    std::cout << r.value(stream, "");
+    ++shown;
+  }
+  if (shown == 0) std::cerr << "gpupool logs: no output from job " << args.positional()[0] << " yet\n";
   return 0;
 }
 

@@ -21,5 +21,10 @@ int Cancel(const std::vector<std::string>& argv);
 int Reserve(const std::vector<std::string>& argv);
 int Availability(const std::vector<std::string>& argv);
 int UsageReport(const std::vector<std::string>& argv);  // gpupool usage
+int Logs(const std::vector<std::string>& argv);         // gpupool logs JOB
+
+// The node agent (agent_cmd.cc): registers with the daemon and runs what it is told until
+// SIGINT/SIGTERM. 0 after a signal, 1 when NVML or the daemon refuses, 2 on usage errors.
+int Agent(const std::vector<std::string>& argv);
 
 }  // namespace gpupool::cli

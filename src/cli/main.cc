@@ -15,6 +15,7 @@ commands:
               --demo  --config FILE.yaml  --data-dir DIR (gpupool-data)  --listen HOST:PORT
               (127.0.0.1:8080; port 0 picks a free one, written to DIR/port)  --no-demo-traffic
               --simulate-executor (jobs run for their estimate)  --http-threads N (64)
+              --heartbeat-interval-ms N (1000)  --heartbeat-timeout-ms N (10000): node agents
   get         list jobs|nodes|tenants|reservations  [--tenant T] [--state S] (jobs only)
   describe    show one object: job ID | node NAME | tenant NAME
   submit      submit a job: --tenant T --name N --priority-class P [--replicas R] --flavor F
@@ -26,11 +27,14 @@ commands:
               --maintenance instead of --tenant for a maintenance window (admins)
   availability  --flavor F --gpus N --duration D [--after T]: earliest start;
               --flavor F --start T1 --end T2: how many GPUs can still be reserved
+  logs        a job's output as its agent sent it (last 64 KiB): JOB [--replica N] [--stderr]
   usage       usage and cost: [--tenant T] [--from T1] [--to T2] [--group-by flavor,kind|none]
               (from the start of this month to now); -o csv too
               client flags: -o table|json|yaml (table)  --url URL  --token TOKEN; else
               GPUPOOL_URL, GPUPOOL_TOKEN, or url: and token: in $GPUPOOL_CONFIG or
               ~/.config/gpupool/config.yaml; exit 1 when the server refuses, 2 on usage errors
+  agent       run the node agent: --server URL --token TOKEN --name NODE [--gpus nvml|fake:SPEC]
+              [--work-dir DIR] [--acceptance CMD] [--fault-file PATH] (JSON log lines on stderr)
   demo        schedule a generated day of work on a small demo cluster and print what happened
               --hours N (8)  --policy fgd|bestfit|spread|firstfit  --seed N (7)  --every MIN (60)
   catalogue   list the built-in GPU models and their MIG profiles [MODEL]
@@ -61,6 +65,8 @@ int main(int argc, char** argv) {
   if (cmd == "reserve") return gpupool::cli::Reserve(args);
   if (cmd == "availability") return gpupool::cli::Availability(args);
   if (cmd == "usage") return gpupool::cli::UsageReport(args);
+  if (cmd == "logs") return gpupool::cli::Logs(args);
+  if (cmd == "agent") return gpupool::cli::Agent(args);
   if (cmd == "demo") return gpupool::cli::Demo(args);
   if (cmd == "catalogue") return gpupool::cli::Catalogue(args);
   if (cmd == "sim") return gpupool::cli::Sim(args);

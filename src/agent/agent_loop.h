@@ -1,0 +1,183 @@
+// Agent: the node agent's loop. It registers the node with the daemon and then heartbeats,
+// reporting the replicas it runs (through an Executor), their log tails and the GPUs' health
+// events (from a GpuProbe), and applies what each reply asks: start, stop, forget. The agent
+// pulls; the daemon never calls it. The contract is docs/design/agent.md, "Protocol between the
+// agent and the daemon".
+//
+// Replicas are keyed "JOB-REPLICA" in the executor ("12-0"). The daemon sends the command as an
+// argv list (execvp semantics); the executor runs `/bin/sh -c STRING`, so the argv is quoted into
+// `exec 'arg0' 'arg1' ...` (ShellCommandFor). A replica that cannot be started (bad device UUID,
+// bad environment, fork failure) is reported as exited with code 127 and the reason as its stderr
+// tail, so that the daemon fails it instead of asking again forever.
+//
+// Fault injection (FakeProbe only): when AgentOptions::fault_file is set, each HeartbeatOnce reads
+// the file and truncates it. One fault a line:
+//   xid GPU CODE | ecc GPU COUNT | row_remap GPU | temp GPU CELSIUS | lose_heartbeats SECONDS
+// The probe faults reach the health list of the same heartbeat. lose_heartbeats stops sending
+// (as if the network were cut) until SECONDS have passed; replicas keep running and their exits
+// are reported once heartbeats resume. Unknown or malformed lines are logged and skipped.
+//
+// Thread-safety: one thread calls everything except Stop(), which any thread (or a signal
+// handler, through Run's own handler) may call.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "agent/executor.h"
+#include "agent/gpu_probe.h"
+#include "core/result.h"
+#include "core/time.h"
+
+namespace httplib {
+class Client;
+}
+
+namespace gpupool {
+
+class FakeProbe;
+
+// One log record: {"level": "info"|"warn"|"error", "msg": "...", "node": NAME, ...fields}. The
+// default sink adds "ts_ms" (wall clock, ms since the epoch, as the daemon's logs do) and writes
+// one JSON line to stderr.
+using AgentLog = std::function<void(const nlohmann::json& record)>;
+AgentLog StderrJsonLog();
+
+struct AgentOptions {
+  std::string server_url;          // http(s)://host[:port][/prefix], or host:port
+  std::string token;               // bearer token ("" sends none)
+  std::string node;                // the node's name
+  std::string acceptance_command;  // "": none; else run once before registering
+  Duration acceptance_timeout = Duration::Minutes(10);
+  std::string fault_file;  // "": none; requires a FakeProbe
+  // 0: the daemon's heartbeat_interval_ms (1 s until it answers).
+  Duration heartbeat_interval = Duration::Millis(0);
+  Duration shutdown_grace = Duration::Seconds(30);  // for replicas never asked to stop
+  Duration register_backoff_initial = Duration::Seconds(1);
+  Duration register_backoff_max = Duration::Seconds(30);
+  std::vector<std::string> labels;  // sent at registration
+  int64_t cpu_milli = 0;
+  int64_t memory_mib = 0;
+  AgentLog log;  // empty: StderrJsonLog()
+};
+
+class Agent {
+ public:
+  // InvalidArgument for a bad URL, an empty or malformed node name, or a fault file without a
+  // FakeProbe. The probe and executor must outlive the agent.
+  static Result<std::unique_ptr<Agent>> Create(AgentOptions options, GpuProbe& probe,
+                                               Executor& executor);
+  ~Agent();
+  Agent(const Agent&) = delete;
+  Agent& operator=(const Agent&) = delete;
+
+  // Runs the acceptance command once (later calls do nothing): `/bin/sh -c CMD` with stderr
+  // merged into stdout and every GPU visible; killed after acceptance_timeout. Register calls it
+  // when it has not run yet.
+  void RunAcceptance();
+
+  // POST /v1/agents/register with what Discover sees. Errors: kUnavailable when the server did
+  // not answer or answered 5xx (worth retrying), else the server's refusal (409: kConflict, ...)
+  // or the probe's error.
+  Status Register();
+
+  // One heartbeat at `now` (the same monotonic clock for every call): reaps exits, applies the
+  // fault file, sends the report (registering first when the last good heartbeat is older than
+  // the daemon's heartbeat timeout), and applies the reply. A 404 re-registers and sends again.
+  // On a failed send the health events are kept for the next one. Ok while heartbeats are
+  // suspended by lose_heartbeats (nothing is sent).
+  Status HeartbeatOnce(Time now);
+
+  // Acceptance, registration (retried with backoff while the server does not answer; a refusal
+  // ends it with 1), then a heartbeat every interval until Stop(), SIGINT or SIGTERM; then every
+  // replica still running gets SIGTERM and, after its grace, SIGKILL. Returns the exit code:
+  // 0 after a requested stop, 1 when registration was refused.
+  int Run();
+  void Stop() { stop_.store(true); }
+
+  // For tests and logs.
+  bool registered() const { return registered_; }
+  const std::string& condition() const { return condition_; }
+  Duration heartbeat_interval() const;
+  std::vector<std::string> replicas() const;  // keys of the replicas not yet forgotten
+  bool heartbeats_suspended(Time now) const;
+  const std::optional<nlohmann::json>& acceptance_result() const { return acceptance_; }
+
+ private:
+  struct Replica {
+    std::string job;
+    int64_t index = 0;
+    bool exited = false;
+    bool stopping = false;  // a stop was applied (logged once)
+    ExitInfo exit;
+    std::string start_error;  // set when Start failed (reported as exit 127)
+    bool start_error_sent = false;
+    // (size, mtime ns) of stdout and stderr when last sent; -1: never.
+    int64_t out_size = -1, out_mtime = -1, err_size = -1, err_mtime = -1;
+  };
+  struct Url {
+    std::string origin;  // scheme://host:port
+    std::string prefix;  // "" or "/path"
+  };
+  struct Reply {
+    int status = 0;  // 0: no reply
+    nlohmann::json body;
+    std::string error;  // transport error or the server's message
+  };
+
+  Agent(AgentOptions options, Url url, GpuProbe& probe, Executor& executor, FakeProbe* fake);
+  void Log(const char* level, const std::string& msg,
+           nlohmann::json fields = nlohmann::json::object());
+  Reply Post(const std::string& path, const nlohmann::json& body);
+  static Error ReplyToError(const std::string& what, const Reply& r);
+
+  void ReapExits();
+  void ApplyFaultFile(Time now);
+  nlohmann::json BuildHeartbeat(std::vector<std::pair<std::string, Replica>>& log_marks);
+  void ApplyReply(const nlohmann::json& reply);
+  void StartReplica(const nlohmann::json& s);
+  void StopReplica(const nlohmann::json& s);
+  void ForgetReplica(const nlohmann::json& s);
+  void Shutdown();
+  bool StopRequested() const;
+  // Sleeps up to d in small steps; false if a stop was requested.
+  bool SleepFor(Duration d);
+
+  AgentOptions options_;
+  Url url_;
+  GpuProbe& probe_;
+  Executor& executor_;
+  FakeProbe* fake_;  // the probe when it is a FakeProbe, else null
+  std::unique_ptr<httplib::Client> http_;
+
+  bool acceptance_ran_ = false;
+  std::optional<nlohmann::json> acceptance_;
+  bool registered_ = false;
+  std::string condition_;
+  Duration server_interval_ = Duration::Seconds(1);
+  Duration server_timeout_ = Duration::Seconds(10);
+  std::optional<Time> last_contact_;  // last good heartbeat since the last registration
+  std::optional<Time> lost_until_;    // lose_heartbeats
+  std::map<std::string, Replica> replicas_;
+  std::vector<nlohmann::json> pending_health_;  // polled, not yet delivered
+  std::atomic<bool> stop_{false};
+};
+
+// Single-quotes one argument for /bin/sh: 'it'\''s'.
+std::string ShellQuote(std::string_view arg);
+// The /bin/sh -c string that runs argv as execvp would: "exec 'a' 'b' ..." (without `exec` when
+// argv[0] starts with '-', which some shells' exec would read as an option). `exports` are set
+// first with `export K='V';`. InvalidArgument for an empty argv, a NUL byte or a bad name.
+Result<std::string> ShellCommandFor(
+    const std::vector<std::string>& argv,
+    const std::vector<std::pair<std::string, std::string>>& exports = {});
+
+}  // namespace gpupool

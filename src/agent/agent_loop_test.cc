@@ -1,0 +1,617 @@
+// Protocol tests of the agent alone: an in-process httplib server on 127.0.0.1:0 plays the
+// daemon's side of docs/design/agent.md ("Protocol between the agent and the daemon") from a
+// script, and the agent runs real processes through a real Executor on a FakeProbe. The
+// end-to-end test against the real daemon lives with the daemon.
+#include "agent/agent_loop.h"
+
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <deque>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <thread>
+
+#include "agent/fake_probe.h"
+
+namespace gpupool {
+namespace {
+
+namespace fs = std::filesystem;
+using Json = nlohmann::json;
+
+// The daemon's side, from a script: replies are queued per endpoint; an empty queue answers
+// the default (a ready registration, an empty heartbeat reply). Every request is recorded.
+class FakeDaemon {
+ public:
+  struct Request {
+    std::string path;
+    std::string authorization;
+    Json body;
+  };
+
+  FakeDaemon() {
+    server_.Post("/v1/agents/register",
+                 [this](const httplib::Request& req, httplib::Response& res) {
+                   Answer(req, res, register_replies_,
+                          Json{{"node", "n1"},
+                               {"condition", "ready"},
+                               {"heartbeat_interval_ms", 1000},
+                               {"heartbeat_timeout_ms", 10000}});
+                 });
+    server_.Post(R"(/v1/agents/([^/]+)/heartbeat)",
+                 [this](const httplib::Request& req, httplib::Response& res) {
+                   Answer(req, res, heartbeat_replies_, Json{{"condition", "ready"}});
+                 });
+    port_ = server_.bind_to_any_port("127.0.0.1");
+    thread_ = std::thread([this] { server_.listen_after_bind(); });
+    // stop() before the accept loop runs would be lost (and the join below would hang).
+    while (!server_.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  ~FakeDaemon() {
+    server_.stop();
+    thread_.join();
+  }
+
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+
+  void QueueRegister(int status, Json body) {
+    std::lock_guard<std::mutex> l(mu_);
+    register_replies_.emplace_back(status, std::move(body));
+  }
+  void QueueHeartbeat(int status, Json body) {
+    std::lock_guard<std::mutex> l(mu_);
+    heartbeat_replies_.emplace_back(status, std::move(body));
+  }
+  std::vector<Request> Requests(const std::string& suffix) const {
+    std::lock_guard<std::mutex> l(mu_);
+    std::vector<Request> out;
+    for (const Request& r : requests_) {
+      if (r.path.size() >= suffix.size() &&
+          r.path.compare(r.path.size() - suffix.size(), suffix.size(), suffix) == 0) {
+        out.push_back(r);
+      }
+    }
+    return out;
+  }
+  std::vector<Request> Registers() const { return Requests("/register"); }
+  std::vector<Request> Heartbeats() const { return Requests("/heartbeat"); }
+
+ private:
+  using Script = std::deque<std::pair<int, Json>>;
+  void Answer(const httplib::Request& req, httplib::Response& res, Script& script,
+              const Json& fallback) {
+    std::lock_guard<std::mutex> l(mu_);
+    requests_.push_back(
+        {req.path, req.get_header_value("Authorization"), Json::parse(req.body, nullptr, false)});
+    int status = 200;
+    Json body = fallback;
+    if (!script.empty()) {
+      std::tie(status, body) = script.front();
+      script.pop_front();
+    }
+    res.status = status;
+    res.set_content(body.dump(), "application/json");
+  }
+
+  httplib::Server server_;
+  int port_ = 0;
+  std::thread thread_;
+  mutable std::mutex mu_;
+  Script register_replies_, heartbeat_replies_;
+  std::vector<Request> requests_;
+};
+
+class AgentAloneProtocolTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/gpupool-agent-loop-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+    ExecutorOptions eo;
+    eo.work_dir = dir_ + "/work";
+    eo.cgroup_parent = "";
+    auto ex = Executor::Create(std::move(eo));
+    ASSERT_TRUE(ex.ok()) << ex.error().message;
+    executor_ = std::move(*ex);
+  }
+  void TearDown() override {
+    agent_.reset();
+    executor_.reset();
+    fs::remove_all(dir_);
+  }
+
+  void MakeAgent(const std::string& spec = "2xh100-80gb", AgentOptions o = {}) {
+    auto probe = FakeProbe::Create("n1", spec);
+    ASSERT_TRUE(probe.ok()) << probe.error().message;
+    probe_ = std::move(*probe);
+    o.server_url = daemon_.url();
+    o.token = "secret-token";
+    o.node = "n1";
+    o.log = [this](const Json& record) {
+      std::lock_guard<std::mutex> l(log_mu_);
+      logs_.push_back(record);
+    };
+    auto agent = Agent::Create(std::move(o), *probe_, *executor_);
+    ASSERT_TRUE(agent.ok()) << agent.error().message;
+    agent_ = std::move(*agent);
+  }
+
+  // Heartbeats (at t = 1 s, 2 s, ... of fake time, 20 ms of real time apart) until `done` holds
+  // for the last heartbeat body; at most 10 s.
+  Json HeartbeatUntil(const std::function<bool(const Json&)>& done) {
+    for (int i = 0; i < 500; ++i) {
+      const Status s = agent_->HeartbeatOnce(Time::FromSeconds(++clock_s_));
+      EXPECT_TRUE(s.ok()) << s.error().message;
+      const auto hb = daemon_.Heartbeats();
+      if (!hb.empty() && done(hb.back().body)) return hb.back().body;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    ADD_FAILURE() << "condition not reached";
+    return Json();
+  }
+
+  static const Json* FindReplica(const Json& hb, const std::string& job, int replica) {
+    for (const Json& r : hb["replicas"]) {
+      if (r["job"] == job && r["replica"] == replica) return &r;
+    }
+    return nullptr;
+  }
+  static const Json* FindLog(const Json& hb, const std::string& job, int replica) {
+    for (const Json& r : hb["logs"]) {
+      if (r["job"] == job && r["replica"] == replica) return &r;
+    }
+    return nullptr;
+  }
+  static Json Start(const std::string& job, int replica, std::vector<std::string> argv,
+                    std::vector<std::string> devices = {}) {
+    return {{"job", job}, {"replica", replica}, {"command", argv}, {"devices", devices}};
+  }
+  // The last log entry sent for a replica, over every heartbeat so far (tails are sent only when
+  // they change, so the one with the exit may carry none).
+  Json LastLog(const std::string& job, int replica) const {
+    Json last;
+    for (const auto& hb : daemon_.Heartbeats()) {
+      if (const Json* l = FindLog(hb.body, job, replica)) last = *l;
+    }
+    return last;
+  }
+  bool Logged(const std::string& msg) {
+    std::lock_guard<std::mutex> l(log_mu_);
+    for (const Json& r : logs_) {
+      if (r.value("msg", "") == msg) return true;
+    }
+    return false;
+  }
+
+  std::string dir_;
+  FakeDaemon daemon_;
+  std::unique_ptr<Executor> executor_;
+  std::unique_ptr<FakeProbe> probe_;
+  std::unique_ptr<Agent> agent_;
+  int64_t clock_s_ = 0;
+  std::mutex log_mu_;
+  std::vector<Json> logs_;
+};
+
+TEST_F(AgentAloneProtocolTest, RegisterSendsFlavorGpusAndAcceptance) {
+  AgentOptions o;
+  o.acceptance_command =
+      "echo accept-stdout; echo accept-stderr >&2; echo \"cvd=$CUDA_VISIBLE_DEVICES\"";
+  MakeAgent("1xa100-80gb:mig=3g.40gb+3g.40gb,1xa100-80gb", o);
+  daemon_.QueueRegister(200, {{"node", "n1"},
+                              {"condition", "ready"},
+                              {"heartbeat_interval_ms", 250},
+                              {"heartbeat_timeout_ms", 5000}});
+  ASSERT_TRUE(agent_->Register().ok());
+  EXPECT_TRUE(agent_->registered());
+  EXPECT_EQ(agent_->condition(), "ready");
+  EXPECT_EQ(agent_->heartbeat_interval(), Duration::Millis(250));
+
+  const auto regs = daemon_.Registers();
+  ASSERT_EQ(regs.size(), 1u);
+  EXPECT_EQ(regs[0].path, "/v1/agents/register");
+  EXPECT_EQ(regs[0].authorization, "Bearer secret-token");
+  const Json& b = regs[0].body;
+  EXPECT_EQ(b["node"], "n1");
+  EXPECT_EQ(b["flavor"], "a100-80gb");
+  EXPECT_EQ(b["labels"], Json::array());
+  EXPECT_EQ(b["cpu_milli"], 0);
+  EXPECT_EQ(b["memory_mib"], 0);
+  ASSERT_EQ(b["gpus"].size(), 2u);
+  const Json& g0 = b["gpus"][0];
+  EXPECT_EQ(g0["index"], 0);
+  EXPECT_EQ(g0["uuid"], "GPU-fake-n1-0");
+  EXPECT_EQ(g0["mig"], true);
+  ASSERT_EQ(g0["instances"].size(), 2u);
+  EXPECT_EQ(g0["instances"][0],
+            (Json{{"start", 0}, {"size", 4}, {"profile", "3g.40gb"}, {"uuid", "MIG-fake-n1-0-1"}}));
+  EXPECT_EQ(g0["instances"][1],
+            (Json{{"start", 4}, {"size", 4}, {"profile", "3g.40gb"}, {"uuid", "MIG-fake-n1-0-2"}}));
+  const Json& g1 = b["gpus"][1];
+  EXPECT_EQ(g1["uuid"], "GPU-fake-n1-1");
+  EXPECT_EQ(g1["mig"], false);
+  EXPECT_FALSE(g1.contains("instances"));
+
+  ASSERT_TRUE(b.contains("acceptance"));
+  EXPECT_EQ(b["acceptance"]["passed"], true);
+  const std::string out = b["acceptance"]["output"];
+  EXPECT_NE(out.find("accept-stdout\naccept-stderr\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("cvd=MIG-fake-n1-0-1,MIG-fake-n1-0-2,GPU-fake-n1-1"), std::string::npos)
+      << out;
+
+  // The acceptance command runs once: a second registration sends the same result.
+  ASSERT_TRUE(agent_->Register().ok());
+  EXPECT_EQ(daemon_.Registers()[1].body["acceptance"], b["acceptance"]);
+}
+
+TEST_F(AgentAloneProtocolTest, AcceptanceFailureAndOmission) {
+  AgentOptions o;
+  o.acceptance_command = "head -c 6000 /dev/zero | tr '\\0' x; echo; echo broken >&2; exit 4";
+  MakeAgent("2xh100-80gb", o);
+  ASSERT_TRUE(agent_->Register().ok());
+  const Json a = daemon_.Registers()[0].body["acceptance"];
+  EXPECT_EQ(a["passed"], false);
+  const std::string out = a["output"];
+  EXPECT_EQ(out.size(), 4096u);  // the last 4 KiB
+  EXPECT_EQ(out.substr(out.size() - 7), "broken\n");
+  EXPECT_EQ(daemon_.Registers()[0].body["flavor"], "h100-80gb");
+
+  agent_.reset();
+  MakeAgent("2xh100-80gb");  // no acceptance command: no "acceptance" key
+  ASSERT_TRUE(agent_->Register().ok());
+  EXPECT_FALSE(daemon_.Registers()[1].body.contains("acceptance"));
+}
+
+TEST_F(AgentAloneProtocolTest, AcceptanceTimeoutFails) {
+  AgentOptions o;
+  o.acceptance_command = "echo started; exec sleep 30";
+  o.acceptance_timeout = Duration::Millis(200);
+  MakeAgent("2xh100-80gb", o);
+  const auto t0 = std::chrono::steady_clock::now();
+  ASSERT_TRUE(agent_->Register().ok());
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(10));
+  const Json a = daemon_.Registers()[0].body["acceptance"];
+  EXPECT_EQ(a["passed"], false);
+  EXPECT_NE(a["output"].get<std::string>().find("timed out"), std::string::npos) << a;
+}
+
+TEST_F(AgentAloneProtocolTest, StartRunsCommandReportsExitLogsAndForget) {
+  MakeAgent("2xh100-80gb");
+  ASSERT_TRUE(agent_->Register().ok());
+  Json start = Start("12", 0,
+                     {"/bin/sh", "-c",
+                      "echo hello; echo \"cvd=$CUDA_VISIBLE_DEVICES job=$GPUPOOL_JOB "
+                      "replica=$GPUPOOL_REPLICA\"; echo oops >&2; exit 3"},
+                     {"GPU-fake-n1-1", "GPU-fake-n1-0"});
+  start["env"] = {{"GPUPOOL_JOB", "12"}, {"GPUPOOL_REPLICA", "0"}};
+  daemon_.QueueHeartbeat(200, {{"start", {start}}, {"condition", "ready"}});
+  // The first heartbeat has nothing to report and gets the start.
+  ASSERT_TRUE(agent_->HeartbeatOnce(Time::FromSeconds(++clock_s_)).ok());
+  Json first = daemon_.Heartbeats()[0].body;
+  EXPECT_EQ(first["replicas"], Json::array());
+  EXPECT_EQ(agent_->replicas(), std::vector<std::string>{"12-0"});
+
+  const Json hb = HeartbeatUntil([&](const Json& b) {
+    const Json* r = FindReplica(b, "12", 0);
+    return r && (*r)["state"] == "exited";
+  });
+  const Json* r = FindReplica(hb, "12", 0);
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ((*r)["exit_code"], 3);
+  EXPECT_EQ((*r)["signal"], 0);
+  // By the time the exit is reported, so are the final tails (exits are reaped before the
+  // tails are read).
+  const Json log = LastLog("12", 0);
+  ASSERT_TRUE(log.is_object());
+  EXPECT_EQ(log["stdout"], "hello\ncvd=GPU-fake-n1-1,GPU-fake-n1-0 job=12 replica=0\n");
+  EXPECT_EQ(log["stderr"], "oops\n");
+
+  // Unchanged tails are not sent again; the exit is, until the daemon says forget.
+  ASSERT_TRUE(agent_->HeartbeatOnce(Time::FromSeconds(++clock_s_)).ok());
+  Json again = daemon_.Heartbeats().back().body;
+  ASSERT_NE(FindReplica(again, "12", 0), nullptr);
+  EXPECT_EQ(FindLog(again, "12", 0), nullptr);
+
+  daemon_.QueueHeartbeat(200, {{"forget", {{{"job", "12"}, {"replica", 0}}}}});
+  ASSERT_TRUE(agent_->HeartbeatOnce(Time::FromSeconds(++clock_s_)).ok());
+  EXPECT_TRUE(agent_->replicas().empty());
+  ASSERT_TRUE(agent_->HeartbeatOnce(Time::FromSeconds(++clock_s_)).ok());
+  EXPECT_EQ(daemon_.Heartbeats().back().body["replicas"], Json::array());
+  EXPECT_EQ(daemon_.Heartbeats().back().path, "/v1/agents/n1/heartbeat");
+  EXPECT_EQ(daemon_.Heartbeats().back().authorization, "Bearer secret-token");
+}
+
+TEST_F(AgentAloneProtocolTest, StartIsIdempotentAndStopTerminatesSleep) {
+  MakeAgent("2xh100-80gb");
+  ASSERT_TRUE(agent_->Register().ok());
+  const Json start = Start("7", 1, {"sleep", "30"}, {"GPU-fake-n1-0"});
+  daemon_.QueueHeartbeat(200, {{"start", {start}}});
+  ASSERT_TRUE(agent_->HeartbeatOnce(Time::FromSeconds(++clock_s_)).ok());
+  ASSERT_TRUE(executor_->running("7-1"));
+  const pid_t pid = executor_->pid("7-1");
+
+  // The same start again (the daemon had not seen the report yet): not started twice.
+  daemon_.QueueHeartbeat(200, {{"start", {start}}});
+  ASSERT_TRUE(agent_->HeartbeatOnce(Time::FromSeconds(++clock_s_)).ok());
+  EXPECT_EQ(executor_->pid("7-1"), pid);
+  const Json hb = daemon_.Heartbeats().back().body;
+  ASSERT_NE(FindReplica(hb, "7", 1), nullptr);
+  EXPECT_EQ((*FindReplica(hb, "7", 1))["state"], "running");
+  EXPECT_EQ(hb["replicas"].size(), 1u);
+
+  daemon_.QueueHeartbeat(200, {{"stop", {{{"job", "7"}, {"replica", 1}, {"grace_s", 5}}}}});
+  const auto t0 = std::chrono::steady_clock::now();
+  const Json done = HeartbeatUntil([&](const Json& b) {
+    const Json* r = FindReplica(b, "7", 1);
+    return r && (*r)["state"] == "exited";
+  });
+  EXPECT_LT(std::chrono::steady_clock::now() - t0,
+            std::chrono::seconds(4));  // SIGTERM, not the grace
+  const Json* r = FindReplica(done, "7", 1);
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ((*r)["signal"], SIGTERM);
+  EXPECT_EQ((*r)["exit_code"], 128 + SIGTERM);
+}
+
+TEST_F(AgentAloneProtocolTest, StopEscalatesToSigkillAfterGrace) {
+  MakeAgent("2xh100-80gb");
+  ASSERT_TRUE(agent_->Register().ok());
+  daemon_.QueueHeartbeat(
+      200,
+      {{"start",
+        {Start("8", 0,
+               {"/bin/sh", "-c", "trap '' TERM; echo ready; while :; do sleep 0.05; done"})}}});
+  ASSERT_TRUE(agent_->HeartbeatOnce(Time::FromSeconds(++clock_s_)).ok());
+  HeartbeatUntil([&](const Json& b) {  // the trap is set once "ready" is printed
+    const Json* l = FindLog(b, "8", 0);
+    return l && (*l)["stdout"] == "ready\n";
+  });
+  daemon_.QueueHeartbeat(200, {{"stop", {{{"job", "8"}, {"replica", 0}, {"grace_s", 1}}}}});
+  const Json done = HeartbeatUntil([&](const Json& b) {
+    const Json* r = FindReplica(b, "8", 0);
+    return r && (*r)["state"] == "exited";
+  });
+  EXPECT_EQ((*FindReplica(done, "8", 0))["signal"], SIGKILL);
+}
+
+TEST_F(AgentAloneProtocolTest, HeartbeatNotFoundReregistersAndReplicasSurvive) {
+  MakeAgent("2xh100-80gb");
+  ASSERT_TRUE(agent_->Register().ok());
+  daemon_.QueueHeartbeat(200, {{"start", {Start("3", 0, {"sleep", "30"})}}});
+  ASSERT_TRUE(agent_->HeartbeatOnce(Time::FromSeconds(++clock_s_)).ok());
+  ASSERT_TRUE(executor_->running("3-0"));
+
+  // The daemon restarted: the heartbeat answers 404, the agent registers and sends it again.
+  daemon_.QueueHeartbeat(404, {{"error", {{"code", "NOT_FOUND"}, {"message", "unknown node n1"}}}});
+  ASSERT_TRUE(agent_->HeartbeatOnce(Time::FromSeconds(++clock_s_)).ok());
+  EXPECT_EQ(daemon_.Registers().size(), 2u);
+  const auto hbs = daemon_.Heartbeats();
+  ASSERT_EQ(hbs.size(), 3u);
+  EXPECT_EQ(hbs[1].body["replicas"], hbs[2].body["replicas"]);
+  EXPECT_NE(FindLog(hbs[2].body, "3", 0), nullptr);  // the new daemon gets the tails again
+  ASSERT_NE(FindReplica(hbs[2].body, "3", 0), nullptr);
+  EXPECT_EQ((*FindReplica(hbs[2].body, "3", 0))["state"], "running");
+  EXPECT_TRUE(executor_->running("3-0"));
+  EXPECT_TRUE(agent_->registered());
+}
+
+TEST_F(AgentAloneProtocolTest, RegisterErrors) {
+  MakeAgent("2xh100-80gb");
+  daemon_.QueueRegister(409, {{"error", {{"code", "CONFLICT"}, {"message", "flavor mismatch"}}}});
+  Status s = agent_->Register();
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.error().code, ErrorCode::kConflict);
+  EXPECT_NE(s.error().message.find("flavor mismatch"), std::string::npos) << s.error().message;
+  EXPECT_FALSE(agent_->registered());
+  daemon_.QueueRegister(503, Json::object());
+  s = agent_->Register();
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.error().code, ErrorCode::kUnavailable);
+  // A heartbeat before a successful registration registers first.
+  ASSERT_TRUE(agent_->HeartbeatOnce(Time::FromSeconds(1)).ok());
+  EXPECT_EQ(daemon_.Registers().size(), 3u);
+  EXPECT_EQ(daemon_.Heartbeats().size(), 1u);
+}
+
+TEST_F(AgentAloneProtocolTest, UnreachableServerIsUnavailable) {
+  auto probe = FakeProbe::Create("n1", "1xh100-80gb");
+  ASSERT_TRUE(probe.ok());
+  AgentOptions o;
+  o.server_url = "http://127.0.0.1:1";  // nothing listens there
+  o.node = "n1";
+  o.log = [](const Json&) {};
+  auto agent = Agent::Create(std::move(o), **probe, *executor_);
+  ASSERT_TRUE(agent.ok());
+  const Status s = (*agent)->Register();
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.error().code, ErrorCode::kUnavailable);
+}
+
+TEST_F(AgentAloneProtocolTest, BadStartIsReportedAsExit127) {
+  MakeAgent("2xh100-80gb");
+  ASSERT_TRUE(agent_->Register().ok());
+  daemon_.QueueHeartbeat(
+      200,
+      {{"start",
+        {Start("5", 0, {"true"}, {"not-a-uuid"}), Start("5", 1, {"no-such-program-gpupool"})}}});
+  ASSERT_TRUE(agent_->HeartbeatOnce(Time::FromSeconds(++clock_s_)).ok());
+  const Json hb = HeartbeatUntil([&](const Json& b) {
+    const Json* r = FindReplica(b, "5", 1);
+    return r && (*r)["state"] == "exited";
+  });
+  const Json* bad = FindReplica(hb, "5", 0);
+  ASSERT_NE(bad, nullptr);
+  EXPECT_EQ((*bad)["state"], "exited");
+  EXPECT_EQ((*bad)["exit_code"], 127);
+  const std::string err = LastLog("5", 0)["stderr"];
+  EXPECT_NE(err.find("not-a-uuid"), std::string::npos) << err;
+  EXPECT_EQ((*FindReplica(hb, "5", 1))["exit_code"], 127);  // execvp: not found
+}
+
+TEST_F(AgentAloneProtocolTest, FaultFileReachesHealthList) {
+  const std::string faults = dir_ + "/faults";
+  AgentOptions o;
+  o.fault_file = faults;
+  MakeAgent("2xh100-80gb", o);
+  ASSERT_TRUE(agent_->Register().ok());
+  {
+    std::ofstream f(faults);
+    f << "xid 1 79\nbogus line\nxid 9 79\necc 0 2\nrow_remap 1\ntemp 0 92\n";
+  }
+  ASSERT_TRUE(agent_->HeartbeatOnce(Time::FromSeconds(++clock_s_)).ok());
+  const Json health = daemon_.Heartbeats().back().body["health"];
+  const Json want = Json::array({
+      {{"gpu", 1}, {"kind", "xid"}, {"code", 79}},
+      {{"gpu", 0}, {"kind", "ecc"}, {"count", 2}},
+      {{"gpu", 1}, {"kind", "row_remap_failure"}},
+      {{"gpu", 0}, {"kind", "temperature"}, {"celsius", 92}},
+      {{"gpu", 1}, {"kind", "temperature"}, {"celsius", 40}},
+  });
+  EXPECT_EQ(health, want);
+  EXPECT_EQ(fs::file_size(faults), 0u);                                      // read and truncated
+  EXPECT_TRUE(Logged("fault file: skipping an unknown or malformed line"));  // "bogus", gpu 9
+  // Events go once; temperatures on every heartbeat.
+  ASSERT_TRUE(agent_->HeartbeatOnce(Time::FromSeconds(++clock_s_)).ok());
+  EXPECT_EQ(daemon_.Heartbeats().back().body["health"].size(), 2u);
+}
+
+TEST_F(AgentAloneProtocolTest, FaultFileNeedsFakeProbe) {
+  AgentOptions o;
+  o.server_url = daemon_.url();
+  o.node = "n1";
+  o.fault_file = dir_ + "/faults";
+  struct OtherProbe : GpuProbe {
+    Result<std::vector<GpuInfo>> Discover() override { return std::vector<GpuInfo>{}; }
+    Result<std::vector<HealthEvent>> PollHealth() override { return std::vector<HealthEvent>{}; }
+  } other;
+  auto agent = Agent::Create(std::move(o), other, *executor_);
+  ASSERT_FALSE(agent.ok());
+  EXPECT_EQ(agent.error().code, ErrorCode::kInvalidArgument);
+}
+
+TEST_F(AgentAloneProtocolTest, LoseHeartbeatsStopsSendingThenReregisters) {
+  const std::string faults = dir_ + "/faults";
+  AgentOptions o;
+  o.fault_file = faults;
+  MakeAgent("2xh100-80gb", o);
+  daemon_.QueueRegister(
+      200,
+      {{"condition", "ready"}, {"heartbeat_interval_ms", 1000}, {"heartbeat_timeout_ms", 3000}});
+  ASSERT_TRUE(agent_->Register().ok());
+  daemon_.QueueHeartbeat(200, {{"start", {Start("4", 0, {"sleep", "30"})}}});
+  ASSERT_TRUE(agent_->HeartbeatOnce(Time::FromSeconds(10)).ok());
+  ASSERT_EQ(daemon_.Heartbeats().size(), 1u);
+
+  { std::ofstream(faults) << "lose_heartbeats 5\n"; }
+  for (int t = 11; t < 16; ++t) {
+    ASSERT_TRUE(agent_->HeartbeatOnce(Time::FromSeconds(t)).ok());
+    EXPECT_TRUE(agent_->heartbeats_suspended(Time::FromSeconds(t)));
+  }
+  EXPECT_TRUE(probe_->heartbeat_lost());
+  EXPECT_EQ(daemon_.Heartbeats().size(), 1u);  // nothing sent while "cut off"
+  EXPECT_TRUE(executor_->running("4-0"));      // the process keeps running
+
+  // At t = 16 the outage (6 s since the last heartbeat) exceeds the daemon's 3 s timeout: the
+  // agent registers again before it heartbeats.
+  ASSERT_TRUE(agent_->HeartbeatOnce(Time::FromSeconds(16)).ok());
+  EXPECT_FALSE(probe_->heartbeat_lost());
+  EXPECT_EQ(daemon_.Registers().size(), 2u);
+  ASSERT_EQ(daemon_.Heartbeats().size(), 2u);
+  EXPECT_NE(FindReplica(daemon_.Heartbeats().back().body, "4", 0), nullptr);
+}
+
+TEST_F(AgentAloneProtocolTest, FailedHeartbeatKeepsHealthForTheNext) {
+  const std::string faults = dir_ + "/faults";
+  AgentOptions o;
+  o.fault_file = faults;
+  MakeAgent("1xh100-80gb", o);
+  ASSERT_TRUE(agent_->Register().ok());
+  { std::ofstream(faults) << "xid 0 48\n"; }
+  daemon_.QueueHeartbeat(500, Json::object());
+  EXPECT_FALSE(agent_->HeartbeatOnce(Time::FromSeconds(1)).ok());
+  ASSERT_TRUE(agent_->HeartbeatOnce(Time::FromSeconds(2)).ok());
+  const Json health = daemon_.Heartbeats().back().body["health"];
+  ASSERT_EQ(health.size(), 2u);
+  EXPECT_EQ(health[0], (Json{{"gpu", 0}, {"kind", "xid"}, {"code", 48}}));
+}
+
+TEST_F(AgentAloneProtocolTest, RunRetriesRegistrationHeartbeatsAndStopsReplicasOnSigterm) {
+  AgentOptions o;
+  o.heartbeat_interval = Duration::Millis(50);
+  o.register_backoff_initial = Duration::Millis(20);
+  o.shutdown_grace = Duration::Seconds(5);
+  MakeAgent("2xh100-80gb", o);
+  daemon_.QueueRegister(503, Json::object());
+  daemon_.QueueRegister(503, Json::object());
+  daemon_.QueueHeartbeat(200, {{"start", {Start("1", 0, {"sleep", "30"})}}});
+  int rc = -1;
+  std::thread run([&] { rc = agent_->Run(); });
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  // Wait for a report of the replica running (the executor belongs to Run's thread meanwhile).
+  auto reported_running = [&] {
+    const auto hbs = daemon_.Heartbeats();
+    if (hbs.size() < 3) return false;
+    const Json* r = FindReplica(hbs.back().body, "1", 0);
+    return r != nullptr && (*r)["state"] == "running";
+  };
+  while (!reported_running() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_TRUE(reported_running());
+  EXPECT_EQ(daemon_.Registers().size(), 3u);
+  kill(getpid(), SIGTERM);  // Run's handler turns it into a stop
+  run.join();
+  EXPECT_EQ(rc, 0);
+  EXPECT_FALSE(executor_->running("1-0"));  // SIGTERM'd by the shutdown
+  EXPECT_TRUE(Logged("shutting down"));
+}
+
+TEST_F(AgentAloneProtocolTest, RunEndsWhenRegistrationIsRefused) {
+  MakeAgent("2xh100-80gb");
+  daemon_.QueueRegister(409, {{"error", {{"code", "CONFLICT"}, {"message", "2 GPUs, want 8"}}}});
+  EXPECT_EQ(agent_->Run(), 1);
+  EXPECT_TRUE(daemon_.Heartbeats().empty());
+}
+
+TEST(AgentShellQuoteTest, QuotesEachArgument) {
+  EXPECT_EQ(ShellQuote("abc"), "'abc'");
+  EXPECT_EQ(ShellQuote(""), "''");
+  EXPECT_EQ(ShellQuote("it's"), "'it'\\''s'");
+  EXPECT_EQ(*ShellCommandFor({"python", "train.py", "--lr", "0.1"}),
+            "exec 'python' 'train.py' '--lr' '0.1'");
+  EXPECT_EQ(*ShellCommandFor({"env"}, {{"GPUPOOL_REPLICA", "0"}}),
+            "export GPUPOOL_REPLICA='0'; exec 'env'");
+  EXPECT_EQ(*ShellCommandFor({"-weird"}), "'-weird'");
+  EXPECT_FALSE(ShellCommandFor({}).ok());
+  EXPECT_FALSE(ShellCommandFor({std::string("a\0b", 3)}).ok());
+  EXPECT_FALSE(ShellCommandFor({"true"}, {{"BAD NAME", "x"}}).ok());
+}
+
+// The quoted string through a real /bin/sh gives the program exactly the argv it was built from.
+TEST_F(AgentAloneProtocolTest, QuotedArgvSurvivesTheShell) {
+  MakeAgent("1xh100-80gb");
+  ASSERT_TRUE(agent_->Register().ok());
+  const std::vector<std::string> args = {
+      "a b", "it's",         "$HOME", "`id`",       "$(id)",    "\\n",       "*",       "",
+      "-n",  "line1\nline2", "'",     "\"double\"", "; exit 9", "tab\there", "ünïcødé", "!"};
+  std::vector<std::string> argv = {"printf", "<%s>\\n"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  daemon_.QueueHeartbeat(200, {{"start", {Start("q", 0, argv)}}});
+  const Json hb = HeartbeatUntil([&](const Json& b) {
+    const Json* r = FindReplica(b, "q", 0);
+    return r && (*r)["state"] == "exited";
+  });
+  EXPECT_EQ((*FindReplica(hb, "q", 0))["exit_code"], 0);
+  std::string want;
+  for (const std::string& a : args) want += "<" + a + ">\n";
+  EXPECT_EQ(LastLog("q", 0)["stdout"], want);
+}
+
+}  // namespace
+}  // namespace gpupool

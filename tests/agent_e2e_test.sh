@@ -1,0 +1,111 @@
+#!/usr/bin/env bash
+# The daemon and four node agents with fake GPUs on loopback, all real processes (issue 6):
+#  - a job runs for real (a shell command) and its output comes back through `gpupool logs`,
+#    with CUDA_VISIBLE_DEVICES set to the fake GPUs' UUIDs;
+#  - kill -9 of an agent: its job is requeued and runs again on another node within the
+#    heartbeat timeout;
+#  - XID 79 injected on a node: the node is drained and its job moves;
+#  - a node whose acceptance test fails stays out of scheduling.
+# Usage: agent_e2e_test.sh GPUPOOL_BINARY
+set -u
+bin=${1:?usage: agent_e2e_test.sh GPUPOOL_BINARY}
+tmp=$(mktemp -d)
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done
+  # The job the killed agent left behind (a kill -9 gives the agent no chance to stop it).
+  pkill -9 -f '^sleep 613$' 2>/dev/null
+  wait 2>/dev/null
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+fail() {
+  echo "FAIL: $*" >&2
+  echo "--- daemon log (tail)" >&2; tail -n 30 "$tmp/daemon.log" >&2
+  for f in "$tmp"/agent-*.log; do echo "--- $f (tail)" >&2; tail -n 8 "$f" >&2; done
+  exit 1
+}
+# until SECONDS CMD...: retries CMD every 0.2 s until it succeeds or SECONDS pass.
+until_ok() {
+  local deadline=$(( $(date +%s%N) / 1000000 + $1 * 1000 )); shift
+  while ! "$@" > /dev/null 2>&1; do
+    [ $(( $(date +%s%N) / 1000000 )) -lt $deadline ] || return 1
+    sleep 0.2
+  done
+}
+
+cat > "$tmp/config.yaml" << 'EOF'
+scheduler: {tick_ms: 50}
+tenants:
+  - {name: research, quotas: {h100-80gb: {guaranteed: 16}}}
+nodes:
+  - {name: n, count: 4, flavor: h100-80gb, gpus: 4}
+EOF
+"$bin" serve --config "$tmp/config.yaml" --data-dir "$tmp/data" --listen 127.0.0.1:0 \
+  --heartbeat-interval-ms 200 --heartbeat-timeout-ms 2000 > "$tmp/daemon.log" 2>&1 &
+pids+=($!)
+until_ok 20 test -s "$tmp/data/port" || fail "daemon did not start"
+export GPUPOOL_URL="http://127.0.0.1:$(cat "$tmp/data/port")" GPUPOOL_TOKEN="$(cat "$tmp/data/admin.token")"
+
+declare -A agent_pid
+start_agent() {  # start_agent NODE [EXTRA FLAGS...]
+  local node=$1; shift
+  "$bin" agent --name "$node" --gpus fake:4xh100-80gb --work-dir "$tmp/work-$node" \
+    --fault-file "$tmp/faults-$node" "$@" > "$tmp/agent-$node.log" 2>&1 &
+  agent_pid[$node]=$!
+  pids+=($!)
+}
+for n in n-0 n-1 n-2; do start_agent "$n"; done
+start_agent n-3 --acceptance 'echo "bandwidth check: 12 GB/s, expected 400"; exit 1'
+
+node_condition() { "$bin" describe node "$1" -o json | python3 -c 'import json,sys; print(json.load(sys.stdin)["condition"])'; }
+condition_is() { [ "$(node_condition "$1")" = "$2" ]; }
+# Nodes with no agent yet are ready from the config; an agent that passes keeps it ready.
+until_ok 20 grep -q '"msg":"registered"' "$tmp/agent-n-2.log" || fail "agent n-2 did not register"
+until_ok 20 condition_is n-3 unhealthy || fail "n-3 failed its acceptance test but is $(node_condition n-3)"
+
+job_field() { "$bin" describe job "$1" -o json | python3 -c "import json,sys; d=json.load(sys.stdin); print($2)"; }
+job_is() { [ "$(job_field "$1" 'd["state"]')" = "$2" ]; }
+job_node() { job_field "$1" 'd["placement"][0]["node"] if d["placement"] else ""'; }
+submit() {  # submit NAME GPUS -- COMMAND...: prints the job id
+  local name=$1 gpus=$2; shift 3
+  "$bin" submit --tenant research --name "$name" --priority-class training --flavor h100-80gb \
+    --gpus "$gpus" --duration 600 -o json -- "$@" | python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])'
+}
+
+# 1. A real command, its output back through the API.
+hello=$(submit hello 2 -- sh -c 'echo "hello from job $GPUPOOL_JOB on $CUDA_VISIBLE_DEVICES"')
+[ -n "$hello" ] || fail "submit failed"
+until_ok 20 job_is "$hello" succeeded || fail "job $hello is $(job_field "$hello" 'd["state"]'), not succeeded"
+until_ok 10 sh -c "'$bin' logs $hello | grep -q 'hello from job $hello on GPU-fake-n-[0-2]-[0-3],GPU-fake-n-[0-2]-[0-3]'" ||
+  fail "logs of $hello: $("$bin" logs "$hello")"
+failing=$(submit failing 1 -- sh -c 'echo oops >&2; exit 3')
+until_ok 20 job_is "$failing" failed || fail "job $failing should have failed"
+until_ok 10 sh -c "'$bin' logs $failing --stderr | grep -q oops" || fail "stderr of $failing"
+
+# 2. kill -9 of an agent: the job runs again elsewhere within the heartbeat timeout.
+long=$(submit long 4 -- sleep 613)
+until_ok 20 job_is "$long" running || fail "job $long did not start"
+victim=$(job_node "$long")
+kill -9 "${agent_pid[$victim]}"
+killed_at=$(date +%s)
+until_ok 15 condition_is "$victim" unreachable || fail "$victim is $(node_condition "$victim") after kill -9 of its agent"
+until_ok 15 sh -c "[ \"\$('$bin' describe job $long -o json | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d[\"state\"], d[\"placement\"][0][\"node\"] if d[\"placement\"] else \"\")')\" != \"running $victim\" ] && '$bin' describe job $long -o json | grep -q '\"state\": \"running\"'" ||
+  fail "job $long did not run again elsewhere: $(job_field "$long" 'd["state"], d["placement"]')"
+moved_to=$(job_node "$long")
+[ "$moved_to" != "$victim" ] && [ "$moved_to" != n-3 ] || fail "job $long is on $moved_to"
+echo "kill -9 of the agent of $victim: job $long running again on $moved_to after $(( $(date +%s) - killed_at )) s"
+
+# 3. XID 79 on the node that now runs it: drained, and the job moves again.
+echo "xid 0 79" > "$tmp/faults-$moved_to"
+until_ok 10 condition_is "$moved_to" draining || fail "$moved_to is $(node_condition "$moved_to") after XID 79"
+until_ok 15 sh -c "'$bin' describe job $long -o json | python3 -c 'import json,sys; d=json.load(sys.stdin); sys.exit(0 if d[\"state\"] == \"running\" and d[\"placement\"][0][\"node\"] not in (\"$moved_to\", \"$victim\", \"n-3\") else 1)'" ||
+  fail "job $long did not move off the drained node: $(job_field "$long" 'd["state"], d["placement"]')"
+echo "XID 79 on $moved_to: drained; job $long running on $(job_node "$long")"
+
+# 4. The node that failed its acceptance test never got work.
+for id in "$hello" "$failing" "$long"; do
+  "$bin" describe job "$id" -o json | grep -q '"node": "n-3"' && fail "job $id was placed on n-3"
+done
+[ "$(node_condition n-3)" = unhealthy ] || fail "n-3 is $(node_condition n-3)"
+echo "agent e2e ok"
