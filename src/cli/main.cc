@@ -41,6 +41,7 @@ commands:
   sim         trace-driven simulation:
               sim replay --jobs JOBS.csv --tenants TENANTS.csv [--policy P] [--partitioned]
                          [--capacity-scale X] [--json F] [--csv F] [--svg F]
+                         [--burst FILE.yaml [--burst-budgets A,B,C]] (on-demand nodes, cost vs wait)
               sim packing --nodes NODES.csv --pods PODS.csv --policy P [--seeds 42-51]
                           [--json F] [--csv F] [--svg F]
   version     print the version

@@ -7,9 +7,11 @@
 #include <fstream>
 #include <iostream>
 
+#include "api/decode.h"
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "cli/table.h"
+#include "sim/burst_config.h"
 #include "sim/json.h"
 #include "sim/replay.h"
 #include "sim/report_svg.h"
@@ -44,8 +46,42 @@ bool WriteFile(const std::string& path, const std::string& text) {
   return static_cast<bool>(out);
 }
 
+constexpr double kMsPerHour = 3'600'000.0;
+
+double Hours(int64_t ms) { return static_cast<double>(ms) / kMsPerHour; }
+
+// "burst": what bursting cost. Money as exact decimal strings (micros) and integer micros.
+void WriteBurstJson(JsonWriter& w, const BurstReport& b, const std::string& burst_file) {
+  w.Key("burst").BeginObject();
+  w.Key("config").String(burst_file);
+  w.Key("provider").String("simulated");
+  w.Key("nodes").Int(b.nodes);
+  w.Key("node_hours").Number(Hours(b.node_ms), 3);
+  w.Key("gpu_hours_on_demand").Number(Hours(b.billed_gpu_ms), 3);
+  w.Key("gpu_hours_used").Number(Hours(b.used_gpu_ms), 3);
+  w.Key("cost").String(MicrosToDecimal(b.cost_micros));
+  w.Key("cost_micros").Int(b.cost_micros);
+  w.Key("jobs_on_demand").Int(b.jobs_on_demand);
+  w.Key("requeued_jobs").Int(b.requeued);
+  w.Key("provision_failures").Int(b.provision_failures);
+  w.Key("per_tenant").BeginObject();
+  for (const auto& [name, t] : b.tenants) {
+    w.Key(name).BeginObject();
+    w.Key("cost").String(MicrosToDecimal(t.cost_micros));
+    w.Key("cost_micros").Int(t.cost_micros);
+    w.Key("nodes").Int(t.nodes);
+    w.Key("gpu_hours").Number(Hours(t.billed_gpu_ms), 3);
+    w.Key("gpu_hours_used").Number(Hours(t.used_gpu_ms), 3);
+    w.Key("jobs_on_demand").Int(t.jobs_on_demand);
+    w.Key("requeued_jobs").Int(t.requeued);
+    w.EndObject();
+  }
+  w.EndObject();
+  w.EndObject();
+}
+
 std::string ReplayJson(const ReplayReport& r, const ReplayOptions& o, const std::string& jobs,
-                       double wall_s, bool timing) {
+                       const std::string& burst_file, double wall_s, bool timing) {
   JsonWriter w;
   w.BeginObject();
   w.Key("policy").String(o.scheduler.placement);
@@ -80,30 +116,186 @@ std::string ReplayJson(const ReplayReport& r, const ReplayOptions& o, const std:
   w.Key("cycles").Int(r.cycles);
   w.Key("reshaped_jobs").Int(r.reshaped_jobs);
   w.EndObject();
+  if (r.burst.enabled) WriteBurstJson(w, r.burst, burst_file);
   if (timing) w.Key("wall_seconds").Number(wall_s, 2);
   w.EndObject();
   return w.str();
 }
 
 std::string ReplayCsv(const ReplayReport& r) {
-  std::string out = "tenant,guaranteed_gpus,jobs,finished,never_started,avg_jct_s,p50_wait_s,"
-                    "p95_wait_s,p99_wait_s,gpu_hours,mean_slowdown,preemptions\n";
+  std::string out =
+      "tenant,guaranteed_gpus,jobs,finished,never_started,avg_jct_s,p50_wait_s,"
+      "p95_wait_s,p99_wait_s,gpu_hours,mean_slowdown,preemptions";
+  out += r.burst.enabled ? ",burst_nodes,burst_cost\n" : "\n";
   char buf[512];
   for (const auto& [name, t] : r.tenants) {
-    std::snprintf(buf, sizeof buf, "%s,%lld,%d,%d,%d,%.1f,%.1f,%.1f,%.1f,%.1f,%.3f,%d\n", name.c_str(),
-                  static_cast<long long>(t.guaranteed_gpus), t.jobs, t.finished, t.never_started,
-                  t.avg_jct_s, t.p50_wait_s, t.p95_wait_s, t.p99_wait_s, t.gpu_hours,
-                  t.mean_slowdown, t.preempted);
+    std::snprintf(buf, sizeof buf, "%s,%lld,%d,%d,%d,%.1f,%.1f,%.1f,%.1f,%.1f,%.3f,%d",
+                  name.c_str(), static_cast<long long>(t.guaranteed_gpus), t.jobs, t.finished,
+                  t.never_started, t.avg_jct_s, t.p50_wait_s, t.p95_wait_s, t.p99_wait_s,
+                  t.gpu_hours, t.mean_slowdown, t.preempted);
+    out += buf;
+    if (r.burst.enabled) {
+      const auto b = r.burst.tenants.find(name);
+      const BurstTenantReport none;
+      const BurstTenantReport& bt = b == r.burst.tenants.end() ? none : b->second;
+      out += "," + std::to_string(bt.nodes) + "," + MicrosToDecimal(bt.cost_micros);
+    }
+    out += "\n";
+  }
+  return out;
+}
+
+// "1,250.5" -> micros, each a price as in the burst file ("budget").
+Result<std::vector<int64_t>> ParseBudgets(const std::string& list) {
+  std::vector<int64_t> out;
+  size_t from = 0;
+  while (from <= list.size()) {
+    const size_t comma = std::min(list.find(',', from), list.size());
+    const std::string item = list.substr(from, comma - from);
+    Result<int64_t> m = DecodePriceMicros("\"" + item + "\"", "--burst-budgets");
+    if (item.empty() || !m.ok()) {
+      return InvalidArgument(
+          "--burst-budgets takes amounts such as 0,100,500.50 (each in [0, 1000000])");
+    }
+    out.push_back(*m);
+    from = comma + 1;
+  }
+  return out;
+}
+
+// One row per budget: cost against waiting. Budget 0 is the replay without burst.
+struct SweepRow {
+  int64_t budget_micros = 0;
+  ReplayReport report;
+  double wall_s = 0;
+};
+
+std::string SweepJson(const std::vector<SweepRow>& rows, const ReplayOptions& o,
+                      const std::string& jobs, const std::string& burst_file, bool timing) {
+  JsonWriter w;
+  w.BeginObject();
+  w.Key("policy").String(o.scheduler.placement);
+  w.Key("mode").String("pooled");
+  w.Key("capacity_scale").Number(o.capacity_scale, 3);
+  w.Key("jobs_csv").String(jobs);
+  w.Key("burst_config").String(burst_file);
+  w.Key("sweep").BeginArray();
+  for (const SweepRow& row : rows) {
+    const ReplayReport& r = row.report;
+    w.BeginObject();
+    w.Key("budget_per_tenant").String(MicrosToDecimal(row.budget_micros));
+    w.Key("burst").Bool(r.burst.enabled);
+    w.Key("nodes").Int(r.burst.nodes);
+    w.Key("node_hours").Number(Hours(r.burst.node_ms), 3);
+    w.Key("gpu_hours_on_demand").Number(Hours(r.burst.billed_gpu_ms), 3);
+    w.Key("cost").String(MicrosToDecimal(r.burst.cost_micros));
+    w.Key("cost_micros").Int(r.burst.cost_micros);
+    w.Key("jobs_on_demand").Int(r.burst.jobs_on_demand);
+    w.Key("requeued_jobs").Int(r.burst.requeued);
+    w.Key("p95_wait_s").Number(r.p95_wait_s, 1);
+    w.Key("avg_jct_s").Number(r.avg_jct_s, 1);
+    w.Key("utilization_pct").Number(r.utilization_pct, 2);
+    w.Key("p95_wait_s_per_tenant").BeginObject();
+    for (const auto& [name, t] : r.tenants) w.Key(name).Number(t.p95_wait_s, 1);
+    w.EndObject();
+    if (timing) w.Key("wall_seconds").Number(row.wall_s, 2);
+    w.EndObject();
+  }
+  w.EndArray();
+  w.EndObject();
+  return w.str();
+}
+
+std::string SweepCsv(const std::vector<SweepRow>& rows) {
+  std::string out =
+      "budget_per_tenant,burst,nodes,node_hours,cost,jobs_on_demand,requeued_jobs,p95_wait_s,avg_"
+      "jct_s,utilization_pct\n";
+  char buf[512];
+  for (const SweepRow& row : rows) {
+    const ReplayReport& r = row.report;
+    std::snprintf(buf, sizeof buf, "%s,%s,%d,%.3f,%s,%d,%d,%.1f,%.1f,%.2f\n",
+                  MicrosToDecimal(row.budget_micros).c_str(), r.burst.enabled ? "true" : "false",
+                  r.burst.nodes, Hours(r.burst.node_ms),
+                  MicrosToDecimal(r.burst.cost_micros).c_str(), r.burst.jobs_on_demand,
+                  r.burst.requeued, r.p95_wait_s, r.avg_jct_s, r.utilization_pct);
     out += buf;
   }
   return out;
 }
 
+// "12.345678" -> "12.35" for the terminal (half up).
+std::string Money(int64_t micros) {
+  const int64_t cents = micros / 10'000 + (micros % 10'000 >= 5'000 ? 1 : 0);
+  const int64_t frac = cents % 100;
+  return std::to_string(cents / 100) + (frac < 10 ? ".0" : ".") + std::to_string(frac);
+}
+
+int Sweep(const Args& args, ReplayOptions opt, const std::vector<TraceJob>& jobs,
+          const std::vector<TraceTenant>& tenants, const std::string& burst_file) {
+  Result<std::vector<int64_t>> budgets = ParseBudgets(args.Str("burst-budgets", ""));
+  if (!budgets.ok()) {
+    std::cerr << "gpupool sim replay: " << budgets.error().message << "\n";
+    return 2;
+  }
+  if (args.Has("svg")) {
+    std::cerr << "gpupool sim replay: --svg is not available with --burst-budgets\n";
+    return 2;
+  }
+  const ReplayBurst file = *opt.burst;
+  opt.burst.reset();
+  std::vector<SweepRow> rows;
+  for (int64_t budget : *budgets) {
+    ReplayOptions o = opt;
+    if (budget > 0) {
+      ReplayBurst b = file;
+      for (auto& [name, p] : b.tenants) p.budget_micros = budget;
+      o.burst.emplace(std::move(b));
+    }
+    Progress progress("replay, budget " + Money(budget));
+    const auto t0 = std::chrono::steady_clock::now();
+    Result<ReplayReport> r = RunReplay(jobs, tenants, o, [&](double f) { progress(f); });
+    const double wall =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (!r.ok()) {
+      std::cerr << "gpupool sim replay: " << r.error().message << "\n";
+      return 2;
+    }
+    rows.push_back({budget, std::move(*r), wall});
+  }
+  const bool timing = !args.Has("no-timing");
+  std::cout << "pooled, " << (rows.empty() ? 0 : rows[0].report.capacity_gpus) << " GPUs, policy "
+            << opt.scheduler.placement << ", capacity scale " << opt.capacity_scale
+            << "; budget per tenant per budget period, 0 = no burst\n";
+  Table t({"budget", "nodes", "node-hours", "cost", "p95 wait (h)", "avg JCT (h)", "jobs on demand",
+           "requeued", "utilization", "wall (s)"});
+  for (const SweepRow& row : rows) {
+    const ReplayReport& r = row.report;
+    t.Row({Money(row.budget_micros), std::to_string(r.burst.nodes),
+           Fixed(Hours(r.burst.node_ms), 1), Money(r.burst.cost_micros),
+           Fixed(r.p95_wait_s / 3600, 2), Fixed(r.avg_jct_s / 3600, 2),
+           std::to_string(r.burst.jobs_on_demand), std::to_string(r.burst.requeued),
+           Fixed(r.utilization_pct, 1) + "%", timing ? Fixed(row.wall_s, 1) : "-"});
+  }
+  t.Print(std::cout);
+  if (args.Has("json") &&
+      !WriteFile(args.Str("json", ""),
+                 SweepJson(rows, opt, args.Str("jobs", ""), burst_file, timing))) {
+    std::cerr << "gpupool sim replay: cannot write " << args.Str("json", "") << "\n";
+    return 1;
+  }
+  if (args.Has("csv") && !WriteFile(args.Str("csv", ""), SweepCsv(rows))) {
+    std::cerr << "gpupool sim replay: cannot write " << args.Str("csv", "") << "\n";
+    return 1;
+  }
+  return 0;
+}
+
 int Replay(const std::vector<std::string>& argv) {
-  Result<Args> args = Args::Parse(argv,
-                                  {"jobs", "tenants", "policy", "partitioned", "capacity-scale",
-                                   "json", "csv", "svg", "no-estimates", "no-timing"},
-                                  {"partitioned", "no-estimates", "no-timing"});
+  Result<Args> args =
+      Args::Parse(argv,
+                  {"jobs", "tenants", "policy", "partitioned", "capacity-scale", "json", "csv",
+                   "svg", "no-estimates", "no-timing", "burst", "burst-budgets"},
+                  {"partitioned", "no-estimates", "no-timing"});
   if (!args.ok()) {
     std::cerr << "gpupool sim replay: " << args.error().message << "\n";
     return 2;
@@ -132,6 +324,26 @@ int Replay(const std::vector<std::string>& argv) {
       return 2;
     }
   }
+  const std::string burst_file = args->Str("burst", "");
+  if (args->Has("burst")) {
+    Result<ReplayBurst> b = LoadReplayBurst(burst_file, ReplayCatalogue());
+    if (!b.ok()) {
+      std::cerr << "gpupool sim replay: " << b.error().message << "\n";
+      return 2;
+    }
+    if (opt.partitioned) {
+      std::cerr << "gpupool sim replay: --burst replays the pool only (drop --partitioned)\n";
+      return 2;
+    }
+    opt.burst = std::move(*b);
+  }
+  if (args->Has("burst-budgets")) {
+    if (!opt.burst) {
+      std::cerr << "gpupool sim replay: --burst-budgets needs --burst FILE\n";
+      return 2;
+    }
+    return Sweep(*args, opt, *jobs, *tenants, burst_file);
+  }
   Progress progress("replay");
   const auto t0 = std::chrono::steady_clock::now();
   Result<ReplayReport> r = RunReplay(*jobs, *tenants, opt, [&](double f) { progress(f); });
@@ -140,13 +352,27 @@ int Replay(const std::vector<std::string>& argv) {
     std::cerr << "gpupool sim replay: " << r.error().message << "\n";
     return 2;
   }
-  Table t({"tenant", "guaranteed", "jobs", "avg JCT (h)", "p50 wait (h)", "p95 wait (h)",
-           "p99 wait (h)", "GPU-hours", "preempted"});
+  const bool burst = r->burst.enabled;
+  std::vector<std::string> header = {"tenant",      "guaranteed",   "jobs",
+                                     "avg JCT (h)", "p50 wait (h)", "p95 wait (h)"};
+  if (burst) header.insert(header.end(), {"burst cost", "on-demand nodes"});
+  header.insert(header.end(), {"p99 wait (h)", "GPU-hours", "preempted"});
+  Table t(header);
   for (const auto& [name, tr] : r->tenants) {
-    t.Row({name, std::to_string(tr.guaranteed_gpus), std::to_string(tr.jobs),
-           Fixed(tr.avg_jct_s / 3600, 2), Fixed(tr.p50_wait_s / 3600, 2),
-           Fixed(tr.p95_wait_s / 3600, 2), Fixed(tr.p99_wait_s / 3600, 2),
-           Fixed(tr.gpu_hours, 0), std::to_string(tr.preempted)});
+    std::vector<std::string> row = {name,
+                                    std::to_string(tr.guaranteed_gpus),
+                                    std::to_string(tr.jobs),
+                                    Fixed(tr.avg_jct_s / 3600, 2),
+                                    Fixed(tr.p50_wait_s / 3600, 2),
+                                    Fixed(tr.p95_wait_s / 3600, 2)};
+    if (burst) {
+      const auto b = r->burst.tenants.find(name);
+      row.push_back(b == r->burst.tenants.end() ? "-" : Money(b->second.cost_micros));
+      row.push_back(b == r->burst.tenants.end() ? "-" : std::to_string(b->second.nodes));
+    }
+    row.insert(row.end(), {Fixed(tr.p99_wait_s / 3600, 2), Fixed(tr.gpu_hours, 0),
+                           std::to_string(tr.preempted)});
+    t.Row(std::move(row));
   }
   std::cout << (opt.partitioned ? "partitioned" : "pooled") << ", " << r->capacity_gpus
             << " GPUs, policy " << opt.scheduler.placement << ", capacity scale "
@@ -157,9 +383,18 @@ int Replay(const std::vector<std::string>& argv) {
             << "%, makespan " << Fixed(r->makespan_s / 86400, 1) << " d, Jain "
             << Fixed(r->jain_fairness, 3) << ", preemptions " << r->preemptions << ", "
             << r->cycles << " cycles in " << Fixed(wall, 1) << " s\n";
+  if (burst) {
+    const BurstReport& b = r->burst;
+    std::cout << "burst: " << b.nodes << " on-demand nodes, " << Fixed(Hours(b.node_ms), 1)
+              << " node-hours, " << Fixed(Hours(b.billed_gpu_ms), 1) << " GPU-hours billed ("
+              << Fixed(Hours(b.used_gpu_ms), 1) << " used), cost " << Money(b.cost_micros) << "; "
+              << b.jobs_on_demand << " jobs ran on demand, " << b.requeued
+              << " requeued by a release\n";
+  }
   const bool timing = !args->Has("no-timing");
   if (args->Has("json") &&
-      !WriteFile(args->Str("json", ""), ReplayJson(*r, opt, args->Str("jobs", ""), wall, timing))) {
+      !WriteFile(args->Str("json", ""),
+                 ReplayJson(*r, opt, args->Str("jobs", ""), burst_file, wall, timing))) {
     std::cerr << "gpupool sim replay: cannot write " << args->Str("json", "") << "\n";
     return 1;
   }

@@ -32,22 +32,11 @@
 #include <string>
 
 #include "accounting/report.h"
-#include "burst/command_provider.h"
-#include "policy/burst/burst.h"
+#include "burst/settings.h"
 #include "model/state.h"
 #include "scheduler/config.h"
 
 namespace gpupool {
-
-// `burst:` (DESIGN.md §6, docs/design/burst.md): read on every start, like the scheduler's
-// settings; the on-demand nodes themselves are in the journal.
-struct BurstSettings {
-  std::string provider = "simulated";  // simulated | command
-  CommandProviderConfig command;       // provider: command
-  std::map<FlavorId, OnDemandOffer> offers;
-  std::map<std::string, BurstPolicy> tenants;  // by tenant name, resolved when the daemon starts
-  bool enabled() const { return !tenants.empty(); }
-};
 
 struct DaemonConfig {
   State cluster;

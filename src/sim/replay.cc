@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <queue>
+#include <set>
 
+#include "burst/sim_provider.h"
 #include "model/builder.h"
 #include "scheduler/schedule.h"
 
@@ -29,17 +31,13 @@ struct Track {
   Time started_first = Time::Never(), finished = Time::Never();
   int gpus = 0, preemptions = 0;
   uint64_t epoch = 0;  // bumps on every start, to void stale completions
+  // Burst replay only: of `gpus`, those on pool nodes and those on on-demand nodes in the current
+  // run (pool_gpus = gpus otherwise); whether it ever ran on demand; requeues by a release.
+  int pool_gpus = 0, od_gpus = 0;
+  bool ran_on_demand = false;
+  int requeued = 0;
+  int64_t od_used_ms = 0;  // GPU-milliseconds run on on-demand nodes
 };
-
-// The trace has no GPU model: one generic model, not MIG-capable.
-Catalogue ReplayCatalogue() {
-  Catalogue c = Catalogue::BuiltIn();
-  GpuModel m;
-  m.name = "philly-gpu";
-  m.memory_mib = 24576;
-  GP_CHECK(c.Add(m).ok());
-  return c;
-}
 
 Status BuildCluster(State& s, const std::vector<TraceTenant>& tenants, const ReplayOptions& opt,
                     int& capacity) {
@@ -72,7 +70,232 @@ Status BuildCluster(State& s, const std::vector<TraceTenant>& tenants, const Rep
   return Ok();
 }
 
+bool IdleNode(const Node& n) {
+  return std::all_of(n.gpus.begin(), n.gpus.end(), [](const Gpu& g) { return g.idle(); });
+}
+
+// The burst side of one pooled run: what the daemon's BurstTick does (daemon/core_burst.cc),
+// over a SimulatedProvider in virtual time, and the instants at which it must run again so that
+// nodes join and leave on time (ready, idle timeout, budget spent) and waiting jobs burst as
+// soon as they pass their max_wait.
+class BurstSim {
+ public:
+  BurstSim(const Catalogue& catalogue, const ReplayBurst& cfg,
+           std::map<TenantId, BurstPolicy> policies)
+      : offers_(cfg.offers), policies_(std::move(policies)), provider_(catalogue, cfg.offers) {}
+
+  // TrackBurstUse: before the instant's completions, a node whose last job ends now was busy
+  // until now (the daemon's Tick does the same).
+  void Track(const State& s, Time now) { TrackBurstUse(s, fleet_, now); }
+
+  // A job that may burst once it waited past its tenant's max_wait: wake up then.
+  void Watch(const Job& j, Time now) {
+    const auto p = policies_.find(j.spec.tenant);
+    if (p == policies_.end()) return;
+    const auto& f = p->second.flavors;
+    if (std::find(f.begin(), f.end(), j.spec.shape.flavor) == f.end()) return;
+    const Time due = j.submitted + p->second.max_wait + Duration::Millis(1);  // waited > max_wait
+    if (due > now) expiries_.push({due, j.id});
+  }
+
+  // Nodes the provider has ready join the state as on-demand nodes dedicated to their tenant
+  // (MakeBurstNode, as built). Called before the instant's cycle, so that they are in it.
+  int Join(State& s, Time now) {
+    int joined = 0;
+    for (const ProvisionedNode& p : provider_.Poll(now)) {
+      auto it = std::find_if(fleet_.begin(), fleet_.end(),
+                             [&](const BurstNode& b) { return b.request_id == p.request_id; });
+      GP_CHECK(it != fleet_.end() && !it->ready && !it->released)
+          << "unexpected on-demand node " << p.name;
+      OnDemandOffer as_built = offers_.at(p.flavor);
+      as_built.gpus_per_node = p.gpus;
+      as_built.cpu_milli = p.cpu_milli;
+      as_built.memory_mib = p.memory_mib;
+      Result<NodeId> id = s.AddNode(MakeBurstNode(s.catalogue(), as_built, it->tenant, p.name));
+      GP_CHECK(id.ok()) << "on-demand node " << p.name << " cannot join: " << id.error().message;
+      it->node = *id;
+      it->ready = it->last_busy = std::max(p.ready, it->requested);
+      ++version_[it->tenant];
+      ++joined;
+    }
+    return joined;
+  }
+
+  // After the cycle: PlanBurst and its decision, releases first (their jobs go back to the queue
+  // with JobLost; `on_lost` sees each such job before), then provisions. Returns the number of
+  // jobs requeued.
+  int Step(State& s, Time now, const std::function<void(JobId)>& on_lost) {
+    TrackBurstUse(s, fleet_, now);
+    Archive(now);
+    const BurstDecision d = PlanBurst(s, policies_, offers_, fleet_, now);
+    int requeued = 0;
+    for (NodeId id : d.release) {
+      std::vector<JobId> on_node;
+      for (JobId jid : s.active()) {
+        for (const ReplicaPlacement& rp : s.FindJob(jid)->placement) {
+          if (rp.node == id) {
+            on_node.push_back(jid);
+            break;
+          }
+        }
+      }
+      for (JobId jid : on_node) {
+        on_lost(jid);
+        GP_CHECK(Apply(s, JobLost{jid, now}).ok());
+        ++requeued;
+      }
+      GP_CHECK(Apply(s, NodeConditionChanged{id, NodeCondition::kRetired, now}).ok());
+      GP_CHECK(provider_.Release(s.node(id).name, now).ok());
+      for (BurstNode& b : fleet_) {
+        if (b.node == id && !b.released) {
+          b.released = now;
+          ++version_[b.tenant];
+        }
+      }
+    }
+    provisioned_ = 0;
+    for (const ProvisionRequest& req : d.provision) {
+      for (int i = 0; i < req.nodes; ++i) {
+        Result<std::string> rid = provider_.Provision(req, i, now);
+        if (!rid.ok()) {
+          ++provision_failures_;
+          break;
+        }
+        BurstNode b;
+        b.request_id = *rid;
+        b.tenant = req.tenant;
+        b.flavor = req.flavor;
+        b.gpus = req.gpus_per_node;
+        b.micros_per_gpu_hour = offers_.at(req.flavor).micros_per_gpu_hour;
+        b.for_job = req.for_job;
+        b.requested = b.last_busy = now;
+        fleet_.push_back(std::move(b));
+        ++version_[req.tenant];
+        ++provisioned_;
+      }
+    }
+    refused_.clear();
+    for (const auto& [jid, why] : d.reasons) refused_.insert(s.FindJob(jid)->spec.tenant);
+    return requeued;
+  }
+
+  int provisioned() const { return provisioned_; }
+
+  // The next instant the burst step must run (Time::Never() if none): a node becomes ready (may
+  // be `now` itself, for a provisioning delay of 0), an idle node reaches its idle timeout, a
+  // tenant's spend reaches its budget, a waiting job passes its max_wait.
+  Time NextWake(const State& s, Time now) {
+    Time t = Time::Never();
+    for (const BurstNode& b : fleet_) {
+      if (b.released) continue;
+      if (!b.ready) {
+        t = std::min(t, b.requested + offers_.at(b.flavor).provisioning_delay);
+      } else if (IdleNode(s.node(b.node))) {
+        const auto p = policies_.find(b.tenant);
+        const Time due = std::max(b.last_busy, *b.ready) +
+                         (p == policies_.end() ? Duration() : p->second.idle_timeout);
+        if (due > now) t = std::min(t, due);
+      }
+    }
+    while (!expiries_.empty() && (expiries_.top().first <= now ||
+                                  s.FindJob(expiries_.top().second)->state != JobState::kPending)) {
+      expiries_.pop();
+    }
+    if (!expiries_.empty()) t = std::min(t, expiries_.top().first);
+    for (const auto& [tenant, p] : policies_) t = std::min(t, BudgetSpentAt(tenant, p, now));
+    return t;
+  }
+
+  // The next budget window of a tenant whose jobs were refused on the last step: its budget is
+  // back then. Weak: the loop does not wait for it once nothing else can happen (see RunOne).
+  Time NextRollover(Time now) const {
+    Time t = Time::Never();
+    for (TenantId tenant : refused_) {
+      const BurstPolicy& p = policies_.at(tenant);
+      t = std::min(t, BudgetWindowStart(now, p.period) + p.period);
+    }
+    return t;
+  }
+
+  // Every node, released or not, in request order.
+  std::vector<BurstNode> Fleet() const {
+    std::vector<BurstNode> all = archive_;
+    all.insert(all.end(), fleet_.begin(), fleet_.end());
+    std::sort(all.begin(), all.end(),
+              [](const BurstNode& a, const BurstNode& b) { return a.request_id < b.request_id; });
+    return all;
+  }
+  int provision_failures() const { return provision_failures_; }
+
+ private:
+  // Released nodes whose release is at or before their tenant's budget window no longer count
+  // (SpentMicros clips them to nothing) and the planner skips released nodes: they leave the
+  // working fleet, which keeps each step's cost bounded. Order among the rest is kept (the
+  // planner's decision does not depend on it anyway).
+  void Archive(Time now) {
+    auto keep = std::stable_partition(fleet_.begin(), fleet_.end(), [&](const BurstNode& b) {
+      return !b.released || *b.released > BudgetWindowStart(now, policies_.at(b.tenant).period);
+    });
+    archive_.insert(archive_.end(), keep, fleet_.end());
+    fleet_.erase(keep, fleet_.end());
+  }
+
+  // The first instant after `now`, in the current window, at which the tenant's spend reaches its
+  // budget (Never if it does not). The planner then releases its priced nodes at once. Spend only
+  // grows while the tenant's fleet is unchanged, so the answer is cached until it changes.
+  Time BudgetSpentAt(TenantId tenant, const BurstPolicy& p, Time now) {
+    const Time w = BudgetWindowStart(now, p.period), end = w + p.period;
+    Crossing& c = crossing_[tenant];
+    if (c.version == version_[tenant] && c.window == w && c.computed)
+      return c.at > now ? c.at : Time::Never();
+    c = Crossing{version_[tenant], w, true, Time::Never()};
+    bool priced = false;
+    for (const BurstNode& b : fleet_)
+      priced = priced || (b.tenant == tenant && b.live() && b.micros_per_gpu_hour > 0);
+    if (!priced) return Time::Never();
+    const auto spent = [&](Time t) { return SpentMicros(fleet_, tenant, w, t); };
+    Time lo = now,
+         hi = Time::FromMillis(end.millis() - 1);  // spent(lo) < budget <= spent(hi), or none
+    if (spent(lo) >= p.budget_micros || hi <= lo || spent(hi) < p.budget_micros)
+      return Time::Never();
+    while (hi - lo > Duration::Millis(1)) {
+      const Time mid = Time::FromMillis(lo.millis() + (hi - lo).millis() / 2);
+      (spent(mid) >= p.budget_micros ? hi : lo) = mid;
+    }
+    c.at = hi;
+    return hi;
+  }
+
+  struct Crossing {
+    uint64_t version = 0;
+    Time window;
+    bool computed = false;
+    Time at = Time::Never();
+  };
+  using Expiry = std::pair<Time, JobId>;
+
+  std::map<FlavorId, OnDemandOffer> offers_;
+  std::map<TenantId, BurstPolicy> policies_;
+  SimulatedProvider provider_;
+  std::vector<BurstNode> fleet_, archive_;
+  std::priority_queue<Expiry, std::vector<Expiry>, std::greater<Expiry>> expiries_;
+  std::set<TenantId> refused_;
+  std::map<TenantId, uint64_t> version_;  // bumps when the tenant's fleet changes
+  std::map<TenantId, Crossing> crossing_;
+  int provisioned_ = 0, provision_failures_ = 0;
+};
+
 }  // namespace
+
+Catalogue ReplayCatalogue() {
+  // The trace has no GPU model: one generic model, not MIG-capable.
+  Catalogue c = Catalogue::BuiltIn();
+  GpuModel m;
+  m.name = "philly-gpu";
+  m.memory_mib = 24576;
+  GP_CHECK(c.Add(m).ok());
+  return c;
+}
 
 double Percentile(std::vector<double> v, double pct) {
   if (v.empty()) return 0;
@@ -99,6 +322,7 @@ struct Raw {
   double busy_gpu_s = 0, end_s = 0;
   std::vector<ReplaySample> timeline;  // utilization_pct holds allocated GPUs until Summarize
   int preemptions = 0, cycles = 0, reshaped = 0, capacity = 0;
+  BurstReport burst;
 };
 
 Result<Raw> RunOne(const std::vector<TraceJob>& jobs, const std::vector<TraceTenant>& tenants,
@@ -110,13 +334,45 @@ Result<Raw> RunOne(const std::vector<TraceJob>& jobs, const std::vector<TraceTen
   const FlavorId flavor = *s.catalogue().Find("philly-gpu");
   const PriorityClassId training = *s.FindPriorityClass("training");
 
+  std::optional<BurstSim> burst;
+  if (opt.burst) {
+    std::map<TenantId, BurstPolicy> policies;
+    for (const auto& [name, p] : opt.burst->tenants) {
+      Result<TenantId> t = s.FindTenant(name);
+      if (!t.ok()) return InvalidArgument("burst.tenants: unknown tenant '" + name + "'");
+      policies[*t] = p;
+    }
+    burst.emplace(s.catalogue(), *opt.burst, std::move(policies));
+    raw.burst.enabled = true;
+  }
+
   std::map<JobId, Track> track;
   using Completion = std::tuple<Time, JobId, uint64_t>;
   std::priority_queue<Completion, std::vector<Completion>, std::greater<Completion>> ends;
   size_t next = 0, finished = 0;
-  int64_t allocated_gpus = 0;
+  int64_t allocated_gpus = 0;  // on pool nodes
   double last_t = 0, next_sample = 0;
 
+  // Busy GPU-time and the timeline up to `now_s`, before anything changes at this instant.
+  auto advance = [&](double now_s) {
+    raw.busy_gpu_s += static_cast<double>(allocated_gpus) * (now_s - last_t);
+    while (next_sample <= now_s) {
+      raw.timeline.push_back(
+          {next_sample, static_cast<double>(allocated_gpus), static_cast<int>(s.pending().size())});
+      next_sample += opt.sample_every_s;
+    }
+    last_t = now_s;
+  };
+  // A running job stops (preempted, or its on-demand node released): it keeps its progress.
+  auto stop = [&](JobId id, Time now) {
+    Track& tr = track.at(id);
+    const Job& v = *s.FindJob(id);
+    tr.ran_s += static_cast<double>((now - v.started).millis()) / 1000.0;
+    tr.od_used_ms += static_cast<int64_t>(tr.od_gpus) * (now - v.started).millis();
+    tr.pending_since = now;
+    ++tr.epoch;  // its pending completion is void
+    allocated_gpus -= tr.pool_gpus;
+  };
   auto start = [&](JobId id, Time now) {
     Track& tr = track.at(id);
     tr.waited_s += static_cast<double>((now - tr.pending_since).millis()) / 1000.0;
@@ -124,30 +380,80 @@ Result<Raw> RunOne(const std::vector<TraceJob>& jobs, const std::vector<TraceTen
     ++tr.epoch;
     const double left = std::max(0.0, static_cast<double>(tr.duration_s) - tr.ran_s);
     ends.push({now + Duration::Millis(static_cast<int64_t>(left * 1000)), id, tr.epoch});
-    allocated_gpus += tr.gpus;
+    tr.od_gpus = 0;
+    if (burst) {
+      const Job& j = *s.FindJob(id);
+      for (const ReplicaPlacement& rp : j.placement) {
+        if (s.node(rp.node).on_demand()) tr.od_gpus += j.spec.shape.gpus;
+      }
+      tr.ran_on_demand = tr.ran_on_demand || tr.od_gpus > 0;
+    }
+    tr.pool_gpus = tr.gpus - tr.od_gpus;
+    allocated_gpus += tr.pool_gpus;
+  };
+  // One scheduling cycle at `now`; its plan becomes events and the admitted jobs start.
+  auto cycle = [&](Time now) {
+    const Plan plan = Schedule(s, opt.scheduler, now);
+    ++raw.cycles;
+    for (const PreemptDecision& p : plan.preemptions) {
+      Track& tr = track.at(p.victim);
+      stop(p.victim, now);
+      ++tr.preemptions;
+      ++raw.preemptions;
+    }
+    for (const Event& e : PlanToEvents(plan, now)) GP_CHECK(Apply(s, e).ok());
+    for (const PreemptDecision& p : plan.preemptions) {
+      if (burst) burst->Watch(*s.FindJob(p.victim), now);
+    }
+    for (const PlaceDecision& d : plan.placements) {
+      GP_CHECK(Apply(s, JobStarted{d.job, now}).ok());
+      start(d.job, now);
+    }
   };
 
-  while (next < jobs.size() || !ends.empty()) {
-    Time now = Time::Never();
-    if (next < jobs.size()) now = Time::FromSeconds(jobs[next].submit_s);
-    if (!ends.empty()) now = std::min(now, std::get<0>(ends.top()));
+  // Wake-ups: arrivals and completions (the job instants; each runs a cycle, as without burst);
+  // with burst also the burst step's own instants (BurstSim::NextWake), which run a cycle only
+  // when a node joined or jobs were requeued. Budget windows rolling over are waited for only
+  // while something else may still happen, or once after the last thing that did.
+  Time burst_wake = Time::Never(), rollover = Time::Never();
+  bool rollover_ok = true;
+  double end_s = 0;
+  int64_t quiet = 0;  // burst-only instants in a row, as a guard against a cycle that never ends
+  std::vector<JobId> lost_now;
+  while (true) {
+    Time job_t = Time::Never();
+    if (next < jobs.size()) job_t = Time::FromSeconds(jobs[next].submit_s);
+    if (!ends.empty()) job_t = std::min(job_t, std::get<0>(ends.top()));
+    Time now = std::min(job_t, burst_wake);
+    if (!now.is_never() || rollover_ok) now = std::min(now, rollover);
+    if (now.is_never()) break;
+    const bool job_instant = now == job_t;
+    const bool rollover_only = !job_instant && now != burst_wake;
     const double now_s = static_cast<double>(now.millis()) / 1000.0;
-    raw.busy_gpu_s += static_cast<double>(allocated_gpus) * (now_s - last_t);
-    while (next_sample <= now_s) {
-      raw.timeline.push_back({next_sample, static_cast<double>(allocated_gpus),
-                              static_cast<int>(s.pending().size())});
-      next_sample += opt.sample_every_s;
+    bool advanced = false;
+    auto ensure_advanced = [&] {
+      if (!advanced) advance(now_s);
+      advanced = true;
+    };
+    if (job_instant) {
+      ensure_advanced();
+      end_s = now_s;
+      quiet = 0;
+    } else if (++quiet > 1'000'000) {
+      return Error{ErrorCode::kInternal,
+                   "burst replay: a million on-demand steps in a row without a job event"};
     }
-    last_t = now_s;
+    if (burst) burst->Track(s, now);
     // Completions, then arrivals, then one cycle.
     while (!ends.empty() && std::get<0>(ends.top()) <= now) {
       const auto [at, id, epoch] = ends.top();
       ends.pop();
       Track& tr = track.at(id);
       if (epoch != tr.epoch || !tr.finished.is_never()) continue;
+      tr.od_used_ms += static_cast<int64_t>(tr.od_gpus) * (now - s.FindJob(id)->started).millis();
       GP_CHECK(Apply(s, JobFinished{id, JobState::kSucceeded, now}).ok());
       tr.finished = now;
-      allocated_gpus -= tr.gpus;
+      allocated_gpus -= tr.pool_gpus;
       ++finished;
       if (on_finished) on_finished(finished);
     }
@@ -171,27 +477,57 @@ Result<Raw> RunOne(const std::vector<TraceJob>& jobs, const std::vector<TraceTen
       GP_RETURN_IF_ERROR(Apply(s, e));
       track[e.id] = Track{tj.tenant, now, now, 0, 0, tj.duration_s, Time::Never(), Time::Never(),
                           replicas * per, 0, 0};
+      if (burst) burst->Watch(*s.FindJob(e.id), now);
     }
-    const Plan plan = Schedule(s, opt.scheduler, now);
-    ++raw.cycles;
-    for (const PreemptDecision& p : plan.preemptions) {
-      Track& tr = track.at(p.victim);
-      const Job& v = *s.FindJob(p.victim);
-      tr.ran_s += static_cast<double>((now - v.started).millis()) / 1000.0;
-      tr.pending_since = now;
-      ++tr.epoch;  // its pending completion is void
-      ++tr.preemptions;
-      allocated_gpus -= tr.gpus;
-      ++raw.preemptions;
+    // Nodes ready now join before the cycle, so that it can use them.
+    const int joined = burst ? burst->Join(s, now) : 0;
+    if (job_instant || joined > 0) {
+      ensure_advanced();
+      cycle(now);
     }
-    for (const Event& e : PlanToEvents(plan, now)) GP_CHECK(Apply(s, e).ok());
-    for (const PlaceDecision& d : plan.placements) {
-      GP_CHECK(Apply(s, JobStarted{d.job, now}).ok());
-      start(d.job, now);
+    if (burst) {
+      auto lost = [&](JobId id) {
+        ensure_advanced();
+        Track& tr = track.at(id);
+        stop(id, now);
+        ++tr.requeued;
+        lost_now.push_back(id);
+      };
+      lost_now.clear();
+      if (burst->Step(s, now, lost) > 0) {
+        for (JobId id : lost_now) burst->Watch(*s.FindJob(id), now);
+        cycle(now);  // the requeued jobs may fit the pool at once
+      }
+      if (burst->provisioned() > 0 || job_instant) rollover_ok = true;
+      if (rollover_only && burst->provisioned() == 0) rollover_ok = false;
+      burst_wake = burst->NextWake(s, now);
+      rollover = burst->NextRollover(now);
     }
-    if (next == jobs.size() && ends.empty() && !s.pending().empty()) break;  // nothing can move
   }
-  raw.end_s = last_t;
+  raw.end_s = end_s;
+  if (burst) {
+    for (const BurstNode& b : burst->Fleet()) {
+      const std::string& name = s.tenant(b.tenant).name;
+      BurstTenantReport& t = raw.burst.tenants[name];
+      if (!b.ready) continue;
+      const Time until = b.released
+                             ? *b.released
+                             : Time::FromMillis(static_cast<int64_t>(std::llround(last_t * 1000)));
+      const int64_t ms = std::max<int64_t>(0, (until - *b.ready).millis());
+      ++t.nodes;
+      ++raw.burst.nodes;
+      t.cost_micros += NodeCostMicros(b, until);
+      t.billed_gpu_ms += b.gpus * ms;
+      raw.burst.node_ms += ms;
+    }
+    for (const auto& [name, p] : opt.burst->tenants)
+      raw.burst.tenants[name];  // every policy tenant
+    for (auto& [name, t] : raw.burst.tenants) {
+      raw.burst.cost_micros += t.cost_micros;
+      raw.burst.billed_gpu_ms += t.billed_gpu_ms;
+    }
+    raw.burst.provision_failures = burst->provision_failures();
+  }
   // A job that never started counts its wait up to the end of the run.
   for (const auto& [id, tr] : track) {
     TenantReport& r = raw.tenants[tr.tenant];
@@ -199,7 +535,7 @@ Result<Raw> RunOne(const std::vector<TraceJob>& jobs, const std::vector<TraceTen
     r.preempted += tr.preemptions;
     double wait = tr.waited_s;
     if (tr.finished.is_never() && s.FindJob(id)->state == JobState::kPending) {
-      wait += raw.end_s - static_cast<double>(tr.pending_since.millis()) / 1000.0;
+      wait += std::max(0.0, raw.end_s - static_cast<double>(tr.pending_since.millis()) / 1000.0);
     }
     if (tr.started_first.is_never()) ++r.never_started;
     raw.waits[tr.tenant].push_back(wait);
@@ -209,6 +545,15 @@ Result<Raw> RunOne(const std::vector<TraceJob>& jobs, const std::vector<TraceTen
       raw.jcts[tr.tenant].push_back(jct);
       raw.slowdowns[tr.tenant].push_back(jct / std::max<double>(1.0, static_cast<double>(tr.duration_s)));
       r.gpu_hours += static_cast<double>(tr.gpus) * static_cast<double>(tr.duration_s) / 3600.0;
+    }
+    if (burst && (tr.ran_on_demand || tr.requeued > 0)) {
+      BurstTenantReport& b = raw.burst.tenants[tr.tenant];
+      b.jobs_on_demand += tr.ran_on_demand;
+      b.requeued += tr.requeued;
+      b.used_gpu_ms += tr.od_used_ms;
+      raw.burst.jobs_on_demand += tr.ran_on_demand;
+      raw.burst.requeued += tr.requeued;
+      raw.burst.used_gpu_ms += tr.od_used_ms;
     }
   }
   return raw;
@@ -249,6 +594,7 @@ ReplayReport Summarize(Raw&& raw, const std::vector<TraceTenant>& tenants, const
   rep.reshaped_jobs = raw.reshaped;
   for (ReplaySample& s : raw.timeline) s.utilization_pct = 100.0 * s.utilization_pct / raw.capacity;
   rep.timeline = std::move(raw.timeline);
+  rep.burst = std::move(raw.burst);
   std::vector<double> all_waits, all_jcts, fairness;
   for (const TraceTenant& t : tenants) {
     TenantReport& r = rep.tenants[t.name];
@@ -287,6 +633,23 @@ Result<ReplayReport> RunReplay(const std::vector<TraceJob>& jobs,
   GP_RETURN_IF_ERROR(Validate(opt.scheduler));
   if (!(opt.capacity_scale > 0) || opt.capacity_scale > 100) {
     return InvalidArgument("capacity scale must be in (0, 100]");
+  }
+  if (opt.burst) {
+    if (opt.partitioned) return InvalidArgument("burst replay is pooled only (drop --partitioned)");
+    const Catalogue cat = ReplayCatalogue();
+    for (const auto& [f, o] : opt.burst->offers) {
+      if (o.flavor != f) return InvalidArgument("burst.offers: an offer keyed by another flavor");
+      if (Status v = ValidateOffer(o, cat); !v.ok())
+        return InvalidArgument("burst.offers: " + v.error().message);
+    }
+    for (const auto& [name, p] : opt.burst->tenants) {
+      if (Status v = ValidateBurstPolicy(p, cat); !v.ok())
+        return InvalidArgument("burst.tenants." + name + ": " + v.error().message);
+      for (FlavorId f : p.flavors) {
+        if (!opt.burst->offers.count(f))
+          return InvalidArgument("burst.tenants." + name + ": no offer for a flavor");
+      }
+    }
   }
   for (const TraceJob& j : jobs) {
     bool known = false;
