@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# `gpupool sim` end to end: the same inputs and seed give identical report bytes (JSON, CSV, SVG)
+# `gpupool sim` end to end: the same inputs and seed give identical report bytes (JSON, CSV, SVG;
+# replay with and without burst)
 # and bad input fails with a clear message and exit code 2.
 # Usage: sim_cli_test.sh GPUPOOL_BINARY SHARED_TRACES_DIR
 set -u
@@ -34,4 +35,17 @@ grep -q '<svg' "$tmp/pa.svg" || fail "no SVG"
 printf 'vc,app_id,submit_time_s,num_gpus,duration_s\nx,1,-5,1,10\n' > "$tmp/bad.csv"
 "$bin" sim replay --jobs "$tmp/bad.csv" --tenants "$P/tenants.csv" 2> "$tmp/err" >/dev/null
 [ $? -eq 2 ] && grep -q "out of range" "$tmp/err" || fail "bad trace row"
+# Burst: the same slice with on-demand nodes; identical bytes twice, a cost in the JSON, and a
+# bad burst file refused with the key it got wrong.
+burst="$(dirname "$0")/../src/sim/testdata/philly_burst.yaml"
+for run in a b; do
+  "$bin" sim replay --jobs "$tmp/jobs.csv" --tenants "$P/tenants.csv" --capacity-scale 0.1 --burst "$burst" \
+    --json "$tmp/b$run.json" --no-timing > "$tmp/b$run.txt" || fail "burst replay run $run"
+done
+cmp -s "$tmp/ba.json" "$tmp/bb.json" || fail "burst replay differs between identical runs"
+python3 -c "import json,sys; b=json.load(open('$tmp/ba.json'))['burst']; sys.exit(0 if b['nodes'] > 0 and float(b['cost']) > 0 else 1)" \
+  || fail "burst replay bought nothing: $(head -c 400 "$tmp/ba.json")"
+sed 's/max_gpus: 128/max_gpus: 0/' "$burst" > "$tmp/bad-burst.yaml"
+"$bin" sim replay --jobs "$tmp/jobs.csv" --tenants "$P/tenants.csv" --burst "$tmp/bad-burst.yaml" 2> "$tmp/err" >/dev/null
+[ $? -eq 2 ] && grep -q "max_gpus" "$tmp/err" || fail "bad burst file: $(cat "$tmp/err")"
 echo "sim cli ok"
