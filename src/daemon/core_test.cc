@@ -316,6 +316,24 @@ TEST_F(CoreTest, TenantViewAndGaugesCountReservationsInForce) {
             std::string::npos) << "after the window";
 }
 
+// The capacity alert (DESIGN.md §7): when drains take the healthy H100 capacity below the
+// guarantees, the shortfall gauge says by how much; it drops back to 0 when the nodes return.
+TEST_F(CoreTest, CapacityAlertWhenHealthyCapacityFallsBelowGuarantees) {
+  Metrics m;
+  m.AfterCycle(core_->state(), Time::FromMillis(3000), nullptr, 0);
+  EXPECT_EQ(m.Render().find(R"(gpupool_guarantee_shortfall_gpu_eq{flavor="h100-80gb"} 8)"), std::string::npos);
+  ASSERT_EQ(core_->NodeAction(As(admin_, 3000), "h100-0", "drain").status, 200);  // 8 reservable: still covered
+  m.AfterCycle(core_->state(), Time::FromMillis(3000), nullptr, 0);
+  EXPECT_EQ(m.Render().find(R"(gpupool_guarantee_shortfall_gpu_eq{flavor="h100-80gb"} 8)"), std::string::npos);
+  ASSERT_EQ(core_->NodeAction(As(admin_, 3000), "h100-1", "drain").status, 200);
+  m.AfterCycle(core_->state(), Time::FromMillis(3000), nullptr, 0);
+  EXPECT_NE(m.Render().find(R"(gpupool_guarantee_shortfall_gpu_eq{flavor="h100-80gb"} 8)"), std::string::npos)
+      << m.Render();
+  ASSERT_EQ(core_->NodeAction(As(admin_, 3000), "h100-1", "uncordon").status, 200);
+  m.AfterCycle(core_->state(), Time::FromMillis(3000), nullptr, 0);
+  EXPECT_NE(m.Render().find(R"(gpupool_guarantee_shortfall_gpu_eq{flavor="h100-80gb"} 0)"), std::string::npos);
+}
+
 // Chargeback end to end through the core: a seeded workload of whole GPUs, MIG slices and shared
 // fractions, with cancellations, a drain, a reservation and jobs that name it. The usage report
 // (every kind but reserved_idle) equals the integral of allocated GPU-equivalents, exactly;

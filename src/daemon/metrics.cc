@@ -8,6 +8,7 @@
 
 #include <sstream>
 
+#include "daemon/log.h"
 #include "policy/quota/quota.h"
 
 namespace gpupool {
@@ -50,6 +51,10 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
                         .Help("Records appended to the journal").Register(r);
   flush_failures_ = &BuildCounter().Name("gpupool_journal_flush_failures_total")
                          .Help("Failed group commits (their requests were answered 503)").Register(r);
+  shortfall_ = &BuildGauge().Name("gpupool_guarantee_shortfall_gpu_eq")
+                    .Help("Guarantees plus reservations in force minus the healthy capacity of the shared pool, "
+                          "per flavor (0 when covered); alert when > 0")
+                    .Register(r);
 }
 
 Metrics::~Metrics() = default;
@@ -57,6 +62,22 @@ Metrics::~Metrics() = default;
 void Metrics::AfterCycle(const State& state, Time now, const Plan* plan, double cycle_seconds) {
   const QuotaBook book(state, now);
   const Catalogue& cat = state.catalogue();
+  std::set<std::string> short_now;
+  for (const GuaranteeShortfall& s : GuaranteeShortfalls(state, now)) {
+    const std::string name = cat.model(s.flavor).name;
+    short_now.insert(name);
+    shortfall_->Add({{"flavor", name}}).Set((s.guaranteed - s.capacity).ToGpus());
+    if (!short_flavors_.count(name)) {
+      Log("error", "healthy capacity is below the guarantees: guaranteed work may wait",
+          {{"flavor", name}, {"guaranteed", ToString(s.guaranteed)}, {"capacity", ToString(s.capacity)}});
+    }
+  }
+  for (const std::string& name : short_flavors_) {
+    if (short_now.count(name)) continue;
+    shortfall_->Add({{"flavor", name}}).Set(0);
+    Log("info", "healthy capacity covers the guarantees again", {{"flavor", name}});
+  }
+  short_flavors_ = std::move(short_now);
   std::map<std::pair<TenantId, FlavorId>, std::pair<int, int>> jobs;  // pending, active
   for (JobId id : state.pending()) {
     const Job& j = *state.FindJob(id);

@@ -32,6 +32,9 @@ class Metrics {
   // After each loop iteration: refreshes the per-tenant gauges from `state` and counts the
   // plan's preemptions (nullptr: no cycle ran).
   // Guarantees are those in force at `now` (reservations included), as the scheduler sees them.
+  // Also the capacity alert (DESIGN.md §7): gpupool_guarantee_shortfall_gpu_eq per flavor, and
+  // an error log line when a flavor's healthy capacity falls below its guarantees plus the
+  // reservations in force (and an info line when it recovers).
   void AfterCycle(const State& state, Time now, const Plan* plan, double cycle_seconds);
   void ObserveRequest(const std::string& route, int status, double seconds);
   void ObserveFlush(size_t records, double seconds, bool ok);
@@ -51,6 +54,8 @@ class Metrics {
   prometheus::Family<prometheus::Histogram>* flush_seconds_;
   prometheus::Family<prometheus::Counter>* flush_records_;
   prometheus::Family<prometheus::Counter>* flush_failures_;
+  prometheus::Family<prometheus::Gauge>* shortfall_;  // per flavor: guarantees - healthy capacity
+  std::set<std::string> short_flavors_;               // flavors short at the last cycle
   // (tenant, flavor) label pairs the gauges carry now; a pair that drops out (tenant deleted,
   // quota removed, last job gone) is removed so that its old values do not linger.
   std::set<std::pair<std::string, std::string>> gauge_labels_;

@@ -129,8 +129,9 @@ GpuEq OnCapacity(const State& state, const Job& job, const ReplicaPlacement& rep
   return total;
 }
 
-std::vector<GuaranteeShortfall> GuaranteeShortfalls(const State& state) {
-  const QuotaBook book(state);
+namespace {
+
+std::vector<GuaranteeShortfall> Shortfalls(const State& state, const QuotaBook& book) {
   std::vector<GuaranteeShortfall> out;
   for (size_t i = 0; i < state.catalogue().size(); ++i) {
     const FlavorId f(static_cast<uint16_t>(i));
@@ -139,6 +140,13 @@ std::vector<GuaranteeShortfall> GuaranteeShortfalls(const State& state) {
     if (sum > book.capacity(f)) out.push_back({f, sum, book.capacity(f)});
   }
   return out;
+}
+
+}  // namespace
+
+std::vector<GuaranteeShortfall> GuaranteeShortfalls(const State& state) { return Shortfalls(state, QuotaBook(state)); }
+std::vector<GuaranteeShortfall> GuaranteeShortfalls(const State& state, Time now) {
+  return Shortfalls(state, QuotaBook(state, now));
 }
 
 namespace {
