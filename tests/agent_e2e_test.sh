@@ -13,8 +13,6 @@ tmp=$(mktemp -d)
 pids=()
 cleanup() {
   for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done
-  # The job the killed agent left behind (a kill -9 gives the agent no chance to stop it).
-  pkill -9 -f '^sleep 613$' 2>/dev/null
   wait 2>/dev/null
   rm -rf "$tmp"
 }
@@ -84,7 +82,9 @@ until_ok 20 job_is "$failing" failed || fail "job $failing should have failed"
 until_ok 10 sh -c "'$bin' logs $failing --stderr | grep -q oops" || fail "stderr of $failing"
 
 # 2. kill -9 of an agent: the job runs again elsewhere within the heartbeat timeout.
-long=$(submit long 4 -- sleep 613)
+# It runs while the agent that started it lives: a kill -9 gives the agent no chance to stop its
+# jobs, and this one must not outlive the test.
+long=$(submit long 4 -- sh -c 'while kill -0 $PPID 2>/dev/null; do sleep 0.2; done')
 until_ok 20 job_is "$long" running || fail "job $long did not start"
 victim=$(job_node "$long")
 kill -9 "${agent_pid[$victim]}"
