@@ -87,7 +87,15 @@ bool Collect(pid_t pid, int out_fd, int err_fd, Clock::time_point deadline, Scri
           Drain(fds[i].fd, i == 0 ? run.out : run.err, i == 0 ? kMaxStdout : kKeptStderr);
       if (!open) fds[i].fd = -1;
     }
-    if (!reaped && waitpid(pid, &run.status, WNOHANG) == pid) {
+    // The script has exited: what it left running in its process group goes with it (a
+    // script that means to start a daemon uses setsid). The group id stays valid until the
+    // script is reaped, so look without reaping (WNOWAIT), kill the group, then reap.
+    siginfo_t info{};
+    if (!reaped && waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 &&
+        info.si_pid == pid) {
+      kill(-pid, SIGKILL);
+      while (waitpid(pid, &run.status, 0) < 0 && errno == EINTR) {
+      }
       reaped = true;
       exited_at = Clock::now();
     }

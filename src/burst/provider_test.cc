@@ -280,6 +280,16 @@ TEST_F(CommandProviderTest, TimeoutKillsTheProcessGroup) {
   EXPECT_EQ(Log(), "");
 }
 
+// Review finding: a script that exits normally must not leave its background children running.
+TEST_F(CommandProviderTest, ChildrenOfAFinishedScriptDoNotOutliveIt) {
+  CommandProvider p = MakeProvider(std::string("(sleep 1; echo survived >> ") + log_ + ") >/dev/null 2>&1 &\n" +
+                                   "LOG=/dev/null\n" + kGoodCreate);
+  auto id = p.Provision(H100(), 0, Time());
+  ASSERT_TRUE(id.ok()) << id.error().message;
+  usleep(1'500'000);
+  EXPECT_EQ(Log(), "");
+}
+
 TEST_F(CommandProviderTest, ScriptThatClosesItsOutputStillTimesOut) {
   CommandProvider p = MakeProvider("exec >&- 2>&-\nsleep 30", Duration::Millis(200));
   const auto start = std::chrono::steady_clock::now();
