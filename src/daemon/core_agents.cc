@@ -36,6 +36,14 @@ Result<int64_t> IntField(const Json& j, const char* key, int64_t lo, int64_t hi)
   return v;
 }
 
+// A non-negative integer field, or `def` when absent or of another type (health values are
+// advisory: a malformed one is ignored, never thrown on).
+uint64_t UintOr(const Json& j, const char* key, uint64_t def) {
+  auto it = j.find(key);
+  if (it == j.end() || !it->is_number_integer()) return def;
+  return it->is_number_unsigned() ? it->get<uint64_t>() : static_cast<uint64_t>(std::max<int64_t>(0, it->get<int64_t>()));
+}
+
 std::string StrField(const Json& j, const char* key) {
   auto it = j.find(key);
   return it != j.end() && it->is_string() ? it->get<std::string>() : "";
@@ -83,11 +91,15 @@ Reply DaemonCore::RegisterAgent(const CallContext& c, const std::string& body) {
     if (uuid.empty() || uuid.size() > 128 || !ValidUtf8(uuid)) return Err(InvalidArgument("gpus[" + std::to_string(i) + "]: 'uuid' missing"));
     agent.gpu_uuid.push_back(uuid);
     Gpu gpu;
-    if (g.value("mig", false)) {
+    if (g.contains("mig") && !g["mig"].is_boolean()) {
+      return Err(InvalidArgument("gpus[" + std::to_string(i) + "].mig must be true or false"));
+    }
+    if (g.contains("mig") && g["mig"].get<bool>()) {
       gpu.mode = GpuMode::kMig;
       std::string layout;
       if (auto inst = g.find("instances"); inst != g.end() && inst->is_array()) {
         for (const Json& in : *inst) {
+          if (!in.is_object()) return Err(InvalidArgument("gpus[" + std::to_string(i) + "].instances: objects expected"));
           Result<int64_t> start = IntField(in, "start", 0, 7);
           if (!start.ok()) return Err(InvalidArgument("gpus[" + std::to_string(i) + "].instances: " + start.error().message));
           layout += (layout.empty() ? "" : ",") + StrField(in, "profile") + "@" + std::to_string(*start);
@@ -256,16 +268,16 @@ Reply DaemonCore::AgentHeartbeat(const CallContext& c, const std::string& name, 
     const std::string kind = StrField(h, "kind");
     if (kind == "xid") {
       e.kind = HealthEventKind::kXid;
-      e.value = h.value("code", uint64_t{0});
+      e.value = UintOr(h, "code", 0);
     } else if (kind == "ecc") {
       e.kind = HealthEventKind::kEccUncorrectable;
-      e.value = h.value("count", uint64_t{1});
+      e.value = UintOr(h, "count", 1);
     } else if (kind == "row_remap_failure") {
       e.kind = HealthEventKind::kRowRemapFailure;
       e.value = 1;
     } else if (kind == "temperature") {
       e.kind = HealthEventKind::kTemperature;
-      e.value = h.value("celsius", uint64_t{0});
+      e.value = UintOr(h, "celsius", 0);
     } else {
       continue;
     }

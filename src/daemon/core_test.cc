@@ -720,6 +720,26 @@ TEST_F(AgentProtocolTest, StartRunExitLogsAndScoping) {
   EXPECT_EQ(core_->AgentHeartbeat({&admin_, "", At(7)}, "g1", R"({"replicas": 3})").status, 400);
   EXPECT_EQ(core_->AgentHeartbeat({&admin_, "", At(7)}, "g1",
                                   R"({"replicas": [{"job": "x", "replica": 0, "state": "running"}]})").status, 400);
+  // Malformed values never throw: a 400, or (advisory health and logs) ignored.
+  for (const char* bad : {R"({"replicas": [{"job": "1", "replica": "0", "state": "running"}]})",
+                          R"({"replicas": [{"job": "1", "replica": 0, "state": "dancing"}]})", R"({"replicas": [7]})",
+                          R"({"health": {}})", "[]", "not json"}) {
+    EXPECT_EQ(core_->AgentHeartbeat({&admin_, "", At(7)}, "g1", bad).status, 400) << bad;
+  }
+  for (const char* odd : {R"({"health": [{"gpu": 0, "kind": "xid", "code": "79"}, {"gpu": "0"}, 5]})",
+                          R"({"logs": [{"job": "1", "replica": 0, "stdout": 5}, "x"]})"}) {
+    EXPECT_EQ(core_->AgentHeartbeat({&admin_, "", At(7)}, "g1", odd).status, 200) << odd;
+  }
+  for (const char* bad : {R"({"node": "g7", "flavor": "h100-80gb", "gpus": [{"uuid": "GPU-a", "mig": "yes"}]})",
+                          R"({"node": "g7", "flavor": "h100-80gb", "gpus": [{"uuid": "GPU-a", "mig": true, "instances": [1]}]})",
+                          R"({"node": "g7", "flavor": "h100-80gb", "gpus": [{"uuid": "GPU-a", "mig": true, "instances": [{"start": 0, "profile": "9g.1tb"}]}]})",
+                          R"({"node": "g7", "flavor": "b300", "gpus": [{"uuid": "GPU-a"}]})",
+                          R"({"node": "g7", "flavor": "h100-80gb", "gpus": []})",
+                          R"({"node": "g7", "flavor": "h100-80gb", "gpus": [{"uuid": "GPU-a"}], "acceptance": {"passed": "yes"}})",
+                          R"({"node": "g7", "flavor": "h100-80gb", "gpus": [{"uuid": "GPU-a"}], "colour": 1})"}) {
+    EXPECT_EQ(core_->RegisterAgent({&admin_, "", At(7)}, bad).status, 400) << bad;
+  }
+  EXPECT_FALSE(core_->state().FindNode("g7").ok()) << "a refused registration adds no node";
 }
 
 TEST_F(AgentProtocolTest, ASilentNodeIsUnreachableAndItsJobRunsElsewhere) {

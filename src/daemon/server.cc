@@ -87,7 +87,14 @@ class Loop {
       const Time now = Now();
       std::vector<Reply> replies;
       replies.reserve(batch.size());
-      for (Task& t : batch) replies.push_back(t.run(core_, now));
+      for (Task& t : batch) {
+        try {
+          replies.push_back(t.run(core_, now));
+        } catch (const std::exception& e) {  // a handler bug must not take the daemon down
+          Log("error", "request handler threw", {{"what", e.what()}});
+          replies.push_back({500, ErrorBody({ErrorCode::kInternal, "internal error"})});
+        }
+      }
       const auto start = std::chrono::steady_clock::now();
       if (start >= next_tick) {
         if (traffic_ && start >= next_demo_job) {
