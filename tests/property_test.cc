@@ -2,6 +2,8 @@
 // after every applied plan. A failure prints the seed and the step.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <random>
 
 #include "model/builder.h"
@@ -262,6 +264,19 @@ class Sim {
     }
     Status inv = CheckInvariants(state_);
     ASSERT_TRUE(inv.ok()) << inv.error().message;
+    // Node::Jobs (read from the GPUs' occupant index) lists exactly the jobs placed there.
+    std::vector<std::vector<JobId>> placed(state_.nodes().size());
+    for (JobId id : state_.active()) {
+      for (const ReplicaPlacement& rp : state_.FindJob(id)->placement) {
+        if (placed[rp.node.value()].empty() || placed[rp.node.value()].back() != id) placed[rp.node.value()].push_back(id);
+      }
+    }
+    for (const Node& n : state_.nodes()) {
+      std::vector<JobId>& want = placed[n.id.value()];
+      std::sort(want.begin(), want.end());
+      want.erase(std::unique(want.begin(), want.end()), want.end());
+      ASSERT_EQ(n.Jobs(), want) << "node " << n.name;
+    }
   }
 
   State& state() { return state_; }

@@ -20,6 +20,7 @@
 #include <thread>
 
 #include "agent/fake_probe.h"
+#include "api/url.h"
 
 namespace gpupool {
 namespace {
@@ -57,20 +58,6 @@ bool ValidEnvName(const std::string& s) {
   if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) return false;
   return std::all_of(s.begin(), s.end(),
                      [](unsigned char c) { return std::isalnum(c) || c == '_'; });
-}
-
-std::string PathSegment(const std::string& s) {
-  std::string out;
-  for (const unsigned char ch : s) {
-    if (std::isalnum(ch) || ch == '-' || ch == '.' || ch == '_' || ch == '~') {
-      out += static_cast<char>(ch);
-    } else {
-      char buf[4];
-      std::snprintf(buf, sizeof buf, "%%%02X", ch);
-      out += buf;
-    }
-  }
-  return out;
 }
 
 std::optional<uint64_t> ParseU64(const std::string& s) {
@@ -645,7 +632,7 @@ Status Agent::HeartbeatOnce(Time now) {
 
   std::vector<std::pair<std::string, Replica>> marks;
   const Json body = BuildHeartbeat(marks);
-  const std::string path = "/v1/agents/" + PathSegment(options_.node) + "/heartbeat";
+  const std::string path = "/v1/agents/" + UrlEncode(options_.node) + "/heartbeat";
   Reply r = Post(path, body);
   if (r.status == 404) {
     Log("warn", "the daemon does not know this node (404): registering again");

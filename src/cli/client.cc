@@ -146,22 +146,6 @@ Result<ClientConfig> ResolveClientConfig(const std::string& flag_url, const std:
   return c;
 }
 
-std::string UrlEncode(const std::string& s) {
-  std::string out;
-  for (const unsigned char ch : s) {
-    const bool keep = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
-                      ch == '-' || ch == '.' || ch == '_' || ch == '~';
-    if (keep) {
-      out += static_cast<char>(ch);
-    } else {
-      char buf[4];
-      std::snprintf(buf, sizeof buf, "%%%02X", ch);
-      out += buf;
-    }
-  }
-  return out;
-}
-
 Error ReplyError(int status, const std::string& body) {
   const Json j = Json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (j.is_object() && j.contains("error") && j["error"].is_object()) {

@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "api/url.h"
 #include "core/result.h"
 
 namespace httplib {
@@ -57,8 +58,6 @@ using GetEnv = std::function<const char*(const char*)>;
 Result<ClientConfig> ResolveClientConfig(const std::string& flag_url, const std::string& flag_token,
                                          const GetEnv& getenv);
 
-// Percent-encodes one path segment or query value (RFC 3986 unreserved characters stay).
-std::string UrlEncode(const std::string& s);
 
 // The error an HTTP reply carries: the server's {"error": {"code", "message", "details"}} when
 // the body is one, else the status line and the start of the body.

@@ -200,8 +200,11 @@ Status DaemonCore::ApplyEvent(const Event& e) {
   if (!change.ok()) return Error{ErrorCode::kInternal, change.error().message};
   GP_RETURN_IF_ERROR(Apply(*state_, e));
   ledger_.Commit(std::move(change).value());
-  // A new attempt of a job starts with no exited replicas.
-  if (const auto* a = std::get_if<JobAdmitted>(&e)) exits_.erase(a->id);
+  // The exited replicas of an attempt are forgotten when it stops holding resources (the next
+  // attempt starts with none, and a finished job keeps no entry).
+  if (const auto* f = std::get_if<JobFinished>(&e)) exits_.erase(f->id);
+  if (const auto* l = std::get_if<JobLost>(&e)) exits_.erase(l->id);
+  if (const auto* p = std::get_if<JobPreempted>(&e)) exits_.erase(p->id);
   if (const auto* n = std::get_if<NodeConditionChanged>(&e); n && n->condition == NodeCondition::kRetired) {
     for (BurstNode& b : fleet_) {
       if (b.node == n->node && !b.released) b.released = n->at;
@@ -524,12 +527,8 @@ Reply DaemonCore::CreatePriorityClass(const CallContext& c, const std::string& b
 
 bool DaemonCore::SeesNode(const CallContext& c, const Node& n) const {
   if (c.principal->admin()) return true;
-  for (JobId id : state_->active()) {
-    const Job& j = *state_->FindJob(id);
-    if (j.spec.tenant != c.principal->tenant) continue;
-    for (const ReplicaPlacement& rp : j.placement) {
-      if (rp.node == n.id) return true;
-    }
+  for (JobId id : n.Jobs()) {
+    if (state_->FindJob(id)->spec.tenant == c.principal->tenant) return true;
   }
   return false;
 }
@@ -555,15 +554,8 @@ Json DaemonCore::NodeView(const CallContext& c, const Node& n, bool detail) cons
               {"nvlink_domain", n.nvlink_domain}};
   if (detail) {
     Json jobs = Json::array();
-    for (JobId id : state_->active()) {
-      const Job& j = *state_->FindJob(id);
-      if (!c.principal->Sees(j.spec.tenant)) continue;
-      for (const ReplicaPlacement& rp : j.placement) {
-        if (rp.node == n.id) {
-          jobs.push_back(std::to_string(id.value()));
-          break;
-        }
-      }
+    for (JobId id : n.Jobs()) {
+      if (c.principal->Sees(state_->FindJob(id)->spec.tenant)) jobs.push_back(std::to_string(id.value()));
     }
     out["jobs"] = jobs;
   }
@@ -598,21 +590,7 @@ Reply DaemonCore::NodeAction(const CallContext& c, const std::string& name, cons
                            : action == "drain"  ? NodeCondition::kDraining
                                                 : NodeCondition::kCordoned;
   if (Status s = ApplyAndStage(NodeConditionChanged{*id, to, c.now}); !s.ok()) return Err(s.error());
-  int requeued = 0;
-  if (action == "drain") {
-    std::vector<JobId> on_node;
-    for (JobId jid : state_->active()) {
-      for (const ReplicaPlacement& rp : state_->FindJob(jid)->placement) {
-        if (rp.node == *id) {
-          on_node.push_back(jid);
-          break;
-        }
-      }
-    }
-    for (JobId jid : on_node) {
-      if (ApplyAndStage(JobLost{jid, c.now}).ok()) ++requeued;
-    }
-  }
+  const int requeued = action == "drain" ? RequeueJobsOn(*id, c.now) : 0;
   Audit(c, "node." + action, name);
   return JsonReply(200, {{"name", name}, {"condition", std::string(NodeConditionName(to))},
                          {"requeued_jobs", requeued}});

@@ -154,7 +154,10 @@ class DaemonCore {
   static std::map<TenantId, std::pair<int, int>> JobCounts(const State& s);
   nlohmann::json NodeView(const CallContext& c, const Node& n, bool detail) const;
   Status StageTenant(const Tenant& t);
-  // Sets the node's condition and requeues every job with a replica on it (whole gangs).
+  // Requeues every job with a replica on the node, whole gangs (JobLost: the lost time is
+  // infrastructure's); returns how many. Drains, silent agents, health and burst releases.
+  int RequeueJobsOn(NodeId id, Time now);
+  // Sets the node's condition, then RequeueJobsOn.
   void RequeueNode(NodeId id, NodeCondition to, Time now);
   // Nodes whose agent has been silent longer than the timeout become unreachable.
   void CheckHeartbeats(Time now);
@@ -187,7 +190,7 @@ class DaemonCore {
     std::string out, err;  // the last 64 KiB the agent sent
   };
   std::map<NodeId, AgentState> agents_;
-  std::map<JobId, std::map<int, bool>> exits_;  // this attempt's exited replicas: exit ok?
+  std::map<JobId, std::set<int>> exits_;  // replicas that exited 0, of attempts still holding GPUs
   std::map<JobId, std::map<int, ReplicaLogs>> logs_;
   Duration heartbeat_interval_ = Duration::Seconds(1);
   Duration heartbeat_timeout_ = Duration::Seconds(10);

@@ -176,13 +176,15 @@ Reply DaemonCore::RegisterAgent(const CallContext& c, const std::string& body) {
                          {"heartbeat_timeout_ms", heartbeat_timeout_.millis()}});
 }
 
+int DaemonCore::RequeueJobsOn(NodeId id, Time now) {
+  const std::vector<JobId> on_node = state_->node(id).Jobs();  // a copy: JobLost changes the index
+  for (JobId jid : on_node) GP_CHECK(ApplyAndStage(JobLost{jid, now}).ok());
+  return static_cast<int>(on_node.size());
+}
+
 void DaemonCore::RequeueNode(NodeId id, NodeCondition to, Time now) {
   if (state_->node(id).condition != to) GP_CHECK(ApplyAndStage(NodeConditionChanged{id, to, now}).ok());
-  std::vector<JobId> on_node;
-  for (JobId jid : state_->active()) {
-    if (!ReplicasOn(*state_->FindJob(jid), id).empty()) on_node.push_back(jid);
-  }
-  for (JobId jid : on_node) GP_CHECK(ApplyAndStage(JobLost{jid, now}).ok());  // the whole gang
+  RequeueJobsOn(id, now);
 }
 
 Reply DaemonCore::AgentHeartbeat(const CallContext& c, const std::string& name, const std::string& body) {
@@ -232,16 +234,15 @@ Reply DaemonCore::AgentHeartbeat(const CallContext& c, const std::string& name, 
     Result<int64_t> code = IntField(r, "exit_code", -1, 255);
     const int64_t signal = r.contains("signal") && r["signal"].is_number_integer() ? r["signal"].get<int64_t>() : 0;
     const bool ok = code.ok() && *code == 0 && signal == 0;
-    auto& exits = exits_[*jid];
-    exits[ri] = ok;
     forget.push_back(key);
-    if (!ok) {
+    if (!ok) {  // one failed replica fails the job; the others are told to stop
       GP_CHECK(ApplyAndStage(JobFinished{*jid, JobState::kFailed, c.now}).ok());
       Log("info", "job failed", {{"job", key["job"].get<std::string>()}, {"replica", std::to_string(ri)},
                                  {"exit_code", code.ok() ? std::to_string(*code) : "?"}, {"signal", std::to_string(signal)}});
-    } else if (exits.size() == job->placement.size() &&
-               std::all_of(exits.begin(), exits.end(), [](const auto& e) { return e.second; })) {
-      GP_CHECK(ApplyAndStage(JobFinished{*jid, JobState::kSucceeded, c.now}).ok());
+    } else {
+      std::set<int>& done = exits_[*jid];
+      done.insert(ri);
+      if (done.size() == job->placement.size()) GP_CHECK(ApplyAndStage(JobFinished{*jid, JobState::kSucceeded, c.now}).ok());
     }
   }
   for (const Json& l : j.value("logs", Json::array())) {
@@ -295,11 +296,11 @@ Reply DaemonCore::AgentHeartbeat(const CallContext& c, const std::string& name, 
   }
   // What this node should run and has not reported.
   const AgentState& a = agent->second;
-  for (JobId jid : state_->active()) {
+  for (JobId jid : state_->node(node).Jobs()) {
     const Job& job = *state_->FindJob(jid);
     for (int r : ReplicasOn(job, node)) {
       if (reported.count({jid.value(), r})) continue;
-      if (auto e = exits_.find(jid); e != exits_.end() && e->second.count(r)) continue;  // ran, exited
+      if (auto e = exits_.find(jid); e != exits_.end() && e->second.count(r)) continue;  // ran, exited 0
       Json devices = Json::array();
       Json entry = {{"job", std::to_string(jid.value())}, {"replica", r}, {"command", job.spec.command}};
       for (const GpuGrant& g : job.placement[r].grants) {

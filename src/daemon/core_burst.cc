@@ -123,16 +123,7 @@ void DaemonCore::BurstTick(Time now) {
   for (NodeId id : d.release) {
     // The planner releases idle nodes, and busy ones only when the budget is spent: their jobs
     // go back to the queue (recorded like a node loss, so the cut-short run is not billed).
-    std::vector<JobId> on_node;
-    for (JobId jid : state_->active()) {
-      for (const ReplicaPlacement& rp : state_->FindJob(jid)->placement) {
-        if (rp.node == id) {
-          on_node.push_back(jid);
-          break;
-        }
-      }
-    }
-    for (JobId jid : on_node) GP_CHECK(ApplyAndStage(JobLost{jid, now}).ok());
+    const int requeued = RequeueJobsOn(id, now);
     const std::string name = state_->node(id).name;
     if (Status s = ApplyAndStage(NodeConditionChanged{id, NodeCondition::kRetired, now}); !s.ok()) {
       Log("error", "cannot retire on-demand node", {{"node", name}, {"error", s.error().message}});
@@ -142,7 +133,7 @@ void DaemonCore::BurstTick(Time now) {
       Log("error", "provider failed to release a node: retried every tick", {{"node", name}, {"error", s.error().message}});
       release_retry_.push_back(name);
     }
-    Log("info", "on-demand node released", {{"node", name}, {"requeued_jobs", std::to_string(on_node.size())}});
+    Log("info", "on-demand node released", {{"node", name}, {"requeued_jobs", std::to_string(requeued)}});
   }
   for (const ProvisionRequest& req : d.provision) {
     if (auto retry = burst_retry_at_.find(req.tenant); retry != burst_retry_at_.end() && now < retry->second) continue;

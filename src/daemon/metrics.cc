@@ -63,7 +63,7 @@ void Metrics::AfterCycle(const State& state, Time now, const Plan* plan, double 
   const QuotaBook book(state, now);
   const Catalogue& cat = state.catalogue();
   std::set<std::string> short_now;
-  for (const GuaranteeShortfall& s : GuaranteeShortfalls(state, now)) {
+  for (const GuaranteeShortfall& s : GuaranteeShortfalls(state, book)) {
     const std::string name = cat.model(s.flavor).name;
     short_now.insert(name);
     shortfall_->Add({{"flavor", name}}).Set((s.guaranteed - s.capacity).ToGpus());

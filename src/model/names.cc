@@ -93,6 +93,30 @@ bool Gpu::idle() const {
   return true;
 }
 
+void Gpu::AppendOccupants(std::vector<JobId>& out) const {
+  switch (mode) {
+    case GpuMode::kWhole:
+      if (occupant.valid()) out.push_back(occupant);
+      return;
+    case GpuMode::kMig:
+      for (int i = 0; i < layout.size(); ++i) {
+        if (instance_occupant[i].valid()) out.push_back(instance_occupant[i]);
+      }
+      return;
+    case GpuMode::kShared:
+      for (const SharedOccupant& o : shared) out.push_back(o.job);
+      return;
+  }
+}
+
+std::vector<JobId> Node::Jobs() const {
+  std::vector<JobId> out;
+  for (const Gpu& g : gpus) g.AppendOccupants(out);
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
 bool Node::on_demand() const {
   return std::binary_search(labels.begin(), labels.end(), kOnDemandLabel);
 }

@@ -38,6 +38,8 @@ struct Gpu {
 
   // True when no job holds any part of this GPU.
   bool idle() const;
+  // Appends the jobs that hold a part of this GPU (from the occupant index).
+  void AppendOccupants(std::vector<JobId>& out) const;
 };
 
 enum class NodeCondition : uint8_t {
@@ -75,6 +77,9 @@ struct Node {
 
   bool schedulable() const { return condition == NodeCondition::kReady; }
   bool on_demand() const;
+  // The jobs holding a part of this node, ascending, each once: read from the GPUs' occupant
+  // index, so O(GPUs), not a scan of every active job.
+  std::vector<JobId> Jobs() const;
   // The domain key at a level: the node name, its NVLink domain or its block.
   std::string_view DomainAt(TopologyLevel level) const;
 };

@@ -129,9 +129,7 @@ GpuEq OnCapacity(const State& state, const Job& job, const ReplicaPlacement& rep
   return total;
 }
 
-namespace {
-
-std::vector<GuaranteeShortfall> Shortfalls(const State& state, const QuotaBook& book) {
+std::vector<GuaranteeShortfall> GuaranteeShortfalls(const State& state, const QuotaBook& book) {
   std::vector<GuaranteeShortfall> out;
   for (size_t i = 0; i < state.catalogue().size(); ++i) {
     const FlavorId f(static_cast<uint16_t>(i));
@@ -142,11 +140,8 @@ std::vector<GuaranteeShortfall> Shortfalls(const State& state, const QuotaBook& 
   return out;
 }
 
-}  // namespace
-
-std::vector<GuaranteeShortfall> GuaranteeShortfalls(const State& state) { return Shortfalls(state, QuotaBook(state)); }
-std::vector<GuaranteeShortfall> GuaranteeShortfalls(const State& state, Time now) {
-  return Shortfalls(state, QuotaBook(state, now));
+std::vector<GuaranteeShortfall> GuaranteeShortfalls(const State& state) {
+  return GuaranteeShortfalls(state, QuotaBook(state));
 }
 
 namespace {

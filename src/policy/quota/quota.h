@@ -106,13 +106,13 @@ GpuEq OnCapacity(const State& state, const Job& job, const ReplicaPlacement& rep
 
 // Flavors where the guarantees add up to more than the healthy capacity of the shared pool: a
 // configuration error when it is set, an alert for admins when health failures cause it
-// (DESIGN.md §3, §7). With `now`, the guarantees include the reservations in force and the
-// capacity excludes maintenance windows in force (QuotaBook(state, now)).
+// (DESIGN.md §3, §7). From a time-aware book (QuotaBook(state, now)), the guarantees include
+// the reservations in force and the capacity excludes maintenance windows in force.
 struct GuaranteeShortfall {
   FlavorId flavor;
   GpuEq guaranteed, capacity;
 };
 std::vector<GuaranteeShortfall> GuaranteeShortfalls(const State& state);
-std::vector<GuaranteeShortfall> GuaranteeShortfalls(const State& state, Time now);
+std::vector<GuaranteeShortfall> GuaranteeShortfalls(const State& state, const QuotaBook& book);
 
 }  // namespace gpupool
