@@ -2,22 +2,43 @@
 # Installs what building and testing gpupool needs, from Debian packages. Idempotent: does
 # nothing when everything is present. Needs root (or sudo) only when something is missing.
 #   setup.sh          what building gpupool needs
-#   setup.sh --test   and what the tests drive: a real Prometheus, clang's libFuzzer, curl
+#   setup.sh --test   and what the tests drive: a real Prometheus, clang's libFuzzer, curl,
+#                     Debian's Chromium, Node.js with npm, and the console tests' npm packages
+#                     (playwright-core, pinned in tests/console/package-lock.json; no browser
+#                     download)
 set -euo pipefail
 
 packages=(build-essential cmake ninja-build pkg-config git
           googletest libgtest-dev libgmock-dev libbenchmark-dev
           libsqlite3-dev libssl-dev libcpp-httplib-dev nlohmann-json3-dev
           prometheus-cpp-dev libyaml-cpp-dev)
+test=0
 if [ "${1:-}" = "--test" ]; then
-  packages+=(prometheus clang-14 libclang-rt-14-dev curl)
+  test=1
+  packages+=(prometheus clang-14 libclang-rt-14-dev curl chromium fonts-liberation)
+  # Node.js and npm: the machine's own if it has them (e.g. NodeSource's, which bundles npm),
+  # else Debian's.
+  command -v node >/dev/null && command -v npm >/dev/null || packages+=(nodejs npm)
 fi
+
+# The console tests' npm packages, once Node.js is there.
+npm_packages() {
+  [ $test -eq 1 ] || return 0
+  local dir
+  dir="$(cd "$(dirname "$0")/.." && pwd)/tests/console"
+  [ -d "$dir/node_modules/playwright-core" ] && return 0
+  echo "setup: npm ci in tests/console" >&2
+  (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
+}
 
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
-[ ${#missing[@]} -eq 0 ] && exit 0
+if [ ${#missing[@]} -eq 0 ]; then
+  npm_packages
+  exit 0
+fi
 
 echo "setup: installing ${missing[*]}" >&2
 as_root=()
@@ -28,3 +49,4 @@ fi
 export DEBIAN_FRONTEND=noninteractive
 "${as_root[@]}" apt-get update -qq
 "${as_root[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+npm_packages

@@ -160,7 +160,7 @@ const std::vector<RouteDoc>& ApiRoutes() {
       {"get", "/v1/tokens", "list tokens (never their secrets)", "cluster-admin, tenant-admin (own tenant)", "", 200},
       {"post", "/v1/tokens", "create a token; the secret is returned once", "cluster-admin; tenant-admin for member/viewer", "TokenRequest", 201},
       {"delete", "/v1/tokens/{id}", "revoke a token", "cluster-admin, tenant-admin (own tenant)", "", 200},
-      {"get", "/v1/nodes", "list nodes (tenants: those running their work)", "any token", "", 200},
+      {"get", "/v1/nodes", "list nodes (tenants: those running their work); detail=devices adds each GPU with its MIG slices and occupants (other tenants' work shows as taken, unnamed)", "any token", "", 200},
       {"get", "/v1/nodes/{name}", "a node with its GPUs", "any token (as for the list)", "", 200},
       {"post", "/v1/nodes/{name}/cordon", "no new work on the node", "cluster-admin", "", 200},
       {"post", "/v1/nodes/{name}/uncordon", "make the node schedulable", "cluster-admin", "", 200},
@@ -209,6 +209,7 @@ std::string OpenApiDocument() {
     if (path == "/v1/usage") {
       for (const char* n : {"from", "to", "tenant", "group_by", "format"}) query(n, "string");
     }
+    if (path == "/v1/nodes") query("detail", "string");
     if (path == "/v1/calendar") {
       for (const char* n : {"flavor", "start", "end", "step_s"}) query(n, std::string(n) == "step_s" ? "integer" : "string");
     }

@@ -53,6 +53,7 @@ Json JobJson(const State& s, const Job& j) {
     out["reason"] = {{"code", std::string(ReasonCodeName(j.reason.code))}, {"message", j.reason.message}};
   }
   if (HoldsResources(j.state)) out["admitted_as"] = std::string(AdmissionKindName(j.admitted_as));
+  if (j.state == JobState::kRunning) out["started_at_ms"] = j.started.millis();
   if (j.spec.reservation.valid()) out["reservation"] = std::to_string(j.spec.reservation.value());
   return out;
 }
@@ -533,7 +534,7 @@ bool DaemonCore::SeesNode(const CallContext& c, const Node& n) const {
   return false;
 }
 
-Json DaemonCore::NodeView(const CallContext& c, const Node& n, bool detail) const {
+Json DaemonCore::NodeView(const CallContext& c, const Node& n, bool detail, bool devices) const {
   const GpuModel& m = state_->catalogue().model(n.flavor);
   int whole_free = 0, mig = 0, shared = 0, healthy = 0;
   for (const Gpu& g : n.gpus) {
@@ -559,14 +560,54 @@ Json DaemonCore::NodeView(const CallContext& c, const Node& n, bool detail) cons
     }
     out["jobs"] = jobs;
   }
+  if (detail || devices) out["devices"] = DevicesView(c, n);
   return out;
 }
 
-Reply DaemonCore::ListNodes(const CallContext& c) {
+Json DaemonCore::OccupantView(const CallContext& c, JobId id) const {
+  const Job& j = *state_->FindJob(id);
+  // Another tenant's work shows as taken, never by whom.
+  if (!c.principal->Sees(j.spec.tenant)) return {{"job", nullptr}, {"tenant", nullptr}};
+  return {{"job", std::to_string(id.value())}, {"tenant", state_->tenant(j.spec.tenant).name}};
+}
+
+Json DaemonCore::DevicesView(const CallContext& c, const Node& n) const {
+  const GpuModel& m = state_->catalogue().model(n.flavor);
+  Json devices = Json::array();
+  for (size_t i = 0; i < n.gpus.size(); ++i) {
+    const Gpu& g = n.gpus[i];
+    Json d = {{"index", i}, {"mode", std::string(GpuModeName(g.mode))}, {"healthy", g.healthy}};
+    if (g.mode == GpuMode::kWhole) {
+      d["occupant"] = g.occupant.valid() ? OccupantView(c, g.occupant) : Json(nullptr);
+    } else if (g.mode == GpuMode::kMig) {
+      Json slices = Json::array();
+      for (int k = 0; k < g.layout.size(); ++k) {
+        const MigInstance& inst = g.layout.at(k);
+        const MigProfile& p = m.profiles[inst.profile];
+        const JobId occ = g.instance_occupant[static_cast<size_t>(k)];
+        slices.push_back({{"profile", p.name}, {"start", inst.start}, {"memory_slices", p.memory_slices},
+                          {"occupant", occ.valid() ? OccupantView(c, occ) : Json(nullptr)}});
+      }
+      d["slices"] = slices;
+    } else {
+      Json clients = Json::array();
+      for (const SharedOccupant& s : g.shared) {
+        Json o = OccupantView(c, s.job);
+        o["milli"] = s.milli;
+        clients.push_back(o);
+      }
+      d["clients"] = clients;
+    }
+    devices.push_back(d);
+  }
+  return devices;
+}
+
+Reply DaemonCore::ListNodes(const CallContext& c, bool devices) {
   if (c.principal == nullptr) return Unauthenticated();
   Json items = Json::array();
   for (const Node& n : state_->nodes()) {
-    if (SeesNode(c, n)) items.push_back(NodeView(c, n, false));
+    if (SeesNode(c, n)) items.push_back(NodeView(c, n, false, devices));
   }
   return JsonReply(200, {{"items", items}});
 }
@@ -869,9 +910,12 @@ Reply DaemonCore::Summary(const CallContext& c) {
     ++nodes;
     gpus += static_cast<int>(n.gpus.size());
   }
+  // Who the caller is, so a client (the console) can pick its views without a second call.
+  Json me = {{"name", c.principal->name}, {"role", std::string(RoleName(c.principal->role))}};
+  me["tenant"] = c.principal->tenant.valid() ? Json(state_->tenant(c.principal->tenant).name) : Json(nullptr);
   return JsonReply(200, {{"nodes", nodes}, {"gpus", gpus},
                          {"pending_jobs", pending}, {"active_jobs", running},
-                         {"scheduling_cycles", cycles_}});
+                         {"scheduling_cycles", cycles_}, {"me", me}});
 }
 
 void DaemonCore::Tick(Time now, bool simulate_executor) {

@@ -66,7 +66,8 @@ class DaemonCore {
   Reply DeleteTenant(const CallContext& c, const std::string& name);
   Reply ListPriorityClasses(const CallContext& c);
   Reply CreatePriorityClass(const CallContext& c, const std::string& body);
-  Reply ListNodes(const CallContext& c);
+  // devices: each GPU with its mode, health, MIG slices and occupants (the cluster map).
+  Reply ListNodes(const CallContext& c, bool devices = false);
   Reply GetNode(const CallContext& c, const std::string& name);
   // action: "cordon", "uncordon" or "drain" (cordon, and requeue the node's jobs).
   Reply NodeAction(const CallContext& c, const std::string& name, const std::string& action);
@@ -152,7 +153,10 @@ class DaemonCore {
   nlohmann::json TenantView(const Tenant& t, const QuotaBook& book,
                             const std::map<TenantId, std::pair<int, int>>& counts) const;
   static std::map<TenantId, std::pair<int, int>> JobCounts(const State& s);
-  nlohmann::json NodeView(const CallContext& c, const Node& n, bool detail) const;
+  nlohmann::json NodeView(const CallContext& c, const Node& n, bool detail, bool devices = false) const;
+  nlohmann::json DevicesView(const CallContext& c, const Node& n) const;
+  // A job holding part of a GPU: its id and tenant, or nulls when the caller may not see it.
+  nlohmann::json OccupantView(const CallContext& c, JobId id) const;
   Status StageTenant(const Tenant& t);
   // Requeues every job with a replica on the node, whole gangs (JobLost: the lost time is
   // infrastructure's); returns how many. Drains, silent agents, health and burst releases.

@@ -28,6 +28,7 @@
 #include "daemon/demo.h"
 #include "daemon/log.h"
 #include "daemon/metrics.h"
+#include "daemon/web_assets.h"
 #include "model/demo_cluster.h"
 #include "burst/sim_provider.h"
 #include "store/journal.h"
@@ -195,6 +196,21 @@ void Routes(httplib::Server& srv, Loop& loop, Metrics& metrics) {
   srv.Get("/metrics", [&metrics](R, httplib::Response& res) {
     res.set_content(metrics.Render(), "text/plain; version=0.0.4");
   });
+  // The console: static files from memory. The policy lets the page load only its own script
+  // and style and talk only to this daemon.
+  for (const WebAsset& a : WebAssets()) {
+    std::string pattern;
+    for (char ch : a.url) pattern += ch == '.' ? std::string("\\.") : std::string(1, ch);
+    srv.Get(pattern, [&a](R, httplib::Response& res) {
+      res.set_header("Content-Security-Policy",
+                     "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; "
+                     "img-src 'self' data:; form-action 'none'; frame-ancestors 'none'; base-uri 'none'");
+      res.set_header("X-Content-Type-Options", "nosniff");
+      res.set_header("Referrer-Policy", "no-referrer");
+      res.set_header("Cache-Control", "no-cache");
+      res.set_content(std::string(a.bytes), std::string(a.content_type));
+    });
+  }
   Router r(srv, loop, metrics);
   const std::string id = "([^/]+)";
   r.Add("GET", "/v1/summary", "/v1/summary", [](DaemonCore& c, C ctx, R) { return c.Summary(ctx); });
@@ -220,7 +236,9 @@ void Routes(httplib::Server& srv, Loop& loop, Metrics& metrics) {
   r.Add("GET", "/v1/tokens", "/v1/tokens", [](DaemonCore& c, C ctx, R) { return c.ListTokens(ctx); });
   r.Add("POST", "/v1/tokens", "/v1/tokens", [](DaemonCore& c, C ctx, R req) { return c.CreateToken(ctx, req.body); });
   r.Add("DELETE", "/v1/tokens/" + id, "/v1/tokens/{id}", [](DaemonCore& c, C ctx, R req) { return c.RevokeToken(ctx, req.matches[1]); });
-  r.Add("GET", "/v1/nodes", "/v1/nodes", [](DaemonCore& c, C ctx, R) { return c.ListNodes(ctx); });
+  r.Add("GET", "/v1/nodes", "/v1/nodes", [](DaemonCore& c, C ctx, R req) {
+    return c.ListNodes(ctx, req.get_param_value("detail") == "devices");
+  });
   r.Add("GET", "/v1/nodes/" + id, "/v1/nodes/{name}", [](DaemonCore& c, C ctx, R req) { return c.GetNode(ctx, req.matches[1]); });
   for (const char* action : {"cordon", "uncordon", "drain"}) {
     const std::string a = action;
@@ -441,6 +459,7 @@ Status Serve(const ServeOptions& o) {
   Log("info", "gpupool serving", {{"url", url}, {"data_dir", data_dir}});
   if (o.demo) {
     std::cout << "gpupool demo is running at " << url << "\n"
+              << "  console: open " << url << "/ and sign in with a token below\n"
               << "  tenant tokens: " << (fs::path(data_dir) / "demo-tokens.json").string() << "\n"
               << "  admin token:   " << (fs::path(data_dir) / "admin.token").string() << "\n"
               << "  try: GPUPOOL_URL=" << url << " GPUPOOL_TOKEN=$(cat "

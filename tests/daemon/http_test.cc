@@ -434,5 +434,126 @@ TEST_F(DaemonHttp, OpenApiAndMetrics) {
   EXPECT_NE(m->body.find("gpupool_scheduling_cycle_seconds_count"), std::string::npos);
 }
 
+// The console: its files come from the daemon with a policy that allows only its own script,
+// style and API; the summary says who the caller is.
+TEST_F(DaemonHttp, ConsoleIsServedWithItsPolicy) {
+  httplib::Client c = daemon_->Client();
+  const struct {
+    const char* path;
+    const char* type;
+    const char* needle;
+  } files[] = {{"/", "text/html", "<script type=\"module\" src=\"/app.js\">"},
+               {"/app.js", "text/javascript", "sessionStorage"},
+               {"/app.css", "text/css", ":focus-visible"}};
+  for (const auto& f : files) {
+    httplib::Result r = c.Get(f.path);
+    ASSERT_TRUE(r) << f.path;
+    EXPECT_EQ(r->status, 200) << f.path;
+    EXPECT_EQ(r->get_header_value("Content-Type").rfind(f.type, 0), 0u) << f.path;
+    EXPECT_NE(r->body.find(f.needle), std::string::npos) << f.path;
+    const std::string csp = r->get_header_value("Content-Security-Policy");
+    EXPECT_NE(csp.find("default-src 'none'"), std::string::npos) << f.path;
+    EXPECT_NE(csp.find("script-src 'self'"), std::string::npos) << f.path;
+    EXPECT_EQ(csp.find("unsafe"), std::string::npos) << f.path;
+    EXPECT_EQ(r->get_header_value("X-Content-Type-Options"), "nosniff");
+  }
+  // A path the console does not have is the API's 404, not the page.
+  httplib::Result missing = c.Get("/app.jsx");
+  ASSERT_TRUE(missing);
+  EXPECT_EQ(missing->status, 404);
+  const Json me = Call(c, "GET", "/v1/summary", tokens_["alpha-member"]).body["me"];
+  EXPECT_EQ(me, Json({{"name", "alpha-member"}, {"role", "member"}, {"tenant", "alpha"}}));
+  const Json admin = Call(c, "GET", "/v1/summary", tokens_["admin"]).body["me"];
+  EXPECT_EQ(admin["role"], "cluster-admin");
+  EXPECT_TRUE(admin["tenant"].is_null());
+}
+
+// The cluster map's data: each GPU with its occupant. On a node two tenants share, a tenant
+// sees its own job and tenant and, for the other's GPU, only that it is taken.
+TEST(ConsoleHttp, DevicesNameOnlyTheCallersOwnWork) {
+  const auto dir = FreshDir("devices");
+  std::ofstream(dir / "cluster.yaml") << R"(
+scheduler: {tick_ms: 20}
+tenants:
+  - {name: alpha, quotas: {h100-80gb: {guaranteed: 1}, a100-40gb: {guaranteed: 1}}}
+  - {name: beta, quotas: {h100-80gb: {guaranteed: 1}}}
+nodes:
+  - {name: n, count: 1, flavor: h100-80gb, gpus: 2}
+  - {name: m, count: 1, flavor: a100-40gb, gpus: 1, mig_gpus: 1}
+)";
+  DaemonProcess d(dir, {"--config", (dir / "cluster.yaml").string()});
+  ASSERT_TRUE(d.ok()) << d.log();
+  httplib::Client c = d.Client();
+  std::map<std::string, std::string> token, job;
+  for (const std::string t : {"alpha", "beta"}) {
+    Response r = Call(c, "POST", "/v1/tokens", d.admin_token(),
+                      Json({{"name", t + "-m"}, {"role", "member"}, {"tenant", t}}).dump());
+    ASSERT_EQ(r.status, 201);
+    token[t] = r.body["token"];
+    Response j = Call(c, "POST", "/v1/jobs", token[t], JobBody(t, t + "-job", 1));
+    ASSERT_EQ(j.status, 201) << j.body.dump();
+    job[t] = j.body["id"];
+  }
+  const std::string mig = Json({{"tenant", "alpha"}, {"name", "nb"}, {"priority_class", "training"}, {"replicas", 1},
+                                {"resources", {{"flavor", "a100-40gb"}, {"mig_profile", "1g.5gb"}}},
+                                {"duration_estimate_s", 600}, {"command", {"true"}}}).dump();
+  Response m = Call(c, "POST", "/v1/jobs", token["alpha"], mig);
+  ASSERT_EQ(m.status, 201) << m.body.dump();
+  Json nodes;
+  for (int i = 0; i < 300; ++i) {
+    nodes = Call(c, "GET", "/v1/nodes?detail=devices", d.admin_token()).body["items"];
+    int held = 0;
+    for (const Json& n : nodes) {
+      for (const Json& g : n["devices"]) {
+        held += g.contains("occupant") && !g["occupant"].is_null();
+        if (g.contains("slices")) {
+          for (const Json& s : g["slices"]) held += !s["occupant"].is_null();
+        }
+      }
+    }
+    if (held == 3) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_EQ(nodes.size(), 2u) << nodes.dump();
+  // The admin sees both tenants on n-0.
+  std::set<std::string> on_n;
+  for (const Json& g : nodes[0]["devices"]) on_n.insert(g["occupant"]["tenant"].get<std::string>());
+  EXPECT_EQ(on_n, (std::set<std::string>{"alpha", "beta"})) << nodes.dump();
+  // alpha: its own GPU named, beta's taken but anonymous; its MIG slice with its profile.
+  const Json seen = Call(c, "GET", "/v1/nodes?detail=devices", token["alpha"]).body["items"];
+  ASSERT_EQ(seen.size(), 2u) << seen.dump();
+  int own = 0, anonymous = 0;
+  for (const Json& g : seen[0]["devices"]) {
+    EXPECT_EQ(g["mode"], "whole");
+    const Json& o = g["occupant"];
+    ASSERT_FALSE(o.is_null());
+    if (o["tenant"] == "alpha") {
+      ++own;
+      EXPECT_EQ(o["job"], job["alpha"]);
+    } else {
+      ++anonymous;
+      EXPECT_TRUE(o["tenant"].is_null() && o["job"].is_null()) << o.dump();
+    }
+  }
+  EXPECT_EQ(own, 1);
+  EXPECT_EQ(anonymous, 1);
+  EXPECT_EQ(seen.dump().find("beta"), std::string::npos) << seen.dump();
+  const Json& mig_gpu = seen[1]["devices"][0];
+  EXPECT_EQ(mig_gpu["mode"], "mig");
+  int held = 0;
+  for (const Json& sl : mig_gpu["slices"]) {
+    if (sl["occupant"].is_null()) continue;
+    ++held;
+    EXPECT_EQ(sl["profile"], "1g.5gb");
+    EXPECT_EQ(sl["memory_slices"], 1);
+    EXPECT_EQ(sl["occupant"]["tenant"], "alpha");
+  }
+  EXPECT_EQ(held, 1) << mig_gpu.dump();
+  // The node detail carries the same devices; beta's own view names its job, never alpha's.
+  const Json detail = Call(c, "GET", "/v1/nodes/n-0", token["beta"]).body;
+  EXPECT_EQ(detail["devices"].size(), 2u);
+  EXPECT_EQ(detail.dump().find("alpha"), std::string::npos) << detail.dump();
+}
+
 }  // namespace
 }  // namespace gpupool::testing

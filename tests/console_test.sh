@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# The web console in a real browser (issue 7): `gpupool serve` with two node agents running
+# jobs for real on fake GPUs, and playwright-core driving Debian's headless Chromium through
+# tests/console/console_test.mjs. Screenshots go to ARTIFACT_DIR.
+# Usage: console_test.sh GPUPOOL_BINARY ARTIFACT_DIR
+# Exits 77 (skipped) only when Chromium or the npm packages are missing: scripts/setup.sh --test
+# installs both, so CI always runs it.
+set -u
+bin=${1:?usage: console_test.sh GPUPOOL_BINARY ARTIFACT_DIR}
+artifacts=${2:?usage: console_test.sh GPUPOOL_BINARY ARTIFACT_DIR}
+here=$(cd "$(dirname "$0")" && pwd)
+command -v chromium > /dev/null || { echo "skip: no chromium (scripts/setup.sh --test installs it)"; exit 77; }
+[ -d "$here/console/node_modules/playwright-core" ] || { echo "skip: run npm ci in tests/console (scripts/setup.sh --test does)"; exit 77; }
+
+tmp=$(mktemp -d)
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done
+  wait 2>/dev/null
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+fail() {
+  echo "FAIL: $*" >&2
+  echo "--- daemon log (tail)" >&2; tail -n 30 "$tmp/daemon.log" >&2
+  exit 1
+}
+
+cat > "$tmp/config.yaml" << 'YAML'
+scheduler: {tick_ms: 100}
+tenants:
+  - {name: research, quotas: {h100-80gb: {guaranteed: 2, borrow_limit: 4}}}
+  - {name: product, quotas: {h100-80gb: {guaranteed: 2}, a100-40gb: {guaranteed: 2}}}
+prices:
+  flavors: {h100-80gb: {per_gpu_hour: "2.99"}, a100-40gb: {per_gpu_hour: "1.10"}}
+nodes:
+  - {name: n, count: 2, flavor: h100-80gb, gpus: 4, block: rack-a}
+  - {name: m, count: 1, flavor: a100-40gb, gpus: 2, mig_gpus: 2, block: rack-b}
+YAML
+"$bin" serve --config "$tmp/config.yaml" --data-dir "$tmp/data" --listen 127.0.0.1:0 \
+  --heartbeat-interval-ms 200 --heartbeat-timeout-ms 5000 > "$tmp/daemon.log" 2>&1 &
+pids+=($!)
+for _ in $(seq 100); do [ -s "$tmp/data/port" ] && break; sleep 0.2; done
+[ -s "$tmp/data/port" ] || fail "daemon did not start"
+url="http://127.0.0.1:$(cat "$tmp/data/port")"
+admin=$(cat "$tmp/data/admin.token")
+# Jobs on the H100 nodes run for real through agents; the MIG node has none (its jobs are
+# placed and hold their slices, which is what the cluster map shows).
+for n in n-0 n-1; do
+  GPUPOOL_URL=$url GPUPOOL_TOKEN=$admin "$bin" agent --name "$n" --gpus fake:4xh100-80gb \
+    --work-dir "$tmp/work-$n" > "$tmp/agent-$n.log" 2>&1 &
+  pids+=($!)
+done
+for n in n-0 n-1; do
+  for _ in $(seq 100); do grep -q '"msg":"registered"' "$tmp/agent-$n.log" && break; sleep 0.2; done
+done
+
+mkdir -p "$artifacts"
+rm -f "$artifacts"/*.png
+node "$here/console/console_test.mjs" "$url" "$admin" "$artifacts" || fail "browser test failed"
+echo "screenshots: $artifacts"

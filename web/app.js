@@ -1,0 +1,934 @@
+// The gpupool console: one page, no build step, no third-party code. It talks only to the
+// daemon's public API (/v1/...) with the token the user signs in with, which lives in
+// sessionStorage (gone when the tab closes). Every string from the API reaches the page as a
+// text node, never as HTML.
+
+const POLL_MS = 2000;
+const TOKEN_KEY = 'gpupool.token';
+
+const S = {
+  token: sessionStorage.getItem(TOKEN_KEY) || '',
+  me: null,          // {name, role, tenant}
+  view: null,        // the view on screen: {name, refresh, every}
+  timer: null,
+  lastRefresh: 0,
+};
+
+// ---------------------------------------------------------------------------------------------
+// DOM helpers
+
+function h(tag, attrs, ...children) {
+  const el = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v === undefined || v === null || v === false) continue;
+    if (k.startsWith('on')) el.addEventListener(k.slice(2), v);
+    else if (k === 'class') el.className = v;
+    else if (k === 'text') el.textContent = v;
+    else if (k === 'style') el.style.cssText = v;  // through the CSSOM: the CSP forbids style attributes
+    else if (k in el && typeof v !== 'string') el[k] = v;
+    else el.setAttribute(k, v === true ? '' : String(v));
+  }
+  append(el, children);
+  return el;
+}
+
+function append(el, children) {
+  for (const c of children.flat(Infinity)) {
+    if (c === undefined || c === null || c === false) continue;
+    el.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  }
+  return el;
+}
+
+const $ = (sel, root = document) => root.querySelector(sel);
+
+// Replaces the children of `box`, keeping keyboard focus on the element with the same
+// data-key, so a live refresh never throws the user's focus back to the top of the page.
+function replace(box, ...children) {
+  const active = document.activeElement;
+  const key = active && box.contains(active) ? active.dataset.key : undefined;
+  box.replaceChildren();
+  append(box, children);
+  if (key !== undefined) {
+    const again = box.querySelector(`[data-key="${CSS.escape(key)}"]`);
+    if (again) again.focus();
+  }
+}
+
+function say(text) {
+  const s = $('#status');
+  s.textContent = '';
+  setTimeout(() => { s.textContent = text; }, 30);
+}
+
+function showError(text) {
+  const a = $('#alert');
+  if (!text) { a.hidden = true; a.textContent = ''; return; }
+  a.hidden = false;
+  a.textContent = text;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Time: the API speaks UTC (RFC 3339 and epoch ms); the page speaks the viewer's time zone.
+
+const TZ = Intl.DateTimeFormat().resolvedOptions().timeZone;
+const fmtDateTime = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle: 'short' });
+const fmtTime = new Intl.DateTimeFormat(undefined, { timeStyle: 'medium' });
+const fmtDay = new Intl.DateTimeFormat(undefined, { weekday: 'short', month: 'short', day: 'numeric' });
+const fmtHour = new Intl.DateTimeFormat(undefined, { hour: '2-digit', minute: '2-digit' });
+
+function when(t) {
+  if (t === undefined || t === null) return '';
+  const d = typeof t === 'number' ? new Date(t) : new Date(t);
+  return h('time', { datetime: d.toISOString(), title: d.toISOString() }, fmtDateTime.format(d));
+}
+
+// "2026-12-01T10:00" as the <input type=datetime-local> wants it, in local time.
+function localInput(d) {
+  const p = (n) => String(n).padStart(2, '0');
+  return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())}T${p(d.getHours())}:${p(d.getMinutes())}`;
+}
+
+function startOfLocalDay(d) {
+  return new Date(d.getFullYear(), d.getMonth(), d.getDate());
+}
+
+function duration(s) {
+  if (s >= 86400 * 365) return 'no estimate';
+  if (s >= 3600) return `${(s / 3600).toFixed(s % 3600 ? 1 : 0)} h`;
+  if (s >= 60) return `${Math.round(s / 60)} min`;
+  return `${s} s`;
+}
+
+const num = (x, digits = 2) => Number(x).toLocaleString(undefined, { maximumFractionDigits: digits });
+
+// ---------------------------------------------------------------------------------------------
+// API
+
+class ApiError extends Error {
+  constructor(status, message) { super(message); this.status = status; }
+}
+
+function newKey() {
+  if (window.crypto && crypto.randomUUID) return crypto.randomUUID();
+  return `${Date.now()}-${Math.random().toString(16).slice(2)}`;
+}
+
+async function api(method, path, body, headers) {
+  let r;
+  try {
+    r = await fetch(path, {
+      method,
+      headers: { Authorization: `Bearer ${S.token}`, ...(body ? { 'Content-Type': 'application/json' } : {}), ...headers },
+      body: body ? JSON.stringify(body) : undefined,
+      cache: 'no-store',
+    });
+  } catch (e) {
+    throw new ApiError(0, 'Cannot reach the gpupool daemon. Retrying.');
+  }
+  const text = await r.text();
+  if (!r.ok) {
+    let msg = `${r.status} ${r.statusText}`;
+    try { msg = JSON.parse(text).error.message || msg; } catch (e) { /* not JSON */ }
+    throw new ApiError(r.status, msg);
+  }
+  if ((r.headers.get('Content-Type') || '').startsWith('application/json')) return JSON.parse(text);
+  return text;
+}
+
+const get = (path) => api('GET', path);
+const qs = (params) => new URLSearchParams(Object.entries(params).filter(([, v]) => v !== undefined && v !== '')).toString();
+
+// ---------------------------------------------------------------------------------------------
+// Shared pieces
+
+const isAdmin = () => S.me && S.me.role === 'cluster-admin';
+const writes = () => S.me && S.me.role !== 'viewer';
+
+// A stable colour per tenant (text labels always go with it: colour is never the only cue).
+const PALETTE = ['#1f77b4', '#d62728', '#2ca02c', '#9467bd', '#ff7f0e', '#17becf', '#8c564b', '#e377c2', '#7f7f00', '#393b79'];
+function tenantColour(name) {
+  if (!name) return '#6b7280';
+  let x = 0;
+  for (const c of name) x = (x * 31 + c.codePointAt(0)) >>> 0;
+  return PALETTE[x % PALETTE.length];
+}
+
+function badge(text, kind) {
+  return h('span', { class: `badge b-${kind || text}` }, text);
+}
+
+function table(caption, head, rows, empty) {
+  if (!rows.length) return h('p', { class: 'empty' }, empty);
+  return h('table', {},
+    h('caption', {}, caption),
+    h('thead', {}, h('tr', {}, head.map((c) => h('th', { scope: 'col' }, c)))),
+    h('tbody', {}, rows.map((r) => h('tr', { 'data-row': r.key || undefined }, r.cells.map((c) => h('td', {}, c))))));
+}
+
+function field(label, input, hint) {
+  const id = input.id || `f-${Math.random().toString(36).slice(2)}`;
+  input.id = id;
+  return h('div', { class: 'field' }, h('label', { for: id }, label), input, hint ? h('small', {}, hint) : null);
+}
+
+function select(name, options, value) {
+  return h('select', { name }, options.map((o) => {
+    const [v, label] = Array.isArray(o) ? o : [o, o];
+    return h('option', { value: v, selected: v === value }, label);
+  }));
+}
+
+// A horizontal bar: `parts` are [value, colour, label]; the bar's scale is `max`.
+function bar(parts, max, label) {
+  const total = Math.max(max, parts.reduce((a, [v]) => a + v, 0), 1e-9);
+  return h('div', { class: 'bar', role: 'img', 'aria-label': label },
+    parts.filter(([v]) => v > 0).map(([v, colour, what]) =>
+      h('span', { style: `width:${(100 * v / total).toFixed(2)}%;background:${colour}`, title: what })));
+}
+
+async function flavorsAndTenants() {
+  const tenants = (await get('/v1/tenants')).items;
+  const flavors = new Set();
+  for (const t of tenants) for (const f of Object.keys(t.quotas || {})) flavors.add(f);
+  if (isAdmin()) {
+    for (const n of (await get('/v1/nodes')).items) flavors.add(n.flavor);
+  }
+  return { tenants, flavors: [...flavors].sort() };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Sign in
+
+function renderSignIn(message) {
+  stopPolling();
+  $('#nav').replaceChildren();
+  $('#who').replaceChildren();
+  const input = h('input', { type: 'password', name: 'token', autocomplete: 'off', required: true, spellcheck: 'false' });
+  const err = h('p', { class: 'form-error', role: 'alert' }, message || '');
+  const form = h('form', { class: 'signin', 'aria-labelledby': 'signin-title' },
+    h('h1', { id: 'signin-title', tabindex: '-1' }, 'Sign in to gpupool'),
+    h('p', {}, 'Paste the access token your administrator gave you (gpupool tokens start with gp_).'),
+    field('Access token', input),
+    err,
+    h('button', { type: 'submit', class: 'primary' }, 'Sign in'));
+  form.addEventListener('submit', async (ev) => {
+    ev.preventDefault();
+    S.token = input.value.trim();
+    try {
+      await signIn();
+    } catch (e) {
+      S.token = '';
+      err.textContent = e.status === 401 ? 'That token was not accepted. Check it and try again.' : e.message;
+      input.focus();
+    }
+  });
+  replace($('#main'), form);
+  input.focus();
+}
+
+async function signIn() {
+  const summary = await get('/v1/summary');
+  S.me = summary.me;
+  sessionStorage.setItem(TOKEN_KEY, S.token);
+  renderChrome();
+  const wanted = location.hash.replace(/^#\//, '');
+  if (!views().some(([n]) => n === wanted)) location.hash = `#/${views()[0][0]}`;
+  else route();
+}
+
+function signOut(message) {
+  S.token = '';
+  S.me = null;
+  sessionStorage.removeItem(TOKEN_KEY);
+  showError('');
+  history.replaceState(null, '', location.pathname);
+  renderSignIn(message);
+}
+
+function renderChrome() {
+  const who = S.me.tenant ? `${S.me.name} · ${S.me.role} of ${S.me.tenant}` : `${S.me.name} · ${S.me.role}`;
+  replace($('#who'), h('span', { id: 'whoami' }, who), ' ',
+    h('button', { type: 'button', class: 'link', onclick: () => signOut('Signed out.') }, 'Sign out'));
+  const nav = h('ul', {}, views().map(([name, title]) =>
+    h('li', {}, h('a', { href: `#/${name}`, 'data-view': name }, title))));
+  replace($('#nav'), nav);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Views. Each builds its frame once and returns {refresh, every}: refresh() redraws the live
+// parts from the API, and runs again every `every` ms while the view is on screen.
+
+const TENANT_VIEWS = [['overview', 'Overview'], ['jobs', 'Jobs'], ['calendar', 'Calendar'], ['costs', 'Costs']];
+const ADMIN_VIEWS = [['cluster', 'Cluster'], ['tenants', 'Tenants'], ['jobs', 'Jobs'], ['calendar', 'Reservations'],
+  ['costs', 'Costs'], ['audit', 'Audit log']];
+const views = () => (isAdmin() ? ADMIN_VIEWS : TENANT_VIEWS);
+
+function heading(text) {
+  return h('h1', { tabindex: '-1', id: 'view-title' }, text);
+}
+
+// Overview: my guarantee, my usage, what I borrow, and the health of the nodes I run on.
+function viewOverview(main) {
+  const quotas = h('div', { id: 'quotas' });
+  const nodes = h('div', { id: 'my-nodes' });
+  const counts = h('p', { id: 'counts' });
+  main.append(heading(`Tenant ${S.me.tenant}`), counts,
+    h('section', { 'aria-labelledby': 'q-title' }, h('h2', { id: 'q-title' }, 'Guarantee and usage'), quotas),
+    h('section', { 'aria-labelledby': 'n-title' }, h('h2', { id: 'n-title' }, 'Nodes running my jobs'), nodes));
+  return {
+    every: POLL_MS,
+    async refresh() {
+      const [t, ns] = await Promise.all([get(`/v1/tenants/${encodeURIComponent(S.me.tenant)}`), get('/v1/nodes')]);
+      replace(counts, `${t.active_jobs} running or starting, ${t.pending_jobs} pending. Weight ${t.weight}.`);
+      replace(quotas, quotaTable(t));
+      replace(nodes, table('Nodes running my jobs',
+        ['Node', 'GPU model', 'Condition', 'Healthy GPUs'],
+        ns.items.map((n) => ({ key: n.name, cells: [n.name, n.flavor, badge(n.condition), `${n.healthy_gpus} of ${n.gpus}`] })),
+        'None of your jobs is running on a node right now.'));
+    },
+  };
+}
+
+function quotaTable(t) {
+  const flavors = [...new Set([...Object.keys(t.quotas || {}), ...Object.keys(t.usage || {})])].sort();
+  return table(`Quotas of ${t.name} (GPU-equivalents)`,
+    ['GPU model', 'Guaranteed', 'In use', 'Borrowed', 'Borrow limit', ''],
+    flavors.map((f) => {
+      const q = (t.quotas || {})[f] || {};
+      const u = (t.usage || {})[f] || { allocated: 0, borrowed: 0 };
+      const g = q.guaranteed || 0;
+      const own = u.allocated - u.borrowed;
+      return {
+        key: f,
+        cells: [f, num(g), num(u.allocated), num(u.borrowed), q.borrow_limit === undefined ? 'none' : num(q.borrow_limit),
+          bar([[own, tenantColour(t.name), 'within the guarantee'], [u.borrowed, '#f59e0b', 'borrowed'],
+            [Math.max(0, g - own), '#e5e7eb', 'guaranteed, unused']], g,
+          `${num(u.allocated)} in use of ${num(g)} guaranteed, ${num(u.borrowed)} borrowed`)],
+      };
+    }), 'No quota on any GPU model.');
+}
+
+// Tenants (operators): every tenant's usage against its guarantee.
+function viewTenants(main) {
+  const box = h('div', { id: 'tenant-usage' });
+  main.append(heading('Tenants'), h('p', {}, 'Usage against guarantee, per GPU model. Amber is borrowed capacity.'), box);
+  return {
+    every: POLL_MS,
+    async refresh() {
+      const ts = (await get('/v1/tenants')).items;
+      replace(box, ts.length ? ts.map((t) => h('section', { class: 'tenant', 'aria-label': t.name },
+        h('h2', {}, h('span', { class: 'swatch', style: `background:${tenantColour(t.name)}` }), t.name),
+        h('p', {}, `${t.active_jobs} active, ${t.pending_jobs} pending, weight ${t.weight}`),
+        quotaTable(t))) : h('p', { class: 'empty' }, 'No tenants yet.'));
+    },
+  };
+}
+
+// Jobs: submit, list, cancel, and a job's details with its pending reason and logs.
+function viewJobs(main) {
+  const list = h('div', { id: 'job-list' });
+  const detail = h('section', { id: 'job-detail', 'aria-live': 'polite', 'aria-label': 'Job details' });
+  const stateFilter = select('state', [['', 'all states'], 'pending', 'admitted', 'running', 'succeeded', 'failed', 'cancelled', 'preempted'], '');
+  stateFilter.id = 'state-filter';
+  let open = null;  // id of the job shown in detail
+  const form = h('form', { id: 'submit-form', class: 'card', 'aria-labelledby': 'submit-title' });
+  main.append(heading(isAdmin() ? 'All jobs' : 'My jobs'));
+  if (writes()) main.append(form);
+  main.append(h('div', { class: 'toolbar' }, field('Show', stateFilter)), list, detail);
+  stateFilter.addEventListener('change', () => refresh());
+
+  buildSubmitForm(form, (id) => { open = id; refresh(); }).catch(failed);
+
+  async function showDetail() {
+    if (!open) { detail.replaceChildren(); return; }
+    let j, logs;
+    try {
+      [j, logs] = await Promise.all([get(`/v1/jobs/${open}`), get(`/v1/jobs/${open}/logs`)]);
+    } catch (e) {
+      if (e.status === 404) { open = null; detail.replaceChildren(); return; }
+      throw e;
+    }
+    const rows = [
+      ['State', badge(j.state)],
+      ['Tenant', j.tenant],
+      ['Priority class', j.priority_class],
+      ['Resources', resources(j)],
+      ['Submitted', when(j.submitted_at_ms)],
+      ['Started', j.started_at_ms ? when(j.started_at_ms) : '—'],
+      ['Admitted as', j.admitted_as || '—'],
+      ['Command', h('code', {}, j.command.map((w) => (/[\s"']/.test(w) || w === '' ? JSON.stringify(w) : w)).join(' '))],
+      ['Placement', j.placement.length ? j.placement.map((p) => `${p.node}: GPU ${p.gpus.map(gpuGrant).join(', ')}`).join('; ') : '—'],
+    ];
+    if (j.reservation) rows.push(['Reservation', j.reservation]);
+    if (j.reason) rows.push(['Why it waits', h('span', { class: 'reason' }, `${j.reason.code}: ${j.reason.message}`)]);
+    replace(detail,
+      h('h2', {}, `Job ${j.id} `, h('span', { class: 'muted' }, j.name)),
+      h('dl', { class: 'facts' }, rows.map(([k, v]) => [h('dt', {}, k), h('dd', {}, v)])),
+      h('h3', {}, 'Logs'),
+      logs.items.length
+        ? logs.items.map((l) => h('div', { class: 'log' },
+          h('p', { class: 'muted' }, `Replica ${l.replica}`),
+          h('pre', { class: 'stdout', tabindex: '0', 'aria-label': `stdout of replica ${l.replica}` }, l.stdout || '(no output)'),
+          l.stderr ? h('pre', { class: 'stderr', tabindex: '0', 'aria-label': `stderr of replica ${l.replica}` }, l.stderr) : null))
+        : h('p', { class: 'empty' }, 'No logs yet: logs come from the node agent once the job runs.'),
+      h('button', { type: 'button', 'data-key': 'close-detail', onclick: () => { open = null; detail.replaceChildren(); } }, 'Close'));
+  }
+
+  async function refresh() {
+    const jobs = (await get(`/v1/jobs?${qs({ state: stateFilter.value })}`)).items;
+    jobs.sort((a, b) => Number(b.id) - Number(a.id));
+    const head = ['Id', 'Name', ...(isAdmin() ? ['Tenant'] : []), 'State', 'Resources', 'Submitted', 'Waiting because', ''];
+    replace(list, table(jobs.length === 1 ? '1 job' : `${jobs.length} jobs${jobs.length > 300 ? ', the newest 300 shown' : ''}`, head, jobs.slice(0, 300).map((j) => ({
+      key: j.id,
+      cells: [j.id, j.name, ...(isAdmin() ? [j.tenant] : []), badge(j.state), resources(j), when(j.submitted_at_ms),
+        j.reason ? h('span', { class: 'reason' }, j.reason.message) : '',
+        h('span', { class: 'actions' },
+          h('button', { type: 'button', 'data-key': `show-${j.id}`, onclick: () => { open = j.id; showDetail().then(() => $('#job-detail h2')?.focus()); } },
+            'Details', h('span', { class: 'visually-hidden' }, ` of job ${j.id}`)),
+          writes() && !TERMINAL.has(j.state)
+            ? h('button', { type: 'button', class: 'danger', 'data-key': `cancel-${j.id}`, onclick: () => cancelJob(j) },
+              'Cancel', h('span', { class: 'visually-hidden' }, ` job ${j.id}`))
+            : null)],
+    })), stateFilter.value ? `No ${stateFilter.value} jobs.` : 'No jobs yet. Submit one above.'));
+    await showDetail();
+  }
+
+  async function cancelJob(j) {
+    if (!confirm(`Cancel job ${j.id} (${j.name})?`)) return;
+    try {
+      await api('DELETE', `/v1/jobs/${j.id}`);
+      say(`Job ${j.id} cancelled.`);
+      await refresh();
+    } catch (e) { showError(`Could not cancel job ${j.id}: ${e.message}`); }
+  }
+  return { every: POLL_MS, refresh };
+}
+
+const TERMINAL = new Set(['succeeded', 'failed', 'cancelled']);
+
+function resources(j) {
+  const r = j.resources;
+  const one = r.gpus !== undefined ? `${r.gpus} × ${r.flavor}` : r.mig_profile ? `${r.flavor} ${r.mig_profile}` : `${r.gpu_fraction} of ${r.flavor} (${r.memory_gb} GB)`;
+  return j.replicas > 1 ? `${j.replicas} replicas of ${one}` : one;
+}
+
+function gpuGrant(g) {
+  if (g.mig_start !== undefined) return `${g.gpu} (MIG slice at ${g.mig_start})`;
+  if (g.milli) return `${g.gpu} (${g.milli / 10}%)`;
+  return String(g.gpu);
+}
+
+async function buildSubmitForm(form, onSubmitted) {
+  const [{ tenants, flavors }, classes, reservations] = await Promise.all([
+    flavorsAndTenants(), get('/v1/priority-classes'), get('/v1/reservations')]);
+  const tenant = select('tenant', tenants.map((t) => t.name), S.me.tenant || (tenants[0] || {}).name);
+  const name = h('input', { name: 'name', required: true, maxlength: '128', value: 'my-job' });
+  const flavor = select('flavor', flavors, flavors[0]);
+  const kind = select('kind', [['gpus', 'whole GPUs'], ['mig_profile', 'MIG slice'], ['gpu_fraction', 'fraction of a GPU']], 'gpus');
+  const amount = h('input', { name: 'amount', required: true, value: '1', 'aria-describedby': 'amount-hint' });
+  const memory = h('input', { name: 'memory_gb', type: 'number', min: '1', value: '10' });
+  const replicas = h('input', { name: 'replicas', type: 'number', min: '1', max: '1024', value: '1' });
+  const klass = select('priority_class', classes.items.map((c) => c.name), (classes.items.find((c) => c.name === 'batch') || classes.items[0] || {}).name);
+  const minutes = h('input', { name: 'duration', type: 'number', min: '1', value: '60' });
+  const command = h('input', { name: 'command', required: true, value: 'python train.py', class: 'wide' });
+  const mine = reservations.items.filter((r) => !r.maintenance && new Date(r.end) > new Date());
+  const reservation = select('reservation', [['', 'none'], ...mine.map((r) => [r.id, `${r.id}: ${r.gpus} × ${r.flavor}, ${fmtDateTime.format(new Date(r.start))}`])], '');
+  const hint = h('small', { id: 'amount-hint' }, 'a count of GPUs');
+  const memoryField = field('GPU memory (GB)', memory);
+  const err = h('p', { class: 'form-error', role: 'alert' });
+  const syncKind = () => {
+    hint.textContent = { gpus: 'a count of GPUs, 1 to 16', mig_profile: 'a profile such as 1g.10gb or 3g.40gb', gpu_fraction: 'a share of one GPU, such as 0.25' }[kind.value];
+    memoryField.hidden = kind.value !== 'gpu_fraction';
+  };
+  kind.addEventListener('change', syncKind);
+  const amountField = h('div', { class: 'field' }, h('label', { for: 'amount' }, 'Amount'), amount, hint);
+  amount.id = 'amount';
+  form.replaceChildren(
+    h('h2', { id: 'submit-title' }, 'Submit a job'),
+    h('div', { class: 'grid' },
+      isAdmin() ? field('Tenant', tenant) : null,
+      field('Name', name), field('GPU model', flavor), field('Kind', kind), amountField, memoryField,
+      field('Replicas (a gang)', replicas), field('Priority class', klass), field('Expected minutes', minutes),
+      field('Reservation', reservation)),
+    field('Command', command, 'words separated by spaces; quote a word with spaces in "double" or \'single\' quotes'),
+    err,
+    h('button', { type: 'submit', class: 'primary' }, 'Submit'));
+  syncKind();
+  form.onsubmit = async (ev) => {
+    ev.preventDefault();
+    err.textContent = '';
+    const res = { flavor: flavor.value };
+    if (kind.value === 'gpus') res.gpus = Number(amount.value);
+    else if (kind.value === 'mig_profile') res.mig_profile = amount.value.trim();
+    else { res.gpu_fraction = Number(amount.value); res.memory_gb = Number(memory.value); }
+    const body = {
+      tenant: isAdmin() ? tenant.value : S.me.tenant,
+      name: name.value.trim(),
+      priority_class: klass.value,
+      replicas: Number(replicas.value),
+      resources: res,
+      duration_estimate_s: Math.round(Number(minutes.value) * 60),
+      command: words(command.value),
+    };
+    if (reservation.value) body.reservation = reservation.value;
+    try {
+      const j = await api('POST', '/v1/jobs', body, { 'Idempotency-Key': newKey() });
+      say(`Job ${j.id} submitted.`);
+      onSubmitted(j.id);
+    } catch (e) {
+      err.textContent = `Not submitted: ${e.message}`;
+    }
+  };
+}
+
+// Splits a command line into words: spaces separate, quotes group, nothing else is special
+// (the agent runs the command without a shell).
+function words(line) {
+  const out = [];
+  let cur = null;
+  let quote = null;
+  for (const ch of line) {
+    if (quote) {
+      if (ch === quote) quote = null;
+      else cur += ch;
+    } else if (ch === '"' || ch === "'") {
+      quote = ch;
+      cur = cur ?? '';
+    } else if (/\s/.test(ch)) {
+      if (cur !== null) out.push(cur);
+      cur = null;
+    } else {
+      cur = (cur ?? '') + ch;
+    }
+  }
+  if (cur !== null) out.push(cur);
+  return out;
+}
+
+// Calendar: what is free per GPU model over the next days, what is reserved, and booking.
+function viewCalendar(main) {
+  const flavorSel = h('select', { name: 'cal-flavor', id: 'cal-flavor' });
+  const days = h('select', { name: 'cal-days', id: 'cal-days' }, [3, 7, 14].map((d) => h('option', { value: d, selected: d === 7 }, `${d} days`)));
+  const grid = h('div', { id: 'calendar', class: 'calendar-box' });
+  const list = h('div', { id: 'reservation-list' });
+  const form = h('form', { id: 'reserve-form', class: 'card', 'aria-labelledby': 'reserve-title' });
+  main.append(heading(isAdmin() ? 'Reservations' : 'Availability and reservations'),
+    h('div', { class: 'toolbar' }, field('GPU model', flavorSel), field('Show', days)),
+    h('section', { 'aria-labelledby': 'cal-title' }, h('h2', { id: 'cal-title' }, 'Free GPUs (after guarantees, reservations and maintenance)'), grid));
+  if (writes()) main.append(form);
+  main.append(h('section', { 'aria-labelledby': 'res-title' }, h('h2', { id: 'res-title' }, isAdmin() ? 'All reservations' : 'My reservations'), list));
+
+  let ready = (async () => {
+    const { tenants, flavors } = await flavorsAndTenants();
+    flavorSel.replaceChildren(...flavors.map((f) => h('option', { value: f }, f)));
+    if (writes()) buildReserveForm(form, tenants, flavors, () => refresh());
+  })();
+  flavorSel.addEventListener('change', () => refresh());
+  days.addEventListener('change', () => refresh());
+
+  async function refresh() {
+    await ready;
+    const flavor = flavorSel.value;
+    const start = startOfLocalDay(new Date());
+    const end = new Date(start.getTime() + Number(days.value) * 86400e3);
+    const step = 6 * 3600;
+    const [cal, rs] = await Promise.all([
+      flavor ? get(`/v1/calendar?${qs({ flavor, start: start.toISOString(), end: end.toISOString(), step_s: step })}`) : { items: [] },
+      get('/v1/reservations')]);
+    replace(grid, calendarGrid(cal.items, flavor));
+    const rows = rs.items.filter((r) => new Date(r.end) > new Date(Date.now() - 86400e3))
+      .sort((a, b) => new Date(a.start) - new Date(b.start));
+    replace(list, table('Reservations', ['Id', 'Tenant', 'GPU model', 'GPUs', 'Start', 'End', ''],
+      rows.map((r) => ({
+        key: r.id,
+        cells: [r.id, r.maintenance ? badge('maintenance') : r.tenant, r.flavor, num(r.gpus), when(r.start), when(r.end),
+          writes() && (isAdmin() || !r.maintenance)
+            ? h('button', { type: 'button', class: 'danger', 'data-key': `cancel-r-${r.id}`, onclick: () => cancelReservation(r) },
+              'Cancel', h('span', { class: 'visually-hidden' }, ` reservation ${r.id}`))
+            : ''],
+      })), 'No reservations. Book capacity with the form above.'));
+  }
+
+  async function cancelReservation(r) {
+    if (!confirm(`Cancel reservation ${r.id}?`)) return;
+    try {
+      await api('DELETE', `/v1/reservations/${r.id}`);
+      say(`Reservation ${r.id} cancelled.`);
+      await refresh();
+    } catch (e) { showError(`Could not cancel reservation ${r.id}: ${e.message}`); }
+  }
+  return { every: 10000, refresh };
+}
+
+// Days down, 6-hour buckets across; each cell the free GPUs, shaded by how much is free.
+function calendarGrid(items, flavor) {
+  if (!items.length) return h('p', { class: 'empty' }, flavor ? 'Nothing to show for this range.' : 'No GPU model to show.');
+  const byDay = new Map();
+  for (const b of items) {
+    const s = new Date(b.start);
+    const key = startOfLocalDay(s).getTime();
+    if (!byDay.has(key)) byDay.set(key, []);
+    byDay.get(key).push(b);
+  }
+  const perRow = Math.max(...[...byDay.values()].map((v) => v.length));
+  return h('table', { class: 'calendar' },
+    h('caption', {}, `Free ${flavor} GPUs per 6 hours, in ${TZ}`),
+    h('thead', {}, h('tr', {}, h('th', { scope: 'col' }, 'Day'),
+      [...Array(perRow).keys()].map((i) => h('th', { scope: 'col' }, fmtHour.format(new Date(2000, 0, 1, i * 6)))))),
+    h('tbody', {}, [...byDay.entries()].map(([day, buckets]) => h('tr', {},
+      h('th', { scope: 'row' }, fmtDay.format(new Date(day))),
+      buckets.map((b) => {
+        const share = b.capacity > 0 ? Math.max(0, b.free) / b.capacity : 0;
+        const label = `${fmtDateTime.format(new Date(b.start))}: ${num(b.free)} free of ${num(b.capacity)}; ` +
+          `guaranteed ${num(b.guaranteed)}, reserved ${num(b.reserved)}, maintenance ${num(b.maintenance)}`;
+        return h('td', { class: 'slot', title: label, 'aria-label': label, 'data-start': new Date(b.start).toISOString(),
+          style: `background:rgba(22,163,74,${(0.08 + 0.6 * share).toFixed(2)})` },
+        h('strong', {}, num(b.free, 1)), b.reserved > 0 ? h('span', { class: 'res' }, ` R${num(b.reserved, 1)}`) : null);
+      })))));
+}
+
+function buildReserveForm(form, tenants, flavors, onDone) {
+  const tenant = select('tenant', tenants.map((t) => t.name), S.me.tenant || (tenants[0] || {}).name);
+  const flavor = select('flavor', flavors, flavors[0]);
+  const gpus = h('input', { name: 'gpus', type: 'number', min: '1', value: '1', required: true });
+  const soon = new Date(Math.ceil(Date.now() / 3600e3) * 3600e3 + 3600e3);
+  const start = h('input', { name: 'start', type: 'datetime-local', required: true, value: localInput(soon) });
+  const hours = h('input', { name: 'hours', type: 'number', min: '0.25', step: '0.25', value: '2', required: true });
+  const maintenance = h('input', { name: 'maintenance', type: 'checkbox' });
+  const out = h('p', { id: 'reserve-result', 'aria-live': 'polite' });
+  const err = h('p', { class: 'form-error', role: 'alert' });
+  const window_ = () => {
+    const s = new Date(start.value);
+    if (Number.isNaN(s.getTime())) throw new Error('Pick a start time.');
+    return { s, e: new Date(s.getTime() + Number(hours.value) * 3600e3) };
+  };
+  const check = async () => {
+    err.textContent = '';
+    try {
+      const { s, e } = window_();
+      const a = await get(`/v1/availability?${qs({ flavor: flavor.value, start: s.toISOString(), end: e.toISOString() })}`);
+      out.textContent = `${a.reservable_gpus} ${flavor.value} GPUs can be reserved from ${fmtDateTime.format(s)} to ${fmtDateTime.format(e)}.`;
+    } catch (e) { err.textContent = e.message; }
+  };
+  const earliest = async () => {
+    err.textContent = '';
+    try {
+      const a = await get(`/v1/availability?${qs({ flavor: flavor.value, gpus: gpus.value, duration_s: Math.round(Number(hours.value) * 3600) })}`);
+      if (!a.earliest_start) { out.textContent = `${gpus.value} GPUs for that long never become free in the horizon.`; return; }
+      const s = new Date(a.earliest_start);
+      start.value = localInput(new Date(Math.ceil(s.getTime() / 60e3) * 60e3));
+      out.textContent = `Earliest start: ${fmtDateTime.format(s)} (filled in above).`;
+    } catch (e) { err.textContent = e.message; }
+  };
+  form.replaceChildren(
+    h('h2', { id: 'reserve-title' }, 'Reserve capacity'),
+    h('div', { class: 'grid' },
+      isAdmin() ? field('Tenant', tenant) : null, field('GPU model', flavor), field('GPUs', gpus),
+      field(`Start (${TZ})`, start), field('Hours', hours),
+      isAdmin() ? h('div', { class: 'field check' }, maintenance, h('label', { for: 'maint' }, 'Maintenance window')) : null),
+    h('div', { class: 'buttons' },
+      h('button', { type: 'button', onclick: check }, 'Check availability'),
+      h('button', { type: 'button', onclick: earliest }, 'Find earliest start'),
+      h('button', { type: 'submit', class: 'primary' }, 'Reserve')),
+    out, err);
+  maintenance.id = 'maint';
+  form.onsubmit = async (ev) => {
+    ev.preventDefault();
+    err.textContent = '';
+    try {
+      const { s, e } = window_();
+      const body = { flavor: flavor.value, gpus: Number(gpus.value), start: s.toISOString(), end: e.toISOString() };
+      if (maintenance.checked) body.maintenance = true;
+      else body.tenant = isAdmin() ? tenant.value : S.me.tenant;
+      const r = await api('POST', '/v1/reservations', body);
+      out.textContent = `Reserved: reservation ${r.id}, ${num(r.gpus)} ${r.flavor} GPUs from ${fmtDateTime.format(new Date(r.start))} to ${fmtDateTime.format(new Date(r.end))}.`;
+      say(out.textContent);
+      onDone();
+    } catch (e) { err.textContent = `Not reserved: ${e.message}`; }
+  };
+}
+
+// Costs: spend per period, stacked by kind, from the usage ledger.
+const KIND_COLOURS = {
+  guaranteed: '#2563eb', borrowed: '#f59e0b', dedicated: '#7c3aed', reserved: '#059669', reserved_idle: '#a7f3d0',
+  on_demand: '#dc2626', infrastructure_failure: '#9ca3af',
+};
+
+function viewCosts(main) {
+  const period = select('period', [['day', 'last 7 days, per day'], ['week', 'last 8 weeks, per week'], ['month', 'last 6 months, per month']], 'day');
+  period.id = 'cost-period';
+  const chart = h('div', { id: 'cost-chart' });
+  const detail = h('div', { id: 'cost-table' });
+  const csv = h('button', { type: 'button', onclick: () => download() }, 'Download CSV');
+  main.append(heading(isAdmin() ? 'Costs of every tenant' : 'My costs'),
+    h('div', { class: 'toolbar' }, field('Period', period), csv), chart, detail);
+  period.addEventListener('change', () => refresh());
+
+  function buckets() {
+    const now = new Date();
+    const out = [];
+    let end;
+    if (period.value === 'day') {
+      end = new Date(startOfLocalDay(now).getTime() + 86400e3);
+      for (let i = 6; i >= 0; --i) out.push([new Date(end.getTime() - (i + 1) * 86400e3), new Date(end.getTime() - i * 86400e3)]);
+    } else if (period.value === 'week') {
+      const day = startOfLocalDay(now);
+      end = new Date(day.getTime() + (7 - ((day.getDay() + 6) % 7)) * 86400e3);  // next Monday
+      for (let i = 7; i >= 0; --i) out.push([new Date(end.getTime() - (i + 1) * 7 * 86400e3), new Date(end.getTime() - i * 7 * 86400e3)]);
+    } else {
+      for (let i = 5; i >= 0; --i) {
+        out.push([new Date(now.getFullYear(), now.getMonth() - i, 1), new Date(now.getFullYear(), now.getMonth() - i + 1, 1)]);
+      }
+    }
+    return out;
+  }
+  const label = ([s]) => (period.value === 'month'
+    ? s.toLocaleDateString(undefined, { month: 'short', year: 'numeric' })
+    : fmtDay.format(s));
+
+  async function refresh() {
+    const bs = buckets();
+    const reports = await Promise.all(bs.map(([s, e]) =>
+      get(`/v1/usage?${qs({ from: s.toISOString(), to: e.toISOString(), group_by: 'flavor,kind' })}`)));
+    replace(chart, costChart(bs.map(label), reports));
+    const whole = await get(`/v1/usage?${qs({ from: bs[0][0].toISOString(), to: bs[bs.length - 1][1].toISOString(), group_by: 'flavor,kind' })}`);
+    replace(detail, table(`Whole period: ${whole.total.cost} in total, ${num(whole.total.gpu_hours, 3)} GPU-hours`,
+      ['Tenant', 'GPU model', 'Kind', 'GPU-hours', 'Cost'],
+      whole.items.map((r) => ({ key: `${r.tenant}/${r.flavor}/${r.kind}`, cells: [r.tenant, r.flavor, r.kind, num(r.gpu_hours, 3), r.cost] })),
+      'No usage in this period.'));
+  }
+
+  async function download() {
+    const bs = buckets();
+    try {
+      const text = await api('GET', `/v1/usage?${qs({ from: bs[0][0].toISOString(), to: bs[bs.length - 1][1].toISOString(), group_by: 'flavor,kind', format: 'csv' })}`);
+      const a = h('a', { href: URL.createObjectURL(new Blob([text], { type: 'text/csv' })), download: 'gpupool-usage.csv' });
+      document.body.append(a);
+      a.click();
+      a.remove();
+    } catch (e) { showError(`Could not download: ${e.message}`); }
+  }
+  return { every: 30000, refresh };
+}
+
+// Money for a chart label: whole units when large, two significant digits when tiny.
+function money(x) {
+  if (x >= 100) return x.toFixed(0);
+  if (x >= 1 || x === 0) return x.toFixed(2);
+  return x.toPrecision(2);
+}
+
+// A stacked bar chart in SVG: one bar per period, one colour per kind, with the total on top.
+function costChart(labels, reports) {
+  const NS = 'http://www.w3.org/2000/svg';
+  const s = (tag, attrs, ...kids) => {
+    const el = document.createElementNS(NS, tag);
+    for (const [k, v] of Object.entries(attrs)) el.setAttribute(k, v);
+    for (const k of kids) el.append(k instanceof Node ? k : document.createTextNode(String(k)));
+    return el;
+  };
+  const totals = reports.map((r) => Number(r.total.cost));
+  const max = Math.max(...totals, 1e-9);
+  const W = 640, H = 220, left = 56, bottom = 40, top = 20;
+  const bw = (W - left) / labels.length;
+  const svg = s('svg', { viewBox: `0 0 ${W} ${H}`, role: 'img', class: 'chart',
+    'aria-label': `Cost per period: ${labels.map((l, i) => `${l} ${money(totals[i])}`).join(', ')}` });
+  svg.append(s('line', { x1: left, y1: H - bottom, x2: W, y2: H - bottom, stroke: '#9ca3af' }));
+  svg.append(s('text', { x: left - 6, y: top + 4, 'text-anchor': 'end', class: 'axis' }, money(max)));
+  svg.append(s('text', { x: left - 6, y: H - bottom, 'text-anchor': 'end', class: 'axis' }, '0'));
+  const kinds = new Set();
+  reports.forEach((r, i) => {
+    let y = H - bottom;
+    const byKind = {};
+    for (const row of r.items) byKind[row.kind] = (byKind[row.kind] || 0) + Number(row.cost);
+    for (const [kind, cost] of Object.entries(byKind)) {
+      kinds.add(kind);
+      const hgt = ((H - bottom - top) * cost) / max;
+      y -= hgt;
+      svg.append(s('rect', { x: left + i * bw + 6, y, width: bw - 12, height: Math.max(hgt, 0), fill: KIND_COLOURS[kind] || '#6b7280' },
+        s('title', {}, `${labels[i]}: ${kind} ${money(cost)}`)));
+    }
+    svg.append(s('text', { x: left + i * bw + bw / 2, y: H - bottom + 16, 'text-anchor': 'middle', class: 'axis' }, labels[i]));
+    svg.append(s('text', { x: left + i * bw + bw / 2, y: Math.max(y - 4, 12), 'text-anchor': 'middle', class: 'value' }, money(totals[i])));
+  });
+  const legend = h('ul', { class: 'legend' }, [...kinds].map((k) =>
+    h('li', {}, h('span', { class: 'swatch', style: `background:${KIND_COLOURS[k] || '#6b7280'}` }), k)));
+  return [svg, kinds.size ? legend : h('p', { class: 'empty' }, 'No usage in this period.')];
+}
+
+// Cluster map (operators): nodes × GPUs × MIG slices, coloured by tenant, with node actions.
+function viewCluster(main) {
+  const summary = h('p', { id: 'cluster-summary' });
+  const legend = h('ul', { class: 'legend', id: 'cluster-legend' });
+  const map = h('div', { id: 'cluster-map', class: 'map' });
+  main.append(heading('Cluster'), summary, legend, map);
+  return {
+    every: POLL_MS,
+    async refresh() {
+      const nodes = (await get('/v1/nodes?detail=devices')).items.filter((n) => n.condition !== 'retired');
+      const byCondition = {};
+      const tenants = new Set();
+      for (const n of nodes) {
+        byCondition[n.condition] = (byCondition[n.condition] || 0) + 1;
+        for (const d of n.devices) for (const o of occupants(d)) if (o.tenant) tenants.add(o.tenant);
+      }
+      replace(summary, `${nodes.length} nodes: ${Object.entries(byCondition).map(([c, k]) => `${k} ${c}`).join(', ')}.`);
+      replace(legend, [...[...tenants].sort().map((t) => h('li', {}, h('span', { class: 'swatch', style: `background:${tenantColour(t)}` }), t)),
+        h('li', {}, h('span', { class: 'swatch free' }), 'free'), h('li', {}, h('span', { class: 'swatch sick' }), 'unhealthy')]);
+      replace(map, nodes.length ? nodes.map(nodeRow) : h('p', { class: 'empty' }, 'No nodes have joined yet.'));
+    },
+  };
+}
+
+function occupants(d) {
+  if (d.mode === 'whole') return d.occupant ? [d.occupant] : [];
+  if (d.mode === 'mig') return d.slices.map((s) => s.occupant).filter(Boolean);
+  return d.clients;
+}
+
+function who(o) {
+  if (!o) return 'free';
+  return o.tenant ? `${o.tenant} job ${o.job}` : 'another tenant';
+}
+
+function gpuCell(n, d) {
+  const base = `${n.name} GPU ${d.index}${d.healthy ? '' : ' (unhealthy)'}`;
+  if (d.mode === 'whole') {
+    const label = `${base}: ${who(d.occupant)}`;
+    return h('div', { class: `gpu${d.healthy ? '' : ' sick'}`, role: 'img', 'aria-label': label, title: label },
+      h('span', { class: 'fill', style: d.occupant ? `background:${tenantColour(d.occupant.tenant)}` : '' }),
+      h('span', { class: 'idx' }, d.index));
+  }
+  if (d.mode === 'mig') {
+    const label = `${base}, MIG: ${d.slices.map((s) => `${s.profile} ${who(s.occupant)}`).join(', ') || 'no instances'}`;
+    return h('div', { class: `gpu mig${d.healthy ? '' : ' sick'}`, role: 'img', 'aria-label': label, title: label },
+      d.slices.map((s) => h('span', {
+        class: `slice${s.occupant ? '' : ' free'}`,
+        style: `grid-column:${s.start + 1} / span ${s.memory_slices};${s.occupant ? `background:${tenantColour(s.occupant.tenant)}` : ''}`,
+        title: `${s.profile}: ${who(s.occupant)}`,
+      })),
+      h('span', { class: 'idx' }, d.index));
+  }
+  const used = d.clients.reduce((a, c) => a + c.milli, 0);
+  const label = `${base}, shared: ${d.clients.map((c) => `${c.milli / 10}% ${who(c)}`).join(', ') || 'no clients'}; ${100 - used / 10}% free`;
+  return h('div', { class: `gpu shared${d.healthy ? '' : ' sick'}`, role: 'img', 'aria-label': label, title: label },
+    d.clients.map((c) => h('span', { class: 'share', style: `width:${c.milli / 10}%;background:${tenantColour(c.tenant)}` })),
+    h('span', { class: 'idx' }, d.index));
+}
+
+function nodeRow(n) {
+  const act = (action, text, cls) => h('button', {
+    type: 'button', class: cls, 'data-key': `${action}-${n.name}`,
+    onclick: () => nodeAction(n, action),
+  }, text, h('span', { class: 'visually-hidden' }, ` ${n.name}`));
+  return h('section', { class: 'node', 'aria-label': `node ${n.name}`, 'data-node': n.name },
+    h('div', { class: 'node-head' },
+      h('h2', {}, n.name), badge(n.condition),
+      h('span', { class: 'muted' }, `${n.flavor} · ${n.block || 'no block'} · ${n.healthy_gpus}/${n.gpus} healthy`),
+      h('span', { class: 'actions' },
+        n.condition === 'ready' ? [act('cordon', 'Cordon'), act('drain', 'Drain', 'danger')]
+          : n.condition === 'cordoned' ? [act('uncordon', 'Uncordon'), act('drain', 'Drain', 'danger')]
+            : act('uncordon', 'Return to service'))),
+    h('div', { class: 'gpus' }, n.devices.map((d) => gpuCell(n, d))));
+}
+
+async function nodeAction(n, action) {
+  if (action === 'drain' && !confirm(`Drain ${n.name}? Its jobs are requeued.`)) return;
+  try {
+    const r = await api('POST', `/v1/nodes/${encodeURIComponent(n.name)}/${action}`);
+    say(`${n.name} is now ${r.condition}${r.requeued_jobs ? `; ${r.requeued_jobs} jobs requeued` : ''}.`);
+    await S.view.refresh();
+  } catch (e) { showError(`Could not ${action} ${n.name}: ${e.message}`); }
+}
+
+// Audit log: who did what, newest first.
+function viewAudit(main) {
+  const box = h('div', { id: 'audit' });
+  main.append(heading('Audit log'), box);
+  return {
+    every: 5000,
+    async refresh() {
+      const items = (await get('/v1/audit')).items.slice().reverse().slice(0, 500);
+      replace(box, table('Newest first (at most 500)', ['When', 'Who', 'Tenant', 'Action', 'Object', 'From'],
+        items.map((a, i) => ({ key: String(i), cells: [when(a.at_ms), a.principal, a.tenant || '', a.action, a.object, a.remote] })),
+        'Nothing has happened yet.'));
+    },
+  };
+}
+
+const VIEW_FNS = {
+  overview: viewOverview, tenants: viewTenants, jobs: viewJobs, calendar: viewCalendar, costs: viewCosts,
+  cluster: viewCluster, audit: viewAudit,
+};
+
+// ---------------------------------------------------------------------------------------------
+// Routing and live updates
+
+// A request outside the polling loop failed: a refused token signs out, anything else shows.
+function failed(e) {
+  if (e.status === 401) signOut('Your token is no longer accepted. Sign in again.');
+  else showError(e.message);
+}
+
+function stopPolling() {
+  clearTimeout(S.timer);
+  S.timer = null;
+  S.view = null;
+}
+
+async function tick(view) {
+  if (S.view !== view) return;
+  if (!document.hidden) {
+    try {
+      await view.refresh();
+      if (S.view !== view) return;
+      showError('');
+      $('#updated').textContent = `· updated ${fmtTime.format(new Date())}`;
+      document.body.dataset.loaded = view.name;
+    } catch (e) {
+      failed(e);
+      if (e.status === 401) return;
+    }
+  }
+  if (S.view === view) S.timer = setTimeout(() => tick(view), view.every);
+}
+
+function route() {
+  if (!S.me) return;
+  const name = location.hash.replace(/^#\//, '');
+  const known = views().find(([n]) => n === name);
+  if (!known) { location.hash = `#/${views()[0][0]}`; return; }
+  stopPolling();
+  showError('');
+  for (const a of document.querySelectorAll('#nav a')) {
+    if (a.dataset.view === name) a.setAttribute('aria-current', 'page');
+    else a.removeAttribute('aria-current');
+  }
+  document.title = `${known[1]} · gpupool`;
+  delete document.body.dataset.loaded;
+  const main = $('#main');
+  main.replaceChildren();
+  const view = VIEW_FNS[name](main);
+  view.name = name;
+  S.view = view;
+  $('#view-title')?.focus();
+  tick(view);
+}
+
+window.addEventListener('hashchange', route);
+document.addEventListener('visibilitychange', () => {
+  if (!document.hidden && S.view) { clearTimeout(S.timer); tick(S.view); }
+});
+
+document.addEventListener('DOMContentLoaded', async () => {
+  $('#tz').textContent = `Times are shown in ${TZ}.`;
+  $('#skip').addEventListener('click', (ev) => { ev.preventDefault(); $('#main').focus(); });
+  if (!S.token) { renderSignIn(); return; }
+  try {
+    await signIn();
+  } catch (e) {
+    if (e.status === 401) signOut('Your token is no longer accepted. Sign in again.');
+    else { renderSignIn(); showError(e.message); }
+  }
+});
