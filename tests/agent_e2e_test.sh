@@ -5,7 +5,10 @@
 #  - kill -9 of an agent: its job is requeued and runs again on another node within the
 #    heartbeat timeout;
 #  - XID 79 injected on a node: the node is drained and its job moves;
-#  - a node whose acceptance test fails stays out of scheduling.
+#  - a node whose acceptance test fails stays out of scheduling;
+#  - a MIG node joins through its agent (--allow-mig-changes); a job needing a 1g slice that its
+#    layout lacks runs after the scheduler re-partitions the GPU and the agent applies it, with
+#    CUDA_VISIBLE_DEVICES set to the MIG UUID the agent created.
 # Usage: agent_e2e_test.sh GPUPOOL_BINARY
 set -u
 bin=${1:?usage: agent_e2e_test.sh GPUPOOL_BINARY}
@@ -108,4 +111,21 @@ for id in "$hello" "$failing" "$long"; do
   "$bin" describe job "$id" -o json | grep -q '"node": "n-3"' && fail "job $id was placed on n-3"
 done
 [ "$(node_condition n-3)" = unhealthy ] || fail "n-3 is $(node_condition n-3)"
+
+# 5. A MIG node (3g@0 + 3g@4: GIs 1 and 2) and a job that needs a 1g slice: the scheduler
+# re-partitions the idle GPU, the agent applies the layout (new GIs 3, 4, ...) and reports the
+# new MIG UUIDs, and only then is the job started, on the new slice.
+"$bin" agent --name m-0 --gpus fake:1xh100-80gb:mig=3g.40gb+3g.40gb --allow-mig-changes \
+  --work-dir "$tmp/work-m-0" > "$tmp/agent-m-0.log" 2>&1 &
+pids+=($!)
+until_ok 20 grep -q '"msg":"registered"' "$tmp/agent-m-0.log" || fail "agent m-0 did not register"
+small=$("$bin" submit --tenant research --name small --priority-class training --flavor h100-80gb \
+  --mig-profile 1g.10gb --duration 600 -o json -- sh -c 'echo "slice $CUDA_VISIBLE_DEVICES"' |
+  python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')
+[ -n "$small" ] || fail "submit of the MIG job failed"
+until_ok 20 job_is "$small" succeeded || fail "MIG job $small is $(job_field "$small" 'd["state"]'), not succeeded"
+grep -q '"msg":"MIG layout applied"' "$tmp/agent-m-0.log" || fail "agent m-0 applied no MIG layout"
+until_ok 10 sh -c "'$bin' logs $small | grep -q '^slice MIG-fake-m-0-0-[3-9]\$'" ||
+  fail "logs of MIG job $small: $("$bin" logs "$small") (want a MIG UUID the agent created)"
+echo "MIG job $small ran on $("$bin" logs "$small" | sed 's/^slice //') after the agent re-partitioned m-0"
 echo "agent e2e ok"

@@ -145,13 +145,21 @@ const qs = (params) => new URLSearchParams(Object.entries(params).filter(([, v])
 const isAdmin = () => S.me && S.me.role === 'cluster-admin';
 const writes = () => S.me && S.me.role !== 'viewer';
 
-// A stable colour per tenant (text labels always go with it: colour is never the only cue).
+// A colour per tenant, distinct for the first ten in name order (assigned at sign-in from the
+// tenants the caller may see), hashed beyond. Text labels always go with it: colour is never
+// the only cue.
 const PALETTE = ['#1f77b4', '#d62728', '#2ca02c', '#9467bd', '#ff7f0e', '#17becf', '#8c564b', '#e377c2', '#7f7f00', '#393b79'];
+const COLOURS = new Map();
 function tenantColour(name) {
   if (!name) return '#6b7280';
+  if (COLOURS.has(name)) return COLOURS.get(name);
   let x = 0;
   for (const c of name) x = (x * 31 + c.codePointAt(0)) >>> 0;
   return PALETTE[x % PALETTE.length];
+}
+function assignColours(names) {
+  COLOURS.clear();
+  [...names].sort().forEach((n, i) => { if (i < PALETTE.length) COLOURS.set(n, PALETTE[i]); });
 }
 
 function badge(text, kind) {
@@ -228,8 +236,9 @@ function renderSignIn(message) {
 }
 
 async function signIn() {
-  const summary = await get('/v1/summary');
+  const [summary, tenants] = await Promise.all([get('/v1/summary'), get('/v1/tenants')]);
   S.me = summary.me;
+  assignColours(tenants.items.map((t) => t.name));
   sessionStorage.setItem(TOKEN_KEY, S.token);
   renderChrome();
   const wanted = location.hash.replace(/^#\//, '');
@@ -801,8 +810,9 @@ function gpuCell(n, d) {
       h('span', { class: 'idx' }, d.index));
   }
   if (d.mode === 'mig') {
-    const label = `${base}, MIG: ${d.slices.map((s) => `${s.profile} ${who(s.occupant)}`).join(', ') || 'no instances'}`;
-    return h('div', { class: `gpu mig${d.healthy ? '' : ' sick'}`, role: 'img', 'aria-label': label, title: label },
+    const label = `${base}, MIG: ${d.slices.map((s) => `${s.profile} ${who(s.occupant)}`).join(', ') || 'no instances'}` +
+      (d.mig_error ? `; the agent refused the new layout: ${d.mig_error}` : '');
+    return h('div', { class: `gpu mig${d.healthy ? '' : ' sick'}${d.mig_error ? ' refused' : ''}`, role: 'img', 'aria-label': label, title: label },
       d.slices.map((s) => h('span', {
         class: `slice${s.occupant ? '' : ' free'}`,
         style: `grid-column:${s.start + 1} / span ${s.memory_slices};${s.occupant ? `background:${tenantColour(s.occupant.tenant)}` : ''}`,

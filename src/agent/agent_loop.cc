@@ -97,6 +97,30 @@ std::optional<int64_t> ReplicaOf(const Json& j) {
   return r >= 0 ? std::optional<int64_t>(r) : std::nullopt;
 }
 
+std::optional<int64_t> AttemptOf(const Json& j) {
+  if (!j.is_object() || !j.contains("attempt") || !j["attempt"].is_number_integer()) {
+    return std::nullopt;
+  }
+  const int64_t a = j["attempt"].get<int64_t>();
+  return a >= 0 ? std::optional<int64_t>(a) : std::nullopt;
+}
+
+// A GPU as registration and heartbeats describe it; the instances only for MIG GPUs.
+Json GpuJson(const GpuInfo& g) {
+  const bool mig = g.mig_current == MigMode::kEnabled;
+  Json entry = {{"index", g.index}, {"uuid", g.uuid}, {"mig", mig}};
+  if (!mig) return entry;
+  Json inst = Json::array();
+  for (const GpuInstanceInfo& gi : g.gpu_instances) {
+    inst.push_back({{"start", gi.start},
+                    {"size", gi.size},
+                    {"profile", gi.profile},
+                    {"uuid", gi.mig_uuids.empty() ? "" : gi.mig_uuids.front()}});
+  }
+  entry["instances"] = inst;
+  return entry;
+}
+
 std::string KeyOf(const std::string& job, int64_t replica) {
   return job + "-" + std::to_string(replica);
 }
@@ -407,19 +431,7 @@ Status Agent::Register() {
       return FailedPrecondition("GPU " + std::to_string(g.index) + " is a " + g.model +
                                 ", GPU 0 a " + flavor + ": a node has one GPU model");
     }
-    const bool mig = g.mig_current == MigMode::kEnabled;
-    Json entry = {{"index", g.index}, {"uuid", g.uuid}, {"mig", mig}};
-    if (mig) {
-      Json inst = Json::array();
-      for (const GpuInstanceInfo& gi : g.gpu_instances) {
-        inst.push_back({{"start", gi.start},
-                        {"size", gi.size},
-                        {"profile", gi.profile},
-                        {"uuid", gi.mig_uuids.empty() ? "" : gi.mig_uuids.front()}});
-      }
-      entry["instances"] = inst;
-    }
-    gj.push_back(entry);
+    gj.push_back(GpuJson(g));
   }
   Json body = {{"node", options_.node},
                {"flavor", flavor},
@@ -436,6 +448,7 @@ Status Agent::Register() {
   }
   registered_ = true;
   last_contact_.reset();
+  gpus_ = std::move(*gpus);
   // A daemon that restarted has lost the tails it kept in memory: send them all again.
   for (auto& [key, rep] : replicas_) {
     rep.out_size = rep.out_mtime = rep.err_size = rep.err_mtime = -1;
@@ -456,7 +469,7 @@ Status Agent::Register() {
   }
   Log("info", "registered",
       {{"flavor", flavor},
-       {"gpus", gpus->size()},
+       {"gpus", gpus_.size()},
        {"condition", condition_},
        {"heartbeat_interval_ms", heartbeat_interval().millis()},
        {"heartbeat_timeout_ms", server_timeout_.millis()}});
@@ -555,7 +568,10 @@ Json Agent::BuildHeartbeat(std::vector<std::pair<std::string, Replica>>& log_mar
   Json reps = Json::array();
   Json logs = Json::array();
   for (const auto& [key, r] : replicas_) {
-    Json e = {{"job", r.job}, {"replica", r.index}, {"state", r.exited ? "exited" : "running"}};
+    Json e = {{"job", r.job},
+              {"replica", r.index},
+              {"attempt", r.attempt},
+              {"state", r.exited ? "exited" : "running"}};
     if (r.exited) {
       e["exit_code"] = r.exit.signaled ? 128 + r.exit.code : r.exit.code;
       e["signal"] = r.exit.signaled ? r.exit.code : 0;
@@ -569,6 +585,7 @@ Json Agent::BuildHeartbeat(std::vector<std::pair<std::string, Replica>>& log_mar
       logs.push_back(
           {{"job", r.job},
            {"replica", r.index},
+           {"attempt", r.attempt},
            {"stdout", ""},
            {"stderr", "gpupool agent: cannot start the replica: " + r.start_error + "\n"}});
       log_marks.emplace_back(key, mark);
@@ -583,6 +600,7 @@ Json Agent::BuildHeartbeat(std::vector<std::pair<std::string, Replica>>& log_mar
     }
     logs.push_back({{"job", r.job},
                     {"replica", r.index},
+                    {"attempt", r.attempt},
                     {"stdout", TailOrEmpty(out_path, kLogTailBytes)},
                     {"stderr", TailOrEmpty(err_path, kLogTailBytes)}});
     log_marks.emplace_back(key, mark);
@@ -611,7 +629,17 @@ Json Agent::BuildHeartbeat(std::vector<std::pair<std::string, Replica>>& log_mar
                             pending_health_.end() - static_cast<ptrdiff_t>(kMaxPendingHealth));
     }
   }
-  return {{"replicas", reps}, {"logs", logs}, {"health", pending_health_}};
+  Json gpus = Json::array();
+  for (const GpuInfo& g : gpus_) {
+    if (g.mig_current == MigMode::kEnabled) gpus.push_back(GpuJson(g));
+  }
+  Json mig_errors = Json::array();
+  for (const auto& [gpu, e] : mig_errors_) mig_errors.push_back(e);
+  return {{"replicas", reps},
+          {"logs", logs},
+          {"health", pending_health_},
+          {"gpus", gpus},
+          {"mig_errors", mig_errors}};
 }
 
 Status Agent::HeartbeatOnce(Time now) {
@@ -678,6 +706,15 @@ void Agent::ApplyReply(const Json& reply) {
   // job) is then started afresh rather than taken for the old one.
   each("stop", &Agent::StopReplica);
   each("forget", &Agent::ForgetReplica);
+  // A refusal is reported for as long as the daemon asks for that layout.
+  std::erase_if(mig_errors_, [&](const auto& e) {
+    if (!reply.contains("mig") || !reply["mig"].is_array()) return true;
+    return std::none_of(reply["mig"].begin(), reply["mig"].end(), [&](const Json& m) {
+      return m.is_object() && m.value("gpu", Json()) == e.second["gpu"] &&
+             m.value("layout", Json()) == e.second["layout"];
+    });
+  });
+  each("mig", &Agent::ApplyMig);
   each("start", &Agent::StartReplica);
 }
 
@@ -688,12 +725,28 @@ void Agent::StartReplica(const Json& s) {
     Log("warn", "start without a job or replica: skipped", {{"item", s}});
     return;
   }
+  const std::optional<int64_t> attempt = AttemptOf(s);
+  if (!attempt) {
+    Log("warn", "start without an attempt number: skipped", {{"item", s}});
+    return;
+  }
   const std::string key = KeyOf(*job, *index);
-  if (replicas_.count(key)) return;  // idempotent: already started (running or exited)
+  if (auto it = replicas_.find(key); it != replicas_.end()) {
+    // Idempotent for the same attempt; another attempt waits until the old one is forgotten.
+    if (it->second.attempt != *attempt) {
+      Log("warn", "start of a new attempt while the previous one is still here: waiting",
+          {{"job", *job},
+           {"replica", *index},
+           {"attempt", *attempt},
+           {"previous_attempt", it->second.attempt}});
+    }
+    return;
+  }
 
   Replica rec;
   rec.job = *job;
   rec.index = *index;
+  rec.attempt = *attempt;
   std::string error;
   LaunchSpec spec;
   spec.replica = key;
@@ -763,6 +816,7 @@ void Agent::StartReplica(const Json& s) {
       if (Status st = executor_.Start(spec); !st.ok()) error = st.error().message;
     }
   }
+  rec.devices = spec.devices;
   if (!error.empty()) {
     rec.exited = true;
     rec.exit = ExitInfo{false, 127};
@@ -773,6 +827,7 @@ void Agent::StartReplica(const Json& s) {
     Log("info", "replica started",
         {{"job", *job},
          {"replica", *index},
+         {"attempt", *attempt},
          {"pid", executor_.pid(key)},
          {"devices", spec.devices}});
   }
@@ -790,6 +845,15 @@ void Agent::StopReplica(const Json& s) {
   int64_t grace_s = 30;
   if (s.contains("grace_s") && s["grace_s"].is_number() && s["grace_s"].get<double>() >= 0) {
     grace_s = static_cast<int64_t>(s["grace_s"].get<double>());
+  }
+  if (auto it = replicas_.find(key);
+      it != replicas_.end() && AttemptOf(s) && *AttemptOf(s) != it->second.attempt) {
+    Log("warn", "stop for another attempt than the one here: ignored",
+        {{"job", *job},
+         {"replica", *index},
+         {"attempt", *AttemptOf(s)},
+         {"here", it->second.attempt}});
+    return;
   }
   if (!executor_.running(key)) {
     if (!replicas_.count(key)) {
@@ -815,6 +879,7 @@ void Agent::ForgetReplica(const Json& s) {
   const std::string key = KeyOf(*job, *index);
   auto it = replicas_.find(key);
   if (it == replicas_.end()) return;
+  if (AttemptOf(s) && *AttemptOf(s) != it->second.attempt) return;  // not this attempt's exit
   if (!it->second.exited) {
     Log("warn", "forget for a replica that still runs: kept", {{"job", *job}, {"replica", *index}});
     return;

@@ -10,6 +10,20 @@
 // bad environment, fork failure) is reported as exited with code 127 and the reason as its stderr
 // tail, so that the daemon fails it instead of asking again forever.
 //
+// Attempts: every start carries the daemon's attempt number, which the agent keeps with the
+// replica and sends back in every report, log and matching stop/forget, so that a replica left
+// from an earlier attempt of the same job (requeued and placed here again) is never taken for
+// the new one. A start for a replica key that still holds another attempt waits (the daemon
+// stops and forgets the old one first).
+//
+// MIG: a reply may list target layouts ("mig": [{"gpu": 0, "layout": "1g.10gb@0,3g.40gb@4"}]).
+// The agent applies one (GpuProbe::ApplyMigLayout) only when AgentOptions::allow_mig_changes is
+// set and none of its replicas that still run uses that GPU (else it waits and asks again at the
+// next reply). Without the flag, or when the probe fails, it reports the refusal in
+// "mig_errors" of the following heartbeats, for as long as the daemon asks. Every heartbeat
+// carries the MIG GPUs' current instances ("gpus"), as registration does, so the daemon learns
+// the new MIG UUIDs.
+//
 // Fault injection (FakeProbe only): when AgentOptions::fault_file is set, each HeartbeatOnce reads
 // the file and truncates it. One fault a line:
 //   xid GPU CODE | ecc GPU COUNT | row_remap GPU | temp GPU CELSIUS | lose_heartbeats SECONDS
@@ -36,6 +50,7 @@
 #include "agent/gpu_probe.h"
 #include "core/result.h"
 #include "core/time.h"
+#include "model/catalogue.h"
 
 namespace httplib {
 class Client;
@@ -66,6 +81,9 @@ struct AgentOptions {
   std::vector<std::string> labels;  // sent at registration
   int64_t cpu_milli = 0;
   int64_t memory_mib = 0;
+  // Let the daemon's MIG layouts be applied to the GPUs (--allow-mig-changes). Off: refused and
+  // reported.
+  bool allow_mig_changes = false;
   AgentLog log;  // empty: StderrJsonLog()
 };
 
@@ -115,6 +133,8 @@ class Agent {
   struct Replica {
     std::string job;
     int64_t index = 0;
+    int64_t attempt = 0;               // the daemon's attempt number, from the start
+    std::vector<std::string> devices;  // GPU or MIG UUIDs (CUDA_VISIBLE_DEVICES)
     bool exited = false;
     bool stopping = false;  // a stop was applied (logged once)
     ExitInfo exit;
@@ -146,6 +166,11 @@ class Agent {
   void StartReplica(const nlohmann::json& s);
   void StopReplica(const nlohmann::json& s);
   void ForgetReplica(const nlohmann::json& s);
+  void ApplyMig(const nlohmann::json& m);
+  // Records (and logs, once per distinct text) why GPU `gpu` is not given `layout`.
+  void MigRefused(uint32_t gpu, const std::string& layout, const std::string& why);
+  // Whether a replica that still runs uses GPU `g` or one of its MIG devices.
+  bool GpuBusy(const GpuInfo& g) const;
   void Shutdown();
   bool StopRequested() const;
   // Sleeps up to d in small steps; false if a stop was requested.
@@ -155,7 +180,8 @@ class Agent {
   Url url_;
   GpuProbe& probe_;
   Executor& executor_;
-  FakeProbe* fake_;  // the probe when it is a FakeProbe, else null
+  FakeProbe* fake_;                                   // the probe when it is a FakeProbe, else null
+  const Catalogue catalogue_ = Catalogue::BuiltIn();  // MIG profile names of the GPUs' model
   std::unique_ptr<httplib::Client> http_;
 
   bool acceptance_ran_ = false;
@@ -168,6 +194,9 @@ class Agent {
   std::optional<Time> lost_until_;    // lose_heartbeats
   std::map<std::string, Replica> replicas_;
   std::vector<nlohmann::json> pending_health_;  // polled, not yet delivered
+  std::vector<GpuInfo> gpus_;  // the last Discover (registration, or after a MIG change)
+  std::map<uint32_t, nlohmann::json> mig_errors_;  // by GPU: {"gpu", "layout", "error"}
+  std::map<uint32_t, std::string> mig_waiting_;    // by GPU: the layout waiting for idle (logged)
   std::atomic<bool> stop_{false};
 };
 

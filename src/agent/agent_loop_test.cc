@@ -169,8 +169,31 @@ class AgentAloneProtocolTest : public ::testing::Test {
     return nullptr;
   }
   static Json Start(const std::string& job, int replica, std::vector<std::string> argv,
-                    std::vector<std::string> devices = {}) {
-    return {{"job", job}, {"replica", replica}, {"command", argv}, {"devices", devices}};
+                    std::vector<std::string> devices = {}, int64_t attempt = 1) {
+    return {{"job", job},
+            {"replica", replica},
+            {"attempt", attempt},
+            {"command", argv},
+            {"devices", devices}};
+  }
+  // Heartbeats until the replica's report has `state`; returns that heartbeat's body.
+  Json HeartbeatUntilState(const std::string& job, int replica, const std::string& state) {
+    return HeartbeatUntil([&](const Json& b) {
+      const Json* r = FindReplica(b, job, replica);
+      return r && (*r)["state"] == state;
+    });
+  }
+  // "3g.40gb@0=MIG-...,..." for GPU `gpu` in a heartbeat body's "gpus".
+  static std::string Instances(const Json& hb, int gpu) {
+    std::string out;
+    for (const Json& g : hb["gpus"]) {
+      if (g["index"] != gpu) continue;
+      for (const Json& i : g["instances"]) {
+        out += (out.empty() ? "" : ",") + i["profile"].get<std::string>() + "@" +
+               std::to_string(i["start"].get<int>()) + "=" + i["uuid"].get<std::string>();
+      }
+    }
+    return out;
   }
   // The last log entry sent for a replica, over every heartbeat so far (tails are sent only when
   // they change, so the one with the exit may carry none).
@@ -577,6 +600,127 @@ TEST_F(AgentAloneProtocolTest, RunEndsWhenRegistrationIsRefused) {
   daemon_.QueueRegister(409, {{"error", {{"code", "CONFLICT"}, {"message", "2 GPUs, want 8"}}}});
   EXPECT_EQ(agent_->Run(), 1);
   EXPECT_TRUE(daemon_.Heartbeats().empty());
+}
+
+TEST_F(AgentAloneProtocolTest, AStaleAttemptIsNeverTakenForTheNewOne) {
+  MakeAgent("2xh100-80gb");
+  ASSERT_TRUE(agent_->Register().ok());
+  // A start without an attempt number is skipped.
+  Json no_attempt = Start("7", 0, {"true"});
+  no_attempt.erase("attempt");
+  daemon_.QueueHeartbeat(200, {{"start", {no_attempt}}});
+  ASSERT_TRUE(agent_->HeartbeatOnce(Time::FromSeconds(++clock_s_)).ok());
+  EXPECT_TRUE(agent_->replicas().empty());
+  EXPECT_TRUE(Logged("start without an attempt number: skipped"));
+
+  daemon_.QueueHeartbeat(200, {{"start", {Start("7", 0, {"sleep", "30"}, {}, 1)}}});
+  ASSERT_TRUE(agent_->HeartbeatOnce(Time::FromSeconds(++clock_s_)).ok());
+  const pid_t first = executor_->pid("7-0");
+  Json hb = HeartbeatUntilState("7", 0, "running");
+  EXPECT_EQ((*FindReplica(hb, "7", 0))["attempt"], 1);
+
+  // The job was requeued and placed here again (attempt 2) while attempt 1 still runs: the
+  // start waits, and a stop or forget addressed to attempt 2 does not touch attempt 1.
+  daemon_.QueueHeartbeat(200, {{"start", {Start("7", 0, {"sleep", "30"}, {}, 2)}},
+                               {"stop", {{{"job", "7"}, {"replica", 0}, {"attempt", 2}}}},
+                               {"forget", {{{"job", "7"}, {"replica", 0}, {"attempt", 2}}}}});
+  ASSERT_TRUE(agent_->HeartbeatOnce(Time::FromSeconds(++clock_s_)).ok());
+  EXPECT_EQ(executor_->pid("7-0"), first);
+  EXPECT_TRUE(executor_->running("7-0"));
+  EXPECT_TRUE(Logged("start of a new attempt while the previous one is still here: waiting"));
+  EXPECT_TRUE(Logged("stop for another attempt than the one here: ignored"));
+
+  // The daemon stops attempt 1; its exit is reported as attempt 1's.
+  daemon_.QueueHeartbeat(
+      200, {{"stop", {{{"job", "7"}, {"replica", 0}, {"attempt", 1}, {"grace_s", 5}}}}});
+  hb = HeartbeatUntilState("7", 0, "exited");
+  EXPECT_EQ((*FindReplica(hb, "7", 0))["attempt"], 1);
+  EXPECT_EQ((*FindReplica(hb, "7", 0))["signal"], SIGTERM);
+  // Forget attempt 1 and start attempt 2 in one reply: a new process, reported as attempt 2.
+  daemon_.QueueHeartbeat(200, {{"forget", {{{"job", "7"}, {"replica", 0}, {"attempt", 1}}}},
+                               {"start", {Start("7", 0, {"sleep", "30"}, {}, 2)}}});
+  ASSERT_TRUE(agent_->HeartbeatOnce(Time::FromSeconds(++clock_s_)).ok());
+  ASSERT_TRUE(executor_->running("7-0"));
+  EXPECT_NE(executor_->pid("7-0"), first);
+  ASSERT_TRUE(agent_->HeartbeatOnce(Time::FromSeconds(++clock_s_)).ok());
+  hb = daemon_.Heartbeats().back().body;
+  ASSERT_NE(FindReplica(hb, "7", 0), nullptr);
+  EXPECT_EQ((*FindReplica(hb, "7", 0))["attempt"], 2);
+  EXPECT_EQ((*FindReplica(hb, "7", 0))["state"], "running");
+}
+
+TEST_F(AgentAloneProtocolTest, MigLayoutIsRefusedWithoutAllowMigChanges) {
+  MakeAgent("1xh100-80gb:mig=3g.40gb+3g.40gb,1xh100-80gb");
+  ASSERT_TRUE(agent_->Register().ok());
+  const Json target = {{"gpu", 0}, {"layout", "1g.10gb@0,2g.20gb@2,3g.40gb@4"}};
+  daemon_.QueueHeartbeat(200, {{"mig", {target}}});
+  daemon_.QueueHeartbeat(200, {{"mig", {target}}});
+  ASSERT_TRUE(agent_->HeartbeatOnce(Time::FromSeconds(++clock_s_)).ok());
+  Json hb = daemon_.Heartbeats().back().body;
+  EXPECT_EQ(hb["mig_errors"], Json::array());
+  // Every heartbeat carries the MIG GPUs' instances, only those.
+  ASSERT_EQ(hb["gpus"].size(), 1u);
+  EXPECT_EQ(Instances(hb, 0), "3g.40gb@0=MIG-fake-n1-0-1,3g.40gb@4=MIG-fake-n1-0-2");
+  ASSERT_TRUE(agent_->HeartbeatOnce(Time::FromSeconds(++clock_s_)).ok());
+  hb = daemon_.Heartbeats().back().body;
+  ASSERT_EQ(hb["mig_errors"].size(), 1u);
+  EXPECT_EQ(hb["mig_errors"][0]["gpu"], 0);
+  EXPECT_EQ(hb["mig_errors"][0]["layout"], target["layout"]);
+  EXPECT_NE(hb["mig_errors"][0]["error"].get<std::string>().find("--allow-mig-changes"),
+            std::string::npos);
+  EXPECT_EQ(Instances(hb, 0), "3g.40gb@0=MIG-fake-n1-0-1,3g.40gb@4=MIG-fake-n1-0-2");
+  EXPECT_EQ(probe_->mig_changes(), 0);
+  // Still asked: still refused. No longer asked: no longer reported.
+  ASSERT_TRUE(agent_->HeartbeatOnce(Time::FromSeconds(++clock_s_)).ok());
+  EXPECT_EQ(daemon_.Heartbeats().back().body["mig_errors"].size(), 1u);
+  ASSERT_TRUE(agent_->HeartbeatOnce(Time::FromSeconds(++clock_s_)).ok());
+  EXPECT_EQ(daemon_.Heartbeats().back().body["mig_errors"], Json::array());
+}
+
+TEST_F(AgentAloneProtocolTest, MigLayoutIsAppliedOnlyOnAnIdleGpu) {
+  AgentOptions o;
+  o.allow_mig_changes = true;
+  MakeAgent("1xh100-80gb:mig=3g.40gb+3g.40gb", o);
+  ASSERT_TRUE(agent_->Register().ok());
+  // A replica (say, of a preempted job in its stop grace) still runs on the first slice.
+  daemon_.QueueHeartbeat(200, {{"start", {Start("9", 0, {"sleep", "30"}, {"MIG-fake-n1-0-1"})}}});
+  ASSERT_TRUE(agent_->HeartbeatOnce(Time::FromSeconds(++clock_s_)).ok());
+  const Json target = {{"gpu", 0}, {"layout", "1g.10gb@0,2g.20gb@2,3g.40gb@4"}};
+  daemon_.QueueHeartbeat(200, {{"mig", {target}}});
+  ASSERT_TRUE(agent_->HeartbeatOnce(Time::FromSeconds(++clock_s_)).ok());
+  EXPECT_EQ(probe_->mig_changes(), 0) << "the GPU is busy";
+  EXPECT_TRUE(Logged("MIG layout waits for the GPU's replicas to exit"));
+  ASSERT_TRUE(agent_->HeartbeatOnce(Time::FromSeconds(++clock_s_)).ok());
+  EXPECT_EQ(daemon_.Heartbeats().back().body["mig_errors"], Json::array()) << "waiting is no error";
+
+  daemon_.QueueHeartbeat(200, {{"stop", {{{"job", "9"}, {"replica", 0}, {"attempt", 1}}}}});
+  HeartbeatUntilState("9", 0, "exited");
+  // Idle now: applied. 3g@4 is kept (same MIG UUID); the new slices have new UUIDs, reported in
+  // the next heartbeat.
+  daemon_.QueueHeartbeat(200, {{"mig", {target}}});
+  ASSERT_TRUE(agent_->HeartbeatOnce(Time::FromSeconds(++clock_s_)).ok());
+  EXPECT_EQ(probe_->mig_changes(), 1);
+  EXPECT_TRUE(Logged("MIG layout applied"));
+  ASSERT_TRUE(agent_->HeartbeatOnce(Time::FromSeconds(++clock_s_)).ok());
+  Json hb = daemon_.Heartbeats().back().body;
+  EXPECT_EQ(Instances(hb, 0),
+            "1g.10gb@0=MIG-fake-n1-0-3,2g.20gb@2=MIG-fake-n1-0-4,3g.40gb@4=MIG-fake-n1-0-2");
+  // Asked again before the daemon saw the report: nothing to do.
+  daemon_.QueueHeartbeat(200, {{"mig", {target}}});
+  ASSERT_TRUE(agent_->HeartbeatOnce(Time::FromSeconds(++clock_s_)).ok());
+  EXPECT_EQ(probe_->mig_changes(), 1);
+  // A layout the GPU's model cannot hold, and a GPU the node lacks: refused or skipped.
+  daemon_.QueueHeartbeat(
+      200,
+      {{"mig", {{{"gpu", 0}, {"layout", "9g.1tb@0"}}, {{"gpu", 5}, {"layout", "7g.80gb@0"}}}}});
+  daemon_.QueueHeartbeat(200, {{"mig", {{{"gpu", 0}, {"layout", "9g.1tb@0"}}}}});
+  ASSERT_TRUE(agent_->HeartbeatOnce(Time::FromSeconds(++clock_s_)).ok());
+  ASSERT_TRUE(agent_->HeartbeatOnce(Time::FromSeconds(++clock_s_)).ok());
+  hb = daemon_.Heartbeats().back().body;
+  ASSERT_EQ(hb["mig_errors"].size(), 1u);
+  EXPECT_EQ(hb["mig_errors"][0]["layout"], "9g.1tb@0");
+  EXPECT_TRUE(Logged("MIG entry for a GPU this node lacks: skipped"));
+  EXPECT_EQ(probe_->mig_changes(), 1);
 }
 
 TEST(AgentShellQuoteTest, QuotesEachArgument) {

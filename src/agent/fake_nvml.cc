@@ -11,9 +11,16 @@
 //   GPU 1  "NVIDIA A100-SXM4-80GB", 0x20B210DE, bus 00000000:2A:00.0, MIG off; 2 volatile
 //          uncorrectable ECC errors; a row remap pending; 91 C; NVLink 0 -> GPU 0; one XID 48.
 // $GPUPOOL_FAKE_NVML_SCENARIO=init-fails makes nvmlInit_v2 return DRIVER_NOT_LOADED.
+// MIG writes on GPU 0 (GPU 1 answers NOT_SUPPORTED): GIs are created with a placement (size
+// checked against the profile, start aligned, no overlap: INSUFFICIENT_RESOURCES), get new ids
+// (3, 4, ...; never reused) and no CI; one CI per GI, of a CI profile no larger than the GI,
+// which makes a MIG device "MIG-fake-nvml-0-<GI id>" at the lowest free MIG device index; a GI
+// with a CI cannot be destroyed (IN_USE).
 // Test hooks (extern "C", found with dlsym): gpupoolFakeNvmlPushXid, gpupoolFakeNvmlSetEcc,
 // gpupoolFakeNvmlSetLost, gpupoolFakeNvmlDeprecateTemperature (nvmlDeviceGetTemperature then
-// answers DEPRECATED, as NVML 13 may), gpupoolFakeNvmlInitCount.
+// answers DEPRECATED, as NVML 13 may), gpupoolFakeNvmlInitCount, gpupoolFakeNvmlMigWrites (how
+// many create/destroy calls succeeded), gpupoolFakeNvmlFailNextCreate (the next GI create
+// answers the given error).
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -29,7 +36,7 @@ namespace {
 struct FakeDev {
   // Physical GPU fields.
   const char* name = "";
-  const char* uuid = "";
+  std::string uuid;
   unsigned long long memory_mib = 0;
   const char* bus_id = "";
   unsigned int pci_device_id = 0;
@@ -39,13 +46,20 @@ struct FakeDev {
   unsigned int temperature = 0;
   bool lost = false;
   bool registered = false;
-  // MIG device fields (is_mig: this is a MIG device handle of GPU 0).
+  // MIG device fields (is_mig: this is a MIG device handle of GPU 0, of the GI in slot gi_slot).
   bool is_mig = false;
   unsigned int gi_id = 0;
 };
 
+constexpr int kSlots = 7;  // GI slots of GPU 0; MIG device of slot k: g_dev[2 + k]
+
 struct FakeGi {
-  unsigned int id, profile_id, start, size;
+  unsigned int id = 0, profile_id = 0, start = 0, size = 0;
+  bool alive = false;
+  int ci_profile = -1;  // the CI's profile; -1: no CI
+};
+struct FakeCi {
+  int slot;
 };
 
 struct FakeEvent {
@@ -54,8 +68,13 @@ struct FakeEvent {
   unsigned int gi;
 };
 
-FakeDev g_dev[4];  // 0, 1: GPUs; 2, 3: MIG devices of GPU 0
-FakeGi g_gi[2];
+FakeDev g_dev[2 + kSlots];  // 0, 1: GPUs; 2..: MIG devices of GPU 0, one per GI slot
+FakeGi g_gi[kSlots];
+[[maybe_unused]] FakeCi g_ci[kSlots] = {{0}, {1}, {2}, {3}, {4}, {5}, {6}};
+int g_mig_index[kSlots];  // MIG device index -> GI slot, -1: no device there
+unsigned int g_next_gi_id = 3;
+int g_mig_writes = 0;
+[[maybe_unused]] nvmlReturn_t g_fail_next_create = NVML_SUCCESS;
 std::deque<FakeEvent> g_events;
 bool g_init = false;
 int g_init_count = 0;
@@ -92,11 +111,25 @@ void Reset() {
               .ecc = 2,
               .remap_pending = 1,
               .temperature = 91};
-  g_dev[2] = {.name = "", .uuid = "MIG-fake-nvml-0-2", .bus_id = "", .is_mig = true, .gi_id = 2};
-  g_dev[3] = {.name = "", .uuid = "MIG-fake-nvml-0-1", .bus_id = "", .is_mig = true, .gi_id = 1};
+  for (int k = 0; k < kSlots; ++k) {
+    g_dev[2 + k] = {.name = "", .uuid = "", .bus_id = "", .is_mig = true};
+    g_gi[k] = FakeGi{};
+    g_mig_index[k] = -1;
+  }
+  // GI 1 (3g@0) in slot 0, GI 2 (3g@4) in slot 1, each with its 3-slice CI (profile 2); MIG
+  // device indexes 0 -> GI 2, 1 absent, 2 -> GI 1.
+  g_gi[0] = {.id = 1, .profile_id = 9, .start = 0, .size = 4, .alive = true, .ci_profile = 2};
+  g_gi[1] = {.id = 2, .profile_id = 9, .start = 4, .size = 4, .alive = true, .ci_profile = 2};
+  g_dev[2].uuid = "MIG-fake-nvml-0-1";
+  g_dev[2].gi_id = 1;
+  g_dev[3].uuid = "MIG-fake-nvml-0-2";
+  g_dev[3].gi_id = 2;
+  g_mig_index[0] = 1;
+  g_mig_index[2] = 0;
+  g_next_gi_id = 3;
+  g_mig_writes = 0;
+  g_fail_next_create = NVML_SUCCESS;
   g_temperature_deprecated = false;
-  g_gi[0] = {1, 9, 0, 4};
-  g_gi[1] = {2, 9, 4, 4};
   g_events = {{0, 0x4, 0, 0xFFFFFFFFu},
               {0, nvmlEventTypeXidCriticalError, 31, 1},
               {1, nvmlEventTypeXidCriticalError, 48, 0xFFFFFFFFu}};
@@ -175,7 +208,7 @@ FAKE_EXPORT nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t h, char* name, unsigned 
 FAKE_EXPORT nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t h, char* uuid, unsigned int len) {
   FakeDev* d;
   if (nvmlReturn_t rc = Gpu(h, &d); rc != NVML_SUCCESS) return rc;
-  CopyString(d->uuid, uuid, len);
+  CopyString(d->uuid.c_str(), uuid, len);
   return NVML_SUCCESS;
 }
 
@@ -222,13 +255,11 @@ FAKE_EXPORT nvmlReturn_t nvmlDeviceGetMigDeviceHandleByIndex(nvmlDevice_t h, uns
                                                              nvmlDevice_t* mig) {
   FakeDev* d;
   if (nvmlReturn_t rc = Gpu(h, &d); rc != NVML_SUCCESS) return rc;
-  if (IndexOf(h) != 0 || index >= 7) return NVML_ERROR_INVALID_ARGUMENT;
-  if (index == 0)
-    *mig = Handle(2);
-  else if (index == 2)
-    *mig = Handle(3);
-  else
-    return NVML_ERROR_NOT_FOUND;
+  if (IndexOf(h) != 0 || index >= static_cast<unsigned int>(kSlots)) {
+    return NVML_ERROR_INVALID_ARGUMENT;
+  }
+  if (g_mig_index[index] < 0) return NVML_ERROR_NOT_FOUND;
+  *mig = Handle(2 + g_mig_index[index]);
   return NVML_SUCCESS;
 }
 
@@ -262,7 +293,8 @@ FAKE_EXPORT nvmlReturn_t nvmlDeviceGetGpuInstances(nvmlDevice_t h, unsigned int 
   if (nvmlReturn_t rc = Gpu(h, &d); rc != NVML_SUCCESS) return rc;
   unsigned int n = 0;
   for (FakeGi& gi : g_gi) {
-    if (IndexOf(h) == 0 && gi.profile_id == profile_id) {
+    if (IndexOf(h) == 0 && gi.alive && gi.profile_id == profile_id) {
+      if (n == *count) return NVML_ERROR_INSUFFICIENT_SIZE;
       gis[n++] = reinterpret_cast<nvmlGpuInstance_t>(&gi);
     }
   }
@@ -270,14 +302,174 @@ FAKE_EXPORT nvmlReturn_t nvmlDeviceGetGpuInstances(nvmlDevice_t h, unsigned int 
   return NVML_SUCCESS;
 }
 
+namespace {
+
+// The live GI behind a handle, or null.
+FakeGi* Gi(nvmlGpuInstance_t h) {
+  for (FakeGi& gi : g_gi) {
+    if (reinterpret_cast<nvmlGpuInstance_t>(&gi) == h) return gi.alive ? &gi : nullptr;
+  }
+  return nullptr;
+}
+
+// GI profile ID -> memory slices and compute slices on a 7-slice board (reference §1.1); false
+// for an unknown ID.
+bool GiShape(unsigned int profile_id, unsigned int* memory, unsigned int* compute) {
+  switch (profile_id) {
+    case 19: case 20: *memory = 1; *compute = 1; return true;
+    case 15: *memory = 2; *compute = 1; return true;
+    case 14: *memory = 2; *compute = 2; return true;
+    case 9: *memory = 4; *compute = 3; return true;
+    case 5: *memory = 4; *compute = 4; return true;
+    case 0: *memory = 8; *compute = 7; return true;
+    default: return false;
+  }
+}
+
+// CI profile enum (= CI profile ID) -> compute slices; 0 for those this board lacks.
+unsigned int CiSlices(unsigned int profile) {
+  static constexpr unsigned int kSlices[NVML_COMPUTE_INSTANCE_PROFILE_COUNT] = {1, 2, 3, 4, 7,
+                                                                                0, 0, 0, 0};
+  return profile < NVML_COMPUTE_INSTANCE_PROFILE_COUNT ? kSlices[profile] : 0;
+}
+
+}  // namespace
+
 FAKE_EXPORT nvmlReturn_t nvmlGpuInstanceGetInfo(nvmlGpuInstance_t gi, nvmlGpuInstanceInfo_t* info) {
   if (!g_init) return NVML_ERROR_UNINITIALIZED;
-  const FakeGi* g = reinterpret_cast<const FakeGi*>(gi);
+  const FakeGi* g = Gi(gi);
+  if (g == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
   info->device = Handle(0);
   info->id = g->id;
   info->profileId = g->profile_id;
   info->placement = {g->start, g->size};
   return NVML_SUCCESS;
+}
+
+// MIG writes.
+FAKE_EXPORT nvmlReturn_t nvmlDeviceCreateGpuInstanceWithPlacement(
+    nvmlDevice_t h, unsigned int profile_id, const nvmlGpuInstancePlacement_t* placement,
+    nvmlGpuInstance_t* out) {
+  FakeDev* d;
+  if (nvmlReturn_t rc = Gpu(h, &d); rc != NVML_SUCCESS) return rc;
+  if (IndexOf(h) != 0) return NVML_ERROR_NOT_SUPPORTED;  // GPU 1: MIG off
+  if (g_fail_next_create != NVML_SUCCESS) {
+    const nvmlReturn_t rc = g_fail_next_create;
+    g_fail_next_create = NVML_SUCCESS;
+    return rc;
+  }
+  unsigned int memory = 0, compute = 0;
+  if (!GiShape(profile_id, &memory, &compute) || placement == nullptr ||
+      placement->size != memory || placement->start % memory != 0 ||
+      placement->start + memory > 8 || (memory == 1 && placement->start > 6)) {
+    return NVML_ERROR_INVALID_ARGUMENT;
+  }
+  int free_slot = -1;
+  for (int k = 0; k < kSlots; ++k) {
+    const FakeGi& gi = g_gi[k];
+    if (!gi.alive) {
+      if (free_slot < 0) free_slot = k;
+      continue;
+    }
+    if (placement->start < gi.start + gi.size && gi.start < placement->start + memory) {
+      return NVML_ERROR_INSUFFICIENT_RESOURCES;  // overlaps an existing GI
+    }
+  }
+  if (free_slot < 0) return NVML_ERROR_INSUFFICIENT_RESOURCES;
+  g_gi[free_slot] = {.id = g_next_gi_id++, .profile_id = profile_id, .start = placement->start,
+                     .size = memory, .alive = true, .ci_profile = -1};
+  *out = reinterpret_cast<nvmlGpuInstance_t>(&g_gi[free_slot]);
+  ++g_mig_writes;
+  return NVML_SUCCESS;
+}
+
+FAKE_EXPORT nvmlReturn_t nvmlGpuInstanceDestroy(nvmlGpuInstance_t h) {
+  if (!g_init) return NVML_ERROR_UNINITIALIZED;
+  FakeGi* gi = Gi(h);
+  if (gi == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  if (gi->ci_profile >= 0) return NVML_ERROR_IN_USE;
+  gi->alive = false;
+  ++g_mig_writes;
+  return NVML_SUCCESS;
+}
+
+FAKE_EXPORT nvmlReturn_t nvmlGpuInstanceGetComputeInstanceProfileInfo(
+    nvmlGpuInstance_t h, unsigned int profile, unsigned int eng_profile,
+    nvmlComputeInstanceProfileInfo_t* info) {
+  if (!g_init) return NVML_ERROR_UNINITIALIZED;
+  const FakeGi* gi = Gi(h);
+  if (gi == nullptr || profile >= NVML_COMPUTE_INSTANCE_PROFILE_COUNT ||
+      eng_profile != NVML_COMPUTE_INSTANCE_ENGINE_PROFILE_SHARED) {
+    return NVML_ERROR_INVALID_ARGUMENT;
+  }
+  unsigned int memory = 0, compute = 0;
+  GiShape(gi->profile_id, &memory, &compute);
+  const unsigned int slices = CiSlices(profile);
+  if (slices == 0 || slices > compute) return NVML_ERROR_NOT_SUPPORTED;
+  std::memset(info, 0, sizeof *info);
+  info->id = profile;
+  info->sliceCount = slices;
+  info->instanceCount = compute / slices;
+  return NVML_SUCCESS;
+}
+
+FAKE_EXPORT nvmlReturn_t nvmlGpuInstanceCreateComputeInstance(nvmlGpuInstance_t h,
+                                                              unsigned int profile,
+                                                              nvmlComputeInstance_t* out) {
+  if (!g_init) return NVML_ERROR_UNINITIALIZED;
+  FakeGi* gi = Gi(h);
+  if (gi == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  unsigned int memory = 0, compute = 0;
+  GiShape(gi->profile_id, &memory, &compute);
+  const unsigned int slices = CiSlices(profile);
+  if (slices == 0 || slices > compute) return NVML_ERROR_NOT_SUPPORTED;
+  if (gi->ci_profile >= 0) return NVML_ERROR_INSUFFICIENT_RESOURCES;  // one CI per GI here
+  int index = 0;
+  while (index < kSlots && g_mig_index[index] >= 0) ++index;
+  if (index == kSlots) return NVML_ERROR_INSUFFICIENT_RESOURCES;
+  const int slot = static_cast<int>(gi - g_gi);
+  gi->ci_profile = static_cast<int>(profile);
+  g_mig_index[index] = slot;
+  g_dev[2 + slot] = {.name = "", .uuid = "MIG-fake-nvml-0-" + std::to_string(gi->id),
+                     .bus_id = "", .is_mig = true, .gi_id = gi->id};
+  *out = reinterpret_cast<nvmlComputeInstance_t>(&g_ci[slot]);
+  ++g_mig_writes;
+  return NVML_SUCCESS;
+}
+
+FAKE_EXPORT nvmlReturn_t nvmlGpuInstanceGetComputeInstances(nvmlGpuInstance_t h,
+                                                            unsigned int profile,
+                                                            nvmlComputeInstance_t* cis,
+                                                            unsigned int* count) {
+  if (!g_init) return NVML_ERROR_UNINITIALIZED;
+  const FakeGi* gi = Gi(h);
+  if (gi == nullptr || profile >= NVML_COMPUTE_INSTANCE_PROFILE_COUNT) {
+    return NVML_ERROR_INVALID_ARGUMENT;
+  }
+  unsigned int n = 0;
+  if (gi->ci_profile == static_cast<int>(profile)) {
+    if (*count < 1) return NVML_ERROR_INSUFFICIENT_SIZE;
+    cis[n++] = reinterpret_cast<nvmlComputeInstance_t>(&g_ci[gi - g_gi]);
+  }
+  *count = n;
+  return NVML_SUCCESS;
+}
+
+FAKE_EXPORT nvmlReturn_t nvmlComputeInstanceDestroy(nvmlComputeInstance_t h) {
+  if (!g_init) return NVML_ERROR_UNINITIALIZED;
+  for (FakeCi& ci : g_ci) {
+    if (reinterpret_cast<nvmlComputeInstance_t>(&ci) != h) continue;
+    FakeGi& gi = g_gi[ci.slot];
+    if (!gi.alive || gi.ci_profile < 0) return NVML_ERROR_INVALID_ARGUMENT;
+    gi.ci_profile = -1;
+    for (int& slot : g_mig_index) {
+      if (slot == ci.slot) slot = -1;
+    }
+    g_dev[2 + ci.slot].uuid = "";
+    ++g_mig_writes;
+    return NVML_SUCCESS;
+  }
+  return NVML_ERROR_INVALID_ARGUMENT;
 }
 
 // NVLink: 18 links per GPU; GPU 0 links 0 (GPU 1) and 1 (switch) active, GPU 1 link 0 active.
@@ -416,6 +608,8 @@ FAKE_EXPORT void gpupoolFakeNvmlSetEcc(int gpu, unsigned long long count) {
 }
 FAKE_EXPORT void gpupoolFakeNvmlSetLost(int gpu) { g_dev[gpu].lost = true; }
 FAKE_EXPORT void gpupoolFakeNvmlDeprecateTemperature() { g_temperature_deprecated = true; }
+FAKE_EXPORT int gpupoolFakeNvmlMigWrites() { return g_mig_writes; }
+FAKE_EXPORT void gpupoolFakeNvmlFailNextCreate(int rc) { g_fail_next_create = rc; }
 
 #endif  // FAKE_NVML_MINIMAL
 

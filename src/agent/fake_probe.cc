@@ -41,13 +41,22 @@ FakeProbe::FakeProbe(std::string node, Catalogue catalogue, std::vector<FakeGpuS
     : node_(std::move(node)),
       catalogue_(std::move(catalogue)),
       gpus_(std::move(gpus)),
-      temperature_(gpus_.size(), kDefaultTemperature) {}
+      gi_ids_(gpus_.size()),
+      next_gi_id_(gpus_.size(), 1),
+      temperature_(gpus_.size(), kDefaultTemperature) {
+  for (size_t i = 0; i < gpus_.size(); ++i) {
+    for (int k = 0; gpus_[i].mig && k < gpus_[i].layout.size(); ++k) {
+      gi_ids_[i].push_back(next_gi_id_[i]++);
+    }
+  }
+}
 
 std::string FakeProbe::Uuid(uint32_t gpu) const {
   return "GPU-fake-" + node_ + "-" + std::to_string(gpu);
 }
 
 Result<std::vector<GpuInfo>> FakeProbe::Discover() {
+  std::lock_guard<std::mutex> lock(mu_);
   std::vector<GpuInfo> out;
   const uint32_t n = static_cast<uint32_t>(gpus_.size());
   for (uint32_t i = 0; i < n; ++i) {
@@ -66,7 +75,7 @@ Result<std::vector<GpuInfo>> FakeProbe::Discover() {
       const MigInstance& inst = spec.layout.at(k);
       const MigProfile& p = model.profiles[inst.profile];
       GpuInstanceInfo gi;
-      gi.id = static_cast<uint32_t>(k + 1);
+      gi.id = gi_ids_[i][k];
       gi.profile_id = p.id;
       gi.profile = p.name;
       gi.start = inst.start;
@@ -82,6 +91,35 @@ Result<std::vector<GpuInfo>> FakeProbe::Discover() {
     out.push_back(std::move(g));
   }
   return out;
+}
+
+Status FakeProbe::ApplyMigLayout(uint32_t gpu, const GpuModel& model, const MigLayout& layout) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (gpu >= gpus_.size()) return InvalidArgument("no fake GPU " + std::to_string(gpu));
+  FakeGpuSpec& spec = gpus_[gpu];
+  if (model.name != spec.model) {
+    return InvalidArgument("fake GPU " + std::to_string(gpu) + " is a " + spec.model + ", not a " +
+                           model.name);
+  }
+  if (!spec.mig)
+    return FailedPrecondition("fake GPU " + std::to_string(gpu) + " is not in MIG mode");
+  GP_RETURN_IF_ERROR(ValidateLayout(model, layout));
+  if (spec.layout == layout) return Ok();
+  std::vector<uint32_t> ids;
+  for (int k = 0; k < layout.size(); ++k) {
+    const int old = spec.layout.IndexOfStart(layout.at(k).start);
+    const bool kept = old >= 0 && spec.layout.at(old).profile == layout.at(k).profile;
+    ids.push_back(kept ? gi_ids_[gpu][old] : next_gi_id_[gpu]++);
+  }
+  spec.layout = layout;
+  gi_ids_[gpu] = std::move(ids);
+  ++mig_changes_;
+  return Ok();
+}
+
+int FakeProbe::mig_changes() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return mig_changes_;
 }
 
 Result<std::vector<HealthEvent>> FakeProbe::PollHealth() {

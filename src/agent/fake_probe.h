@@ -18,8 +18,11 @@
 //
 // Identities are deterministic: GPU i is "GPU-fake-<node>-<i>", PCI bus id "00000000:<i+1>:00.0"
 // (hex), GPU instance ids are 1.. in start order, and the single MIG device of GI g is
-// "MIG-fake-<node>-<i>-<g>". Every GPU has one NVLink link to every other GPU (an all-to-all,
-// NVSwitch-like node), link k going to the k-th other GPU.
+// "MIG-fake-<node>-<i>-<g>". ApplyMigLayout keeps the instances the new layout shares with the
+// old one (same profile and start: same GI id and MIG UUID) and gives each new instance the next
+// GI id of that GPU, never reused, so a re-created slice has a new MIG UUID as on real hardware.
+// Every GPU has one NVLink link to every other GPU (an all-to-all, NVSwitch-like node), link k
+// going to the k-th other GPU.
 //
 // PollHealth returns the injected events in injection order and clears them, then one
 // temperature reading per GPU (40 C unless set).
@@ -57,8 +60,13 @@ class FakeProbe : public GpuProbe {
 
   Result<std::vector<GpuInfo>> Discover() override;
   Result<std::vector<HealthEvent>> PollHealth() override;
+  // FailedPrecondition for a GPU not in MIG mode, InvalidArgument for a GPU index out of range,
+  // another model or an invalid layout (nothing changes then).
+  Status ApplyMigLayout(uint32_t gpu, const GpuModel& model, const MigLayout& layout) override;
 
   size_t gpu_count() const { return gpus_.size(); }
+  // How many ApplyMigLayout calls changed something (for tests).
+  int mig_changes() const;
 
   // Fault injection. REQUIRES: gpu < gpu_count().
   void InjectXid(uint32_t gpu, uint64_t code, uint32_t gpu_instance_id = kUnknownU32);
@@ -80,11 +88,14 @@ class FakeProbe : public GpuProbe {
 
   const std::string node_;
   const Catalogue catalogue_;
-  const std::vector<FakeGpuSpec> gpus_;
   mutable std::mutex mu_;
-  std::vector<uint32_t> temperature_;  // guarded by mu_
-  std::vector<HealthEvent> pending_;   // guarded by mu_
-  bool heartbeat_lost_ = false;        // guarded by mu_
+  std::vector<FakeGpuSpec> gpus_;              // the count never changes; layouts guarded by mu_
+  std::vector<std::vector<uint32_t>> gi_ids_;  // guarded by mu_: per GPU, per layout instance
+  std::vector<uint32_t> next_gi_id_;           // guarded by mu_: per GPU
+  int mig_changes_ = 0;                        // guarded by mu_
+  std::vector<uint32_t> temperature_;          // guarded by mu_
+  std::vector<HealthEvent> pending_;           // guarded by mu_
+  bool heartbeat_lost_ = false;                // guarded by mu_
 };
 
 }  // namespace gpupool

@@ -71,6 +71,48 @@ TEST(FakeProbe, MigLayoutIsPlacedAndNamed) {
   EXPECT_EQ(gi.mig_uuids[0], "MIG-fake-rack1-node07-2-2");
 }
 
+TEST(FakeProbe, ApplyMigLayoutKeepsSharedInstancesAndNamesNewOnes) {
+  auto p = MakeFake("2xh100-80gb:mig=3g.40gb+3g.40gb");
+  const Catalogue cat = Catalogue::BuiltIn();
+  const GpuModel& m = cat.model(*cat.Find("h100-80gb"));
+  // 3g@0 becomes 1g@0 + 2g@2; 3g@4 stays. GIs 1 and 2 exist; the new ones are 3 and 4.
+  ASSERT_TRUE(p->ApplyMigLayout(1, m, *ParseLayout(m, "1g.10gb@0,2g.20gb@2,3g.40gb@4")).ok());
+  auto gpus = *p->Discover();
+  EXPECT_EQ(Layout(gpus[1]), "1g.10gb@0,2g.20gb@2,3g.40gb@4");
+  ASSERT_EQ(gpus[1].gpu_instances.size(), 3u);
+  EXPECT_EQ(gpus[1].gpu_instances[0].mig_uuids[0], "MIG-fake-n1-1-3");
+  EXPECT_EQ(gpus[1].gpu_instances[1].mig_uuids[0], "MIG-fake-n1-1-4");
+  EXPECT_EQ(gpus[1].gpu_instances[2].mig_uuids[0], "MIG-fake-n1-1-2") << "kept: same GI, same UUID";
+  EXPECT_EQ(gpus[1].gpu_instances[2].id, 2u);
+  EXPECT_EQ(Layout(gpus[0]), "3g.40gb@0,3g.40gb@4") << "the other GPU is untouched";
+  EXPECT_EQ(p->mig_changes(), 1);
+  // Back to 3g@0: a new GI id, so a new MIG UUID, never the old one's.
+  ASSERT_TRUE(p->ApplyMigLayout(1, m, *ParseLayout(m, "3g.40gb@0,3g.40gb@4")).ok());
+  gpus = *p->Discover();
+  EXPECT_EQ(gpus[1].gpu_instances[0].mig_uuids[0], "MIG-fake-n1-1-5");
+  // The same layout again changes nothing.
+  ASSERT_TRUE(p->ApplyMigLayout(1, m, *ParseLayout(m, "3g.40gb@0,3g.40gb@4")).ok());
+  EXPECT_EQ(p->mig_changes(), 2);
+}
+
+TEST(FakeProbe, ApplyMigLayoutRefusesBadRequestsAndChangesNothing) {
+  auto p = MakeFake("1xh100-80gb:mig=7g.80gb,1xh100-80gb");
+  const Catalogue cat = Catalogue::BuiltIn();
+  const GpuModel& h100 = cat.model(*cat.Find("h100-80gb"));
+  const GpuModel& a100 = cat.model(*cat.Find("a100-80gb"));
+  const MigLayout two = *ParseLayout(h100, "3g.40gb@0,3g.40gb@4");
+  MigLayout overlapping = two;
+  overlapping.Add({overlapping.at(0).profile, 4});  // a third 3g over the second
+  EXPECT_EQ(p->ApplyMigLayout(1, h100, two).error().code, ErrorCode::kFailedPrecondition)
+      << "GPU 1 is not in MIG mode";
+  EXPECT_EQ(p->ApplyMigLayout(2, h100, two).error().code, ErrorCode::kInvalidArgument);
+  EXPECT_EQ(p->ApplyMigLayout(0, a100, *ParseLayout(a100, "7g.80gb@0")).error().code,
+            ErrorCode::kInvalidArgument);
+  EXPECT_FALSE(p->ApplyMigLayout(0, h100, overlapping).ok());
+  EXPECT_EQ(Layout((*p->Discover())[0]), "7g.80gb@0");
+  EXPECT_EQ(p->mig_changes(), 0);
+}
+
 TEST(FakeProbe, PlacementSearchFindsAllBalancedInAnyOrder) {
   // 3g first-fit at 0 would strand the 1g's; the search places largest first at the highest
   // free start: 3g@4, 2g@2, 1g@1, 1g@0 (mig-parted all-balanced).

@@ -76,6 +76,10 @@ uint64_t AbsDiff(uint64_t a, uint64_t b) { return a > b ? a - b : b - a; }
 
 }  // namespace
 
+Status GpuProbe::ApplyMigLayout(uint32_t, const GpuModel&, const MigLayout&) {
+  return FailedPrecondition("this GPU probe cannot change MIG layouts");
+}
+
 std::string_view MigModeName(MigMode m) {
   switch (m) {
     case MigMode::kUnsupported: return "unsupported";

@@ -1,6 +1,8 @@
 // GpuProbe: what the node agent knows about the GPUs of its node, from NVML (NvmlProbe) or from
-// a spec string (FakeProbe). The probe only reads: it never changes MIG mode, creates or
-// destroys instances, or resets a GPU.
+// a spec string (FakeProbe). Discover and PollHealth only read. ApplyMigLayout is the one call
+// that changes a GPU (its MIG instances); the agent makes it only when started with
+// --allow-mig-changes and only on a GPU none of its replicas use. Nothing here changes MIG mode
+// or resets a GPU.
 //
 // Discover() describes every GPU as it is now. PollHealth() returns what happened since the last
 // call: XID events, a rise of the uncorrectable ECC count, row-remapping failure or pending, a
@@ -14,6 +16,7 @@
 #include <vector>
 
 #include "core/result.h"
+#include "model/mig.h"
 
 namespace gpupool {
 
@@ -85,6 +88,12 @@ class GpuProbe {
   // Events since the last call and the temperature readings (see the file comment). XIDs keep
   // their arrival order; beyond that the order is deterministic but not part of the contract.
   virtual Result<std::vector<HealthEvent>> PollHealth() = 0;
+  // Makes GPU `gpu` (GpuInfo::index, in MIG mode) hold exactly the GPU instances of `layout`,
+  // each with one compute instance spanning it (one MIG device): instances of the layout that
+  // exist (same profile and start) are kept untouched, the others destroyed, the missing ones
+  // created. REQUIRES: ValidateLayout(model, layout) ok, model is the GPU's model. On error
+  // the GPU may be left part-way; Discover shows what it holds. Default: kFailedPrecondition.
+  virtual Status ApplyMigLayout(uint32_t gpu, const GpuModel& model, const MigLayout& layout);
 };
 
 // The catalogue model (Catalogue::BuiltIn names) for a product. The PCI device ID decides when

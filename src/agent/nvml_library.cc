@@ -39,6 +39,13 @@ void VisitSymbols(NvmlApi& a, Visitor&& v) {
   v("nvmlDeviceRegisterEvents", a.device_register_events, false);
   v("nvmlEventSetWait_v2", a.event_set_wait, false);
   v("nvmlEventSetFree", a.event_set_free, false);
+  v("nvmlDeviceCreateGpuInstanceWithPlacement", a.device_create_gpu_instance_with_placement, false);
+  v("nvmlGpuInstanceDestroy", a.gpu_instance_destroy, false);
+  v("nvmlGpuInstanceGetComputeInstanceProfileInfo",
+    a.gpu_instance_get_compute_instance_profile_info, false);
+  v("nvmlGpuInstanceCreateComputeInstance", a.gpu_instance_create_compute_instance, false);
+  v("nvmlGpuInstanceGetComputeInstances", a.gpu_instance_get_compute_instances, false);
+  v("nvmlComputeInstanceDestroy", a.compute_instance_destroy, false);
 }
 
 Error Unavailable(std::string m) { return {ErrorCode::kUnavailable, std::move(m)}; }

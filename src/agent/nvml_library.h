@@ -55,6 +55,14 @@ struct NvmlApi {
   nvml::DeviceRegisterEventsFn device_register_events = nullptr;
   nvml::EventSetWaitFn event_set_wait = nullptr;  // _v2
   nvml::EventSetFreeFn event_set_free = nullptr;
+  // Optional: MIG write (NvmlProbe::ApplyMigLayout, with --allow-mig-changes only).
+  nvml::DeviceCreateGpuInstanceWithPlacementFn device_create_gpu_instance_with_placement = nullptr;
+  nvml::GpuInstanceDestroyFn gpu_instance_destroy = nullptr;
+  nvml::GpuInstanceGetComputeInstanceProfileInfoFn gpu_instance_get_compute_instance_profile_info =
+      nullptr;
+  nvml::GpuInstanceCreateComputeInstanceFn gpu_instance_create_compute_instance = nullptr;
+  nvml::GpuInstanceGetComputeInstancesFn gpu_instance_get_compute_instances = nullptr;
+  nvml::ComputeInstanceDestroyFn compute_instance_destroy = nullptr;
 };
 
 class NvmlLibrary {
@@ -78,8 +86,8 @@ class NvmlLibrary {
   // "nvmlDeviceGetName: Not Supported (3)", using nvmlErrorString.
   std::string Describe(const char* call, nvml::nvmlReturn_t rc) const;
 
-  // Every symbol name Open resolves, required and optional. A test checks that all of them only
-  // read state (no Set*, Create*/Destroy* of instances, Reset*).
+  // Every symbol name Open resolves, required and optional. A test checks that all of them read
+  // state except the six MIG instance create/destroy calls (no Set*, no Reset*).
   static std::vector<std::string> SymbolNames();
 
  private:

@@ -6,8 +6,10 @@
 // enumerated once, and every GPU is registered for XID events then (where the driver supports
 // it); Discover re-reads everything else each time, so a changed MIG layout shows.
 //
-// Read-only by construction: nvml_types.h declares no call that changes MIG mode, creates or
-// destroys instances, or resets. What is read and why: docs/design/agent.md ("NVML").
+// Reads, except ApplyMigLayout (nvml_mig.cc), which creates and destroys MIG GPU and compute
+// instances and refuses (kPermissionDenied) unless NvmlProbeOptions::allow_mig_changes is set.
+// nvml_types.h declares no call that changes MIG mode or resets a GPU. What is read and why:
+// docs/design/agent.md ("NVML").
 //
 // Health levels become events on a rising edge per GPU: the volatile uncorrectable ECC count
 // when it rises (the first poll reports a non-zero count), row-remap failure and pending when
@@ -34,6 +36,8 @@ struct NvmlProbeOptions {
   // How long PollHealth waits for the first XID event (later ones are drained without waiting).
   uint32_t event_wait_ms = 0;
   Catalogue catalogue = Catalogue::BuiltIn();  // for model and MIG profile names
+  // ApplyMigLayout may create and destroy MIG instances (the agent's --allow-mig-changes).
+  bool allow_mig_changes = false;
 };
 
 class NvmlProbe : public GpuProbe {
@@ -46,6 +50,14 @@ class NvmlProbe : public GpuProbe {
   Result<std::vector<GpuInfo>> Discover() override;
   // HealthEvent::gpu is kUnknownU32 for an XID whose device handle is not one of ours.
   Result<std::vector<HealthEvent>> PollHealth() override;
+  // Reference §3.7 step 3: destroys the compute instances, then the GPU instances, that are not
+  // in `layout`; creates the missing GPU instances with their placement (largest first), each
+  // with one compute instance spanning it (the CI profile whose slice count equals the GI's).
+  // Instances of the layout that exist are kept (given a compute instance if they have none).
+  // Errors: kPermissionDenied without allow_mig_changes; kInvalidArgument for a bad GPU or
+  // layout; kFailedPrecondition when MIG is off on the GPU or the library lacks a MIG call;
+  // kUnavailable with NVML's words (e.g. "In use (19)") when a call fails, possibly part-way.
+  Status ApplyMigLayout(uint32_t gpu, const GpuModel& model, const MigLayout& layout) override;
 
   const std::string& library_path() const { return path_; }
   // Node-wide notes: optional symbols the library lacks, event registration failures, and what
@@ -72,6 +84,15 @@ class NvmlProbe : public GpuProbe {
   void ReadMigDevices(const Device& d, GpuInfo& g);
   void ReadNvLinks(const Device& d, GpuInfo& g);
   void PollXids(std::vector<HealthEvent>& out);
+  // MIG write helpers (nvml_mig.cc).
+  struct LiveGi {
+    nvml::nvmlGpuInstance_t handle = nullptr;
+    unsigned int profile_id = 0, start = 0, size = 0;
+  };
+  Result<std::vector<LiveGi>> ListGpuInstances(Device& d);
+  Result<std::vector<nvml::nvmlComputeInstance_t>> ListComputeInstances(Device& d,
+                                                                        nvml::nvmlGpuInstance_t gi);
+  Status CreateFullComputeInstance(Device& d, nvml::nvmlGpuInstance_t gi, unsigned int slices);
   void PollLevels(uint32_t index, std::vector<HealthEvent>& out);
   bool ReadTemperature(Device& d, uint32_t& celsius);
   // Records rc on d (GPU_IS_LOST marks it lost); returns rc == NVML_SUCCESS.

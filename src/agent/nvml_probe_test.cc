@@ -5,6 +5,7 @@
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 
 namespace gpupool {
@@ -220,21 +221,120 @@ TEST(NvmlProbe, OptionalSymbolsMissingTurnFeaturesOff) {
   EXPECT_TRUE(health->empty());
 }
 
-TEST(NvmlLibrary, ResolvesOnlyReadOnlyCalls) {
-  // The agent reads: nothing that sets MIG mode, creates or destroys instances, or resets.
+TEST(NvmlLibrary, ResolvesReadCallsAndOnlySixMigWrites) {
+  // The agent reads, except six calls that create and destroy MIG GPU and compute instances
+  // (NvmlProbe::ApplyMigLayout): nothing sets MIG mode or resets.
   const std::vector<std::string> names = NvmlLibrary::SymbolNames();
-  ASSERT_EQ(names.size(), 28u);
+  ASSERT_EQ(names.size(), 34u);
+  const std::vector<std::string> writes = {
+      "nvmlDeviceCreateGpuInstanceWithPlacement",     "nvmlGpuInstanceDestroy",
+      "nvmlGpuInstanceGetComputeInstanceProfileInfo", "nvmlGpuInstanceCreateComputeInstance",
+      "nvmlGpuInstanceGetComputeInstances",           "nvmlComputeInstanceDestroy"};
+  int write_calls = 0;
   for (const std::string& n : names) {
-    const bool allowed = n.rfind("nvmlDeviceGet", 0) == 0 ||
+    const bool write = std::find(writes.begin(), writes.end(), n) != writes.end();
+    write_calls += write;
+    const bool allowed = write || n.rfind("nvmlDeviceGet", 0) == 0 ||
                          n.rfind("nvmlGpuInstanceGet", 0) == 0 || n == "nvmlInit_v2" ||
                          n == "nvmlShutdown" || n == "nvmlErrorString" ||
                          n == "nvmlEventSetCreate" || n == "nvmlEventSetWait_v2" ||
                          n == "nvmlEventSetFree" || n == "nvmlDeviceRegisterEvents";
     EXPECT_TRUE(allowed) << n;
     EXPECT_EQ(n.find("Reset"), std::string::npos) << n;
-    EXPECT_EQ(n.find("Destroy"), std::string::npos) << n;
     EXPECT_EQ(n.find("SetMigMode"), std::string::npos) << n;
   }
+  EXPECT_EQ(write_calls, 6);
+}
+
+const GpuModel& H100() {
+  static const Catalogue cat = Catalogue::BuiltIn();
+  return cat.model(*cat.Find("h100-80gb"));
+}
+
+// "profile@start=uuid,..." of a GPU, in start order.
+std::string Instances(const GpuInfo& g) {
+  std::string out;
+  for (const GpuInstanceInfo& gi : g.gpu_instances) {
+    out += (out.empty() ? "" : ",") + gi.profile + "@" + std::to_string(gi.start) + "=" +
+           (gi.mig_uuids.empty() ? "" : gi.mig_uuids[0]);
+  }
+  return out;
+}
+
+TEST(NvmlProbeMig, RefusedUnlessAllowed) {
+  NvmlProbe p = Probe(kFake);
+  ASSERT_TRUE(p.Discover().ok());
+  const Status s = p.ApplyMigLayout(0, H100(), *ParseLayout(H100(), "7g.80gb@0"));
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.error().code, ErrorCode::kPermissionDenied);
+  EXPECT_EQ(Hook<int (*)()>("gpupoolFakeNvmlMigWrites")(), 0);
+  EXPECT_EQ(Instances((*p.Discover())[0]),
+            "3g.40gb@0=MIG-fake-nvml-0-1,3g.40gb@4=MIG-fake-nvml-0-2");
+}
+
+NvmlProbe AllowedProbe(const std::string& path) {
+  NvmlProbeOptions o;
+  o.library_path = path;
+  o.allow_mig_changes = true;
+  return NvmlProbe(std::move(o));
+}
+
+TEST(NvmlProbeMig, RepartitionsKeepingWhatStays) {
+  NvmlProbe p = AllowedProbe(kFake);
+  ASSERT_TRUE(p.Discover().ok());
+  // 3g@0 (GI 1) goes: its CI, then the GI. 3g@4 (GI 2) stays. 2g@2 is created before 1g@0
+  // (largest first): GI 3, then GI 4, each with a CI spanning it (a new MIG device).
+  const Status s =
+      p.ApplyMigLayout(0, H100(), *ParseLayout(H100(), "1g.10gb@0,2g.20gb@2,3g.40gb@4"));
+  ASSERT_TRUE(s.ok()) << s.error().message;
+  EXPECT_EQ(Hook<int (*)()>("gpupoolFakeNvmlMigWrites")(), 6);
+  auto gpus = p.Discover();
+  ASSERT_TRUE(gpus.ok());
+  EXPECT_EQ(Instances((*gpus)[0]),
+            "1g.10gb@0=MIG-fake-nvml-0-4,2g.20gb@2=MIG-fake-nvml-0-3,3g.40gb@4=MIG-fake-nvml-0-2");
+  EXPECT_TRUE((*gpus)[0].warnings.empty()) << (*gpus)[0].warnings[0];
+  // The same layout again: nothing to do.
+  ASSERT_TRUE(
+      p.ApplyMigLayout(0, H100(), *ParseLayout(H100(), "2g.20gb@2,1g.10gb@0,3g.40gb@4")).ok());
+  EXPECT_EQ(Hook<int (*)()>("gpupoolFakeNvmlMigWrites")(), 6);
+  // Everything goes: one 7g.
+  ASSERT_TRUE(p.ApplyMigLayout(0, H100(), *ParseLayout(H100(), "7g.80gb@0")).ok());
+  EXPECT_EQ(Instances((*p.Discover())[0]), "7g.80gb@0=MIG-fake-nvml-0-5");
+}
+
+TEST(NvmlProbeMig, ErrorsAreClearAndPartialStateShows) {
+  NvmlProbe p = AllowedProbe(kFake);
+  ASSERT_TRUE(p.Discover().ok());
+  const MigLayout seven = *ParseLayout(H100(), "7g.80gb@0");
+  EXPECT_EQ(p.ApplyMigLayout(1, H100(), seven).error().code, ErrorCode::kFailedPrecondition)
+      << "GPU 1 is not in MIG mode";
+  EXPECT_EQ(p.ApplyMigLayout(2, H100(), seven).error().code, ErrorCode::kInvalidArgument);
+  MigLayout bad = seven;
+  bad.Add(seven.at(0));  // two 7g: invalid
+  EXPECT_EQ(p.ApplyMigLayout(0, H100(), bad).error().code, ErrorCode::kInvalidArgument);
+  EXPECT_EQ(Hook<int (*)()>("gpupoolFakeNvmlMigWrites")(), 0);
+  // The driver refuses the create: NVML's words, and the GPU as it was left (both 3g gone).
+  Hook<void (*)(int)>("gpupoolFakeNvmlFailNextCreate")(23);
+  const Status s = p.ApplyMigLayout(0, H100(), seven);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.error().code, ErrorCode::kUnavailable);
+  EXPECT_NE(s.error().message.find("nvmlDeviceCreateGpuInstanceWithPlacement"), std::string::npos)
+      << s.error().message;
+  EXPECT_NE(s.error().message.find("(23) (7g.80gb at slice 0)"), std::string::npos)
+      << s.error().message;
+  EXPECT_EQ(Instances((*p.Discover())[0]), "");
+  ASSERT_TRUE(p.ApplyMigLayout(0, H100(), seven).ok()) << "a retry completes it";
+  EXPECT_EQ(Instances((*p.Discover())[0]), "7g.80gb@0=MIG-fake-nvml-0-3");
+}
+
+TEST(NvmlProbeMig, ALibraryWithoutTheMigCallsCannotChangeMig) {
+  NvmlProbe p = AllowedProbe(kFakeMinimal);
+  const Status s = p.ApplyMigLayout(0, H100(), *ParseLayout(H100(), "7g.80gb@0"));
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.error().code, ErrorCode::kFailedPrecondition);
+  EXPECT_NE(s.error().message.find("lacks nvmlDeviceGetMigMode: cannot change MIG"),
+            std::string::npos)
+      << s.error().message;
 }
 
 }  // namespace

@@ -7,8 +7,10 @@
 // are int-sized, so enum-typed parameters are declared as int. The static_asserts below pin the
 // sizes implied by the reference's layouts on LP64 (x86_64, aarch64).
 //
-// Every function declared here only reads state. Nothing that changes MIG mode, creates or
-// destroys instances, or resets a GPU is declared, so the agent cannot call one by accident.
+// The functions declared here read state, except six that create and destroy MIG GPU and
+// compute instances (marked "MIG write" below), which only NvmlProbe::ApplyMigLayout calls, and
+// only when the agent runs with --allow-mig-changes. Nothing that changes MIG mode or resets a
+// GPU is declared, so the agent cannot call one by accident.
 #pragma once
 
 #include <cstddef>
@@ -18,9 +20,11 @@ namespace gpupool::nvml {
 // Opaque handles (reference §3.3).
 struct nvmlDevice_st;
 struct nvmlGpuInstance_st;
+struct nvmlComputeInstance_st;
 struct nvmlEventSet_st;
 using nvmlDevice_t = nvmlDevice_st*;
 using nvmlGpuInstance_t = nvmlGpuInstance_st*;
+using nvmlComputeInstance_t = nvmlComputeInstance_st*;
 using nvmlEventSet_t = nvmlEventSet_st*;
 
 using nvmlReturn_t = int;  // enum nvmlReturn_t
@@ -35,6 +39,8 @@ inline constexpr nvmlReturn_t NVML_ERROR_DRIVER_NOT_LOADED = 9;
 inline constexpr nvmlReturn_t NVML_ERROR_TIMEOUT = 10;
 inline constexpr nvmlReturn_t NVML_ERROR_FUNCTION_NOT_FOUND = 13;
 inline constexpr nvmlReturn_t NVML_ERROR_GPU_IS_LOST = 15;
+inline constexpr nvmlReturn_t NVML_ERROR_IN_USE = 19;
+inline constexpr nvmlReturn_t NVML_ERROR_INSUFFICIENT_RESOURCES = 23;
 inline constexpr nvmlReturn_t NVML_ERROR_DEPRECATED = 26;
 inline constexpr nvmlReturn_t NVML_ERROR_UNKNOWN = 999;
 
@@ -49,6 +55,9 @@ inline constexpr unsigned int NVML_DEVICE_PCI_BUS_ID_BUFFER_SIZE = 32;
 inline constexpr unsigned int NVML_DEVICE_PCI_BUS_ID_BUFFER_V2_SIZE = 16;
 inline constexpr unsigned int NVML_NVLINK_MAX_LINKS = 36;
 inline constexpr unsigned int NVML_GPU_INSTANCE_PROFILE_COUNT = 0x12;
+// CI profile enum values 0..8 (reference §1.3, §3.6); CI profile IDs equal the enum.
+inline constexpr unsigned int NVML_COMPUTE_INSTANCE_PROFILE_COUNT = 0x9;
+inline constexpr unsigned int NVML_COMPUTE_INSTANCE_ENGINE_PROFILE_SHARED = 0x0;
 
 inline constexpr int NVML_TEMPERATURE_GPU = 0;                // nvmlTemperatureSensors_t
 inline constexpr int NVML_MEMORY_ERROR_TYPE_UNCORRECTED = 1;  // nvmlMemoryErrorType_t
@@ -116,6 +125,19 @@ struct nvmlGpuInstanceProfileInfo_t {
   unsigned long long memorySizeMB;
 };
 
+// The unversioned (v1) CI profile info of nvmlGpuInstanceGetComputeInstanceProfileInfo.
+struct nvmlComputeInstanceProfileInfo_t {
+  unsigned int id;  // CI profile ID
+  unsigned int sliceCount;
+  unsigned int instanceCount;
+  unsigned int multiprocessorCount;
+  unsigned int sharedCopyEngineCount;
+  unsigned int sharedDecoderCount;
+  unsigned int sharedEncoderCount;
+  unsigned int sharedJpegCount;
+  unsigned int sharedOfaCount;
+};
+
 struct nvmlTemperature_v1_t {
   unsigned int version;  // NVML_STRUCT_VERSION(Temperature, 1)
   int sensorType;
@@ -136,6 +158,7 @@ static_assert(sizeof(nvmlGpuInstanceInfo_t) == 24 &&
 static_assert(sizeof(nvmlGpuInstanceProfileInfo_t) == 48 &&
               offsetof(nvmlGpuInstanceProfileInfo_t, memorySizeMB) == 40);
 static_assert(sizeof(nvmlTemperature_v1_t) == 12);
+static_assert(sizeof(nvmlComputeInstanceProfileInfo_t) == 36);
 
 // Function signatures (reference §3.4), as pointer types for dlsym.
 using InitFn = nvmlReturn_t (*)();
@@ -169,5 +192,17 @@ using DeviceGetSupportedEventTypesFn = nvmlReturn_t (*)(nvmlDevice_t, unsigned l
 using DeviceRegisterEventsFn = nvmlReturn_t (*)(nvmlDevice_t, unsigned long long, nvmlEventSet_t);
 using EventSetWaitFn = nvmlReturn_t (*)(nvmlEventSet_t, nvmlEventData_t*, unsigned int);
 using EventSetFreeFn = nvmlReturn_t (*)(nvmlEventSet_t);
+// MIG write (NvmlProbe::ApplyMigLayout only).
+using DeviceCreateGpuInstanceWithPlacementFn = nvmlReturn_t (*)(nvmlDevice_t, unsigned int,
+                                                                const nvmlGpuInstancePlacement_t*,
+                                                                nvmlGpuInstance_t*);
+using GpuInstanceDestroyFn = nvmlReturn_t (*)(nvmlGpuInstance_t);
+using GpuInstanceGetComputeInstanceProfileInfoFn = nvmlReturn_t (*)(
+    nvmlGpuInstance_t, unsigned int, unsigned int, nvmlComputeInstanceProfileInfo_t*);
+using GpuInstanceCreateComputeInstanceFn = nvmlReturn_t (*)(nvmlGpuInstance_t, unsigned int,
+                                                            nvmlComputeInstance_t*);
+using GpuInstanceGetComputeInstancesFn = nvmlReturn_t (*)(nvmlGpuInstance_t, unsigned int,
+                                                          nvmlComputeInstance_t*, unsigned int*);
+using ComputeInstanceDestroyFn = nvmlReturn_t (*)(nvmlComputeInstance_t);
 
 }  // namespace gpupool::nvml

@@ -17,7 +17,10 @@ namespace {
 constexpr const char* kAgentUsage =
     "usage: gpupool agent --server URL --token TOKEN --name NODE [--gpus nvml | --gpus fake:SPEC]\n"
     "                     [--work-dir DIR (./gpupool-agent-NODE)] [--acceptance CMD]\n"
-    "                     [--fault-file PATH (fake GPUs only)]\n"
+    "                     [--fault-file PATH (fake GPUs only)] [--allow-mig-changes]\n"
+    "  --allow-mig-changes lets the daemon's MIG layouts be applied (GPU instances destroyed and\n"
+    "  created) on GPUs none of this agent's replicas use; without it they are refused and "
+    "reported\n"
     "  --server and --token default to GPUPOOL_URL and GPUPOOL_TOKEN (or the config file)\n";
 
 int UsageError(const std::string& message) {
@@ -28,9 +31,10 @@ int UsageError(const std::string& message) {
 }  // namespace
 
 int Agent(const std::vector<std::string>& argv) {
-  Result<Args> args = Args::Parse(
-      argv, {"server", "token", "name", "gpus", "work-dir", "acceptance", "fault-file", "help"},
-      {"help"});
+  Result<Args> args = Args::Parse(argv,
+                                  {"server", "token", "name", "gpus", "work-dir", "acceptance",
+                                   "fault-file", "allow-mig-changes", "help"},
+                                  {"help", "allow-mig-changes"});
   if (!args.ok()) return UsageError(args.error().message);
   if (args->Has("help")) {
     std::cout << kAgentUsage;
@@ -53,7 +57,9 @@ int Agent(const std::vector<std::string>& argv) {
   std::unique_ptr<GpuProbe> probe;
   if (gpus == "nvml") {
     if (!fault_file.empty()) return UsageError("--fault-file needs --gpus fake:SPEC");
-    auto nvml = std::make_unique<NvmlProbe>();
+    NvmlProbeOptions no;
+    no.allow_mig_changes = args->Has("allow-mig-changes");
+    auto nvml = std::make_unique<NvmlProbe>(std::move(no));
     if (Result<std::vector<GpuInfo>> seen = nvml->Discover(); !seen.ok()) {
       std::cerr << "gpupool agent: cannot use NVML: " << seen.error().message
                 << " (on a machine without NVIDIA GPUs, use --gpus fake:SPEC)\n";
@@ -82,6 +88,7 @@ int Agent(const std::vector<std::string>& argv) {
   o.node = name;
   o.acceptance_command = args->Str("acceptance", "");
   o.fault_file = fault_file;
+  o.allow_mig_changes = args->Has("allow-mig-changes");
   Result<std::unique_ptr<gpupool::Agent>> agent =
       gpupool::Agent::Create(std::move(o), *probe, **executor);
   if (!agent.ok()) return UsageError(agent.error().message);
@@ -91,6 +98,7 @@ int Agent(const std::vector<std::string>& argv) {
        {"node", name},
        {"server", config->url},
        {"gpus", gpus},
+       {"allow_mig_changes", args->Has("allow-mig-changes")},
        {"cgroup", (*executor)->cgroup().reason}});
   return (*agent)->Run();
 }

@@ -577,6 +577,10 @@ Json DaemonCore::DevicesView(const CallContext& c, const Node& n) const {
   for (size_t i = 0; i < n.gpus.size(); ++i) {
     const Gpu& g = n.gpus[i];
     Json d = {{"index", i}, {"mode", std::string(GpuModeName(g.mode))}, {"healthy", g.healthy}};
+    // The node agent's refusal of the MIG layout the scheduler chose (operators only).
+    if (auto a = agents_.find(n.id); a != agents_.end() && c.principal->admin()) {
+      if (auto e = a->second.mig_error.find(static_cast<int>(i)); e != a->second.mig_error.end()) d["mig_error"] = e->second;
+    }
     if (g.mode == GpuMode::kWhole) {
       d["occupant"] = g.occupant.valid() ? OccupantView(c, g.occupant) : Json(nullptr);
     } else if (g.mode == GpuMode::kMig) {

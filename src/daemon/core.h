@@ -165,6 +165,20 @@ class DaemonCore {
   void RequeueNode(NodeId id, NodeCondition to, Time now);
   // Nodes whose agent has been silent longer than the timeout become unreachable.
   void CheckHeartbeats(Time now);
+  struct AgentState;
+  // Parts of AgentHeartbeat (core_agents.cc). Replica reports: job states, and the stop and
+  // forget lists; `occupied` gets the (job, replica) keys the agent holds for the current
+  // attempt or still runs for an old one (no start for those).
+  Status AgentReplicas(const CallContext& c, NodeId node, const nlohmann::json& reports, nlohmann::json& stop,
+                       nlohmann::json& forget, std::set<std::pair<uint64_t, int>>& occupied);
+  void AgentLogs(const nlohmann::json& logs);
+  void AgentHealth(const CallContext& c, NodeId node, const nlohmann::json& events);
+  // The target layouts of the node's MIG GPUs that differ from what the agent last reported;
+  // `pending` gets those GPUs.
+  nlohmann::json MigTargets(NodeId node, const AgentState& a, std::set<int>& pending) const;
+  // What the node should run and has not reported, except replicas on a MIG GPU in `pending`.
+  nlohmann::json StartList(NodeId node, const AgentState& a, const std::set<std::pair<uint64_t, int>>& occupied,
+                           const std::set<int>& pending) const;
   // Nodes the provider has ready join the cluster (journaled "burst_node").
   void BurstJoin(Time now);
   // The burst part of Tick; the journal records of the fleet ("burst_request", "burst_node").
@@ -189,6 +203,8 @@ class DaemonCore {
     Time last_heartbeat;
     std::vector<std::string> gpu_uuid;                     // by GPU index
     std::map<std::pair<int, int>, std::string> mig_uuid;  // (GPU, MIG start slice) -> UUID
+    std::map<int, MigLayout> mig_layout;  // MIG GPUs: the layout the agent last reported
+    std::map<int, std::string> mig_error;  // GPU -> the agent's refusal of its target (logged once)
   };
   struct ReplicaLogs {
     std::string out, err;  // the last 64 KiB the agent sent

@@ -18,6 +18,7 @@ using namespace reply;
 namespace {
 
 constexpr size_t kMaxTail = 64 * 1024;
+constexpr int64_t kMaxAttempt = int64_t{1} << 53;  // exact in any JSON reader
 
 // The replicas of `job` placed on `node`, by replica index.
 std::vector<int> ReplicasOn(const Job& job, NodeId node) {
@@ -47,6 +48,37 @@ uint64_t UintOr(const Json& j, const char* key, uint64_t def) {
 std::string StrField(const Json& j, const char* key) {
   auto it = j.find(key);
   return it != j.end() && it->is_string() ? it->get<std::string>() : "";
+}
+
+// The attempt number of a job's current placement: its admission time in ms. Admission is
+// journaled, so the number survives a daemon restart, and each requeue (JobLost, JobPreempted)
+// followed by a new admission gives a new one (two admissions of one job in the same
+// millisecond would share it).
+int64_t AttemptOf(const Job& job) { return job.admitted.millis(); }
+
+// The MIG instances of one reported GPU (gpus[i].instances: start, profile, uuid) as a layout of
+// `model`, and their MIG UUIDs by start slice.
+struct ReportedMig {
+  MigLayout layout;
+  std::map<int, std::string> uuid;
+};
+Result<ReportedMig> ReadInstances(const GpuModel& model, const Json& g, size_t i) {
+  const std::string where = "gpus[" + std::to_string(i) + "]";
+  ReportedMig out;
+  std::string layout;
+  if (auto inst = g.find("instances"); inst != g.end() && inst->is_array()) {
+    for (const Json& in : *inst) {
+      if (!in.is_object()) return InvalidArgument(where + ".instances: objects expected");
+      Result<int64_t> start = IntField(in, "start", 0, 7);
+      if (!start.ok()) return InvalidArgument(where + ".instances: " + start.error().message);
+      layout += (layout.empty() ? "" : ",") + StrField(in, "profile") + "@" + std::to_string(*start);
+      if (const std::string mig = StrField(in, "uuid"); !mig.empty()) out.uuid[static_cast<int>(*start)] = mig;
+    }
+  }
+  Result<MigLayout> l = ParseLayout(model, layout);
+  if (!l.ok()) return InvalidArgument(where + ": " + l.error().message);
+  out.layout = *l;
+  return out;
 }
 
 Result<JobId> JobField(const Json& j) {
@@ -96,19 +128,11 @@ Reply DaemonCore::RegisterAgent(const CallContext& c, const std::string& body) {
     }
     if (g.contains("mig") && g["mig"].get<bool>()) {
       gpu.mode = GpuMode::kMig;
-      std::string layout;
-      if (auto inst = g.find("instances"); inst != g.end() && inst->is_array()) {
-        for (const Json& in : *inst) {
-          if (!in.is_object()) return Err(InvalidArgument("gpus[" + std::to_string(i) + "].instances: objects expected"));
-          Result<int64_t> start = IntField(in, "start", 0, 7);
-          if (!start.ok()) return Err(InvalidArgument("gpus[" + std::to_string(i) + "].instances: " + start.error().message));
-          layout += (layout.empty() ? "" : ",") + StrField(in, "profile") + "@" + std::to_string(*start);
-          if (const std::string mig = StrField(in, "uuid"); !mig.empty()) agent.mig_uuid[{i, static_cast<int>(*start)}] = mig;
-        }
-      }
-      Result<MigLayout> l = ParseLayout(model, layout);
-      if (!l.ok()) return Err(InvalidArgument("gpus[" + std::to_string(i) + "]: " + l.error().message));
-      gpu.layout = *l;
+      Result<ReportedMig> mig = ReadInstances(model, g, i);
+      if (!mig.ok()) return Err(mig.error());
+      for (const auto& [start, mig_uuid] : mig->uuid) agent.mig_uuid[{static_cast<int>(i), start}] = mig_uuid;
+      agent.mig_layout[static_cast<int>(i)] = mig->layout;
+      gpu.layout = mig->layout;
     }
     built.push_back(std::move(gpu));
   }
@@ -187,6 +211,58 @@ void DaemonCore::RequeueNode(NodeId id, NodeCondition to, Time now) {
   RequeueJobsOn(id, now);
 }
 
+namespace {
+
+// The MIG instances a heartbeat reports ("gpus": [{"index", "mig", "instances"}]), by GPU index;
+// GPUs reported without MIG are left out. Validates everything before anything changes.
+Result<std::map<int, ReportedMig>> ReadHeartbeatGpus(const GpuModel& model, size_t gpus, const Json& j) {
+  std::map<int, ReportedMig> out;
+  const Json list = j.value("gpus", Json::array());
+  for (size_t i = 0; i < list.size(); ++i) {
+    const Json& g = list[i];
+    if (!g.is_object()) return InvalidArgument("gpus[" + std::to_string(i) + "] must be an object");
+    Result<int64_t> index = IntField(g, "index", 0, static_cast<int64_t>(gpus) - 1);
+    if (!index.ok()) return InvalidArgument("gpus[" + std::to_string(i) + "]: " + index.error().message);
+    if (g.contains("mig") && !g["mig"].is_boolean()) {
+      return InvalidArgument("gpus[" + std::to_string(i) + "].mig must be true or false");
+    }
+    if (!g.value("mig", false)) continue;
+    Result<ReportedMig> mig = ReadInstances(model, g, i);
+    if (!mig.ok()) return mig.error();
+    out[static_cast<int>(*index)] = std::move(*mig);
+  }
+  return out;
+}
+
+// Records the layouts and MIG UUIDs the agent reports, and logs each new refusal of a target
+// layout once ("mig_errors": [{"gpu", "layout", "error"}]; advisory: malformed entries are skipped).
+void RecordMig(const std::string& node, std::map<int, ReportedMig> gpus, const Json& errors,
+               std::map<std::pair<int, int>, std::string>& mig_uuid, std::map<int, MigLayout>& layouts,
+               std::map<int, std::string>& refusals) {
+  for (auto& [gpu, mig] : gpus) {
+    std::erase_if(mig_uuid, [gpu = gpu](const auto& e) { return e.first.first == gpu; });
+    for (const auto& [start, uuid] : mig.uuid) mig_uuid[{gpu, start}] = uuid;
+    layouts[gpu] = mig.layout;
+  }
+  std::map<int, std::string> now;
+  for (const Json& e : errors) {
+    if (!e.is_object()) continue;
+    Result<int64_t> gpu = IntField(e, "gpu", 0, 15);
+    if (!gpu.ok()) continue;
+    const std::string layout = StrField(e, "layout").substr(0, 256), error = StrField(e, "error").substr(0, 1024);
+    const std::string text = "GPU " + std::to_string(*gpu) + " not given MIG layout '" + layout + "': " + error;
+    auto old = refusals.find(static_cast<int>(*gpu));
+    if (old == refusals.end() || old->second != text) {
+      Log("warn", "node agent did not apply a MIG layout",
+          {{"node", node}, {"gpu", std::to_string(*gpu)}, {"layout", layout}, {"error", error}});
+    }
+    now[static_cast<int>(*gpu)] = text;
+  }
+  refusals = std::move(now);
+}
+
+}  // namespace
+
 Reply DaemonCore::AgentHeartbeat(const CallContext& c, const std::string& name, const std::string& body) {
   if (c.principal == nullptr) return Unauthenticated();
   if (!c.principal->admin()) return Forbidden("send agent heartbeats");
@@ -195,38 +271,67 @@ Reply DaemonCore::AgentHeartbeat(const CallContext& c, const std::string& name, 
   if (agent == agents_.end()) return Err(NotFound("node " + name + " is not registered: register again"));
   const Json j = Json::parse(body, nullptr, false);
   if (j.is_discarded() || !j.is_object()) return Err(InvalidArgument("request body must be a JSON object"));
-  for (const char* key : {"replicas", "logs", "health"}) {
+  for (const char* key : {"replicas", "logs", "health", "gpus", "mig_errors"}) {
     if (j.contains(key) && !j[key].is_array()) return Err(InvalidArgument(std::string("'") + key + "' must be a list"));
   }
   const NodeId node = *id;
-  agent->second.last_heartbeat = c.now;
-  Json start = Json::array(), stop = Json::array(), forget = Json::array();
-  std::set<std::pair<uint64_t, int>> reported;
+  const Node& n = state_->node(node);
+  Result<std::map<int, ReportedMig>> gpus = ReadHeartbeatGpus(state_->catalogue().model(n.flavor), n.gpus.size(), j);
+  if (!gpus.ok()) return Err(gpus.error());
+  AgentState& a = agent->second;
+  a.last_heartbeat = c.now;
+  Json stop = Json::array(), forget = Json::array();
+  std::set<std::pair<uint64_t, int>> occupied;
   // Replica states first: they may end jobs.
-  for (const Json& r : j.value("replicas", Json::array())) {
-    if (!r.is_object()) return Err(InvalidArgument("replicas: each entry must be an object"));
+  if (Status s = AgentReplicas(c, node, j.value("replicas", Json::array()), stop, forget, occupied); !s.ok()) {
+    return Err(s.error());
+  }
+  RecordMig(name, std::move(*gpus), j.value("mig_errors", Json::array()), a.mig_uuid, a.mig_layout, a.mig_error);
+  AgentLogs(j.value("logs", Json::array()));
+  AgentHealth(c, node, j.value("health", Json::array()));
+  std::set<int> pending;
+  const Json mig = MigTargets(node, a, pending);
+  return JsonReply(200, {{"start", StartList(node, a, occupied, pending)},
+                         {"stop", stop},
+                         {"forget", forget},
+                         {"mig", mig},
+                         {"condition", std::string(NodeConditionName(state_->node(node).condition))}});
+}
+
+Status DaemonCore::AgentReplicas(const CallContext& c, NodeId node, const Json& reports, Json& stop, Json& forget,
+                                 std::set<std::pair<uint64_t, int>>& occupied) {
+  for (const Json& r : reports) {
+    if (!r.is_object()) return InvalidArgument("replicas: each entry must be an object");
     Result<JobId> jid = JobField(r);
-    if (!jid.ok()) return Err(jid.error());
+    if (!jid.ok()) return jid.error();
     Result<int64_t> replica = IntField(r, "replica", 0, 65535);
-    if (!replica.ok()) return Err(replica.error());
+    if (!replica.ok()) return replica.error();
+    Result<int64_t> attempt = IntField(r, "attempt", 0, kMaxAttempt);
+    if (!attempt.ok()) return attempt.error();
     const std::string st = StrField(r, "state");
-    if (st != "running" && st != "exited") return Err(InvalidArgument("replicas: 'state' must be running or exited"));
+    if (st != "running" && st != "exited") return InvalidArgument("replicas: 'state' must be running or exited");
     const int ri = static_cast<int>(*replica);
-    reported.insert({jid->value(), ri});
     const Job* job = state_->FindJob(*jid);
-    const bool here = job && HoldsResources(job->state) && ri < static_cast<int>(job->placement.size()) &&
-                      job->placement[ri].node == node;
-    const Json key = {{"job", std::to_string(jid->value())}, {"replica", ri}};
+    const bool placed = job && HoldsResources(job->state) && ri < static_cast<int>(job->placement.size()) &&
+                        job->placement[ri].node == node;
+    const bool here = placed && *attempt == AttemptOf(*job);
+    const Json key = {{"job", std::to_string(jid->value())}, {"replica", ri}, {"attempt", *attempt}};
     if (!here) {
-      // Not this node's work (any more): stop it, or forget its exit.
+      // Not this node's work (any more), or an earlier attempt of it: stop it, or forget its
+      // exit. A stale replica that still runs keeps the new attempt from starting; a forgotten
+      // one does not (the agent applies forgets before starts).
       if (st == "running") {
         const Duration grace = job ? state_->priority_class(job->spec.priority_class).grace_period : Duration::Seconds(30);
-        stop.push_back({{"job", key["job"]}, {"replica", ri}, {"grace_s", grace.seconds()}});
+        Json entry = key;
+        entry["grace_s"] = grace.seconds();
+        stop.push_back(std::move(entry));
+        occupied.insert({jid->value(), ri});
       } else {
         forget.push_back(key);
       }
       continue;
     }
+    occupied.insert({jid->value(), ri});
     if (st == "running") {
       if (job->state == JobState::kAdmitted) GP_CHECK(ApplyAndStage(JobStarted{*jid, c.now}).ok());
       continue;
@@ -245,22 +350,34 @@ Reply DaemonCore::AgentHeartbeat(const CallContext& c, const std::string& name, 
       if (done.size() == job->placement.size()) GP_CHECK(ApplyAndStage(JobFinished{*jid, JobState::kSucceeded, c.now}).ok());
     }
   }
-  for (const Json& l : j.value("logs", Json::array())) {
+  return Ok();
+}
+
+void DaemonCore::AgentLogs(const Json& logs) {
+  for (const Json& l : logs) {
     if (!l.is_object()) continue;
     Result<JobId> jid = JobField(l);
     Result<int64_t> replica = IntField(l, "replica", 0, 65535);
-    if (!jid.ok() || !replica.ok() || state_->FindJob(*jid) == nullptr) continue;
-    ReplicaLogs& logs = logs_[*jid][static_cast<int>(*replica)];
+    if (!jid.ok() || !replica.ok()) continue;
+    const Job* job = state_->FindJob(*jid);
+    if (job == nullptr) continue;
+    // The tails of an earlier attempt do not overwrite those of the one placed now.
+    Result<int64_t> attempt = IntField(l, "attempt", 0, kMaxAttempt);
+    if (attempt.ok() && HoldsResources(job->state) && *attempt != AttemptOf(*job)) continue;
+    ReplicaLogs& out = logs_[*jid][static_cast<int>(*replica)];
     for (const char* stream : {"stdout", "stderr"}) {
       if (!l.contains(stream) || !l[stream].is_string()) continue;
       std::string text = l[stream].get<std::string>();
       if (text.size() > kMaxTail) text = text.substr(text.size() - kMaxTail);
-      (std::string(stream) == "stdout" ? logs.out : logs.err) = std::move(text);
+      (std::string(stream) == "stdout" ? out.out : out.err) = std::move(text);
     }
   }
-  // Health: the worst verdict of this heartbeat decides.
+}
+
+void DaemonCore::AgentHealth(const CallContext& c, NodeId node, const Json& events) {
+  // The worst verdict of this heartbeat decides.
   HealthVerdict worst;
-  for (const Json& h : j.value("health", Json::array())) {
+  for (const Json& h : events) {
     if (!h.is_object()) continue;
     HealthEvent e;
     Result<int64_t> gpu = IntField(h, "gpu", 0, 15);
@@ -284,6 +401,7 @@ Reply DaemonCore::AgentHeartbeat(const CallContext& c, const std::string& name, 
     }
     worst = Worse(worst, Classify(e));
   }
+  const std::string& name = state_->node(node).name;
   if (worst.action != HealthAction::kNone) {
     Log(worst.action == HealthAction::kWatch ? "info" : "warn", "GPU health event",
         {{"node", name}, {"action", std::string(HealthActionName(worst.action))}, {"reason", worst.reason}});
@@ -294,16 +412,40 @@ Reply DaemonCore::AgentHeartbeat(const CallContext& c, const std::string& name, 
   } else if (worst.action == HealthAction::kCordon && state_->node(node).condition == NodeCondition::kReady) {
     GP_CHECK(ApplyAndStage(NodeConditionChanged{node, NodeCondition::kCordoned, c.now}).ok());
   }
-  // What this node should run and has not reported.
-  const AgentState& a = agent->second;
+}
+
+Json DaemonCore::MigTargets(NodeId node, const AgentState& a, std::set<int>& pending) const {
+  const Node& n = state_->node(node);
+  const GpuModel& model = state_->catalogue().model(n.flavor);
+  Json out = Json::array();
+  for (size_t i = 0; i < n.gpus.size(); ++i) {
+    if (n.gpus[i].mode != GpuMode::kMig) continue;
+    auto reported = a.mig_layout.find(static_cast<int>(i));
+    if (reported != a.mig_layout.end() && reported->second == n.gpus[i].layout) continue;
+    pending.insert(static_cast<int>(i));
+    out.push_back({{"gpu", i}, {"layout", ToString(model, n.gpus[i].layout)}});
+  }
+  return out;
+}
+
+Json DaemonCore::StartList(NodeId node, const AgentState& a, const std::set<std::pair<uint64_t, int>>& occupied,
+                           const std::set<int>& pending) const {
+  Json start = Json::array();
   for (JobId jid : state_->node(node).Jobs()) {
     const Job& job = *state_->FindJob(jid);
     for (int r : ReplicasOn(job, node)) {
-      if (reported.count({jid.value(), r})) continue;
+      if (occupied.count({jid.value(), r})) continue;
       if (auto e = exits_.find(jid); e != exits_.end() && e->second.count(r)) continue;  // ran, exited 0
+      const std::vector<GpuGrant>& grants = job.placement[r].grants;
+      // A slice of a layout the agent has not applied yet does not exist on the device: wait.
+      if (std::any_of(grants.begin(), grants.end(),
+                      [&](const GpuGrant& g) { return g.mig_start >= 0 && pending.count(g.gpu); })) {
+        continue;
+      }
       Json devices = Json::array();
-      Json entry = {{"job", std::to_string(jid.value())}, {"replica", r}, {"command", job.spec.command}};
-      for (const GpuGrant& g : job.placement[r].grants) {
+      Json entry = {{"job", std::to_string(jid.value())}, {"replica", r}, {"attempt", AttemptOf(job)},
+                    {"command", job.spec.command}};
+      for (const GpuGrant& g : grants) {
         const std::string gpu = g.gpu < a.gpu_uuid.size() ? a.gpu_uuid[g.gpu] : "";
         if (g.mig_start >= 0) {
           auto m = a.mig_uuid.find({g.gpu, g.mig_start});
@@ -324,10 +466,7 @@ Reply DaemonCore::AgentHeartbeat(const CallContext& c, const std::string& name, 
       start.push_back(std::move(entry));
     }
   }
-  return JsonReply(200, {{"start", start},
-                         {"stop", stop},
-                         {"forget", forget},
-                         {"condition", std::string(NodeConditionName(state_->node(node).condition))}});
+  return start;
 }
 
 void DaemonCore::CheckHeartbeats(Time now) {

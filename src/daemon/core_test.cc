@@ -673,6 +673,19 @@ tenants:
   }
   Json Job(const std::string& id, int64_t s) { return Json::parse(core_->GetJob({&admin_, "", At(s)}, id).body); }
   std::string NodeOf(const std::string& id, int64_t s) { return Job(id, s)["placement"][0]["node"]; }
+  // A replica report of the attempt the daemon handed out in `start`.
+  static Json Report(const Json& start, const std::string& state, int exit_code = 0) {
+    Json r = {{"job", start["job"]}, {"replica", start["replica"]}, {"attempt", start["attempt"]}, {"state", state}};
+    if (state == "exited") r["exit_code"] = exit_code;
+    return r;
+  }
+  // The start entry for `job` in a heartbeat reply, or null.
+  static Json StartOf(const Json& reply, const std::string& job) {
+    for (const Json& s : reply["start"]) {
+      if (s["job"] == job) return s;
+    }
+    return Json();
+  }
 
   std::filesystem::path dir_;
   std::unique_ptr<DaemonCore> core_;
@@ -695,7 +708,9 @@ TEST_F(AgentProtocolTest, StartRunExitLogsAndScoping) {
   // The other node is told to start nothing.
   EXPECT_TRUE(Beat(node == "g1" ? "g2" : "g1", 2)["start"].empty());
 
-  reply = Beat(node, 3, {{"replicas", {{{"job", j}, {"replica", 0}, {"state", "running"}}}},
+  const Json started = start;
+  EXPECT_TRUE(start["attempt"].is_number_integer());
+  reply = Beat(node, 3, {{"replicas", {Report(started, "running")}},
                          {"logs", {{{"job", j}, {"replica", 0}, {"stdout", "hi\n"}, {"stderr", ""}}}}});
   EXPECT_TRUE(reply["start"].empty()) << "a reported replica is not started twice";
   EXPECT_EQ(Job(j, 3)["state"], "running");
@@ -704,14 +719,15 @@ TEST_F(AgentProtocolTest, StartRunExitLogsAndScoping) {
   EXPECT_EQ(logs["items"][0]["stdout"], "hi\n");
   EXPECT_EQ(core_->JobLogs({&member_b_, "", At(3)}, j).status, 404) << "another tenant's logs";
 
-  reply = Beat(node, 4, {{"replicas", {{{"job", j}, {"replica", 0}, {"state", "exited"}, {"exit_code", 0}}}}});
+  reply = Beat(node, 4, {{"replicas", {Report(started, "exited", 0)}}});
   EXPECT_EQ(Job(j, 4)["state"], "succeeded");
   ASSERT_EQ(reply["forget"].size(), 1u);
   EXPECT_TRUE(reply["start"].empty());
 
   const std::string k = Submit(member_a_, 2, 5);
   core_->Tick(At(5), false);
-  Beat(NodeOf(k, 5), 6, {{"replicas", {{{"job", k}, {"replica", 0}, {"state", "exited"}, {"exit_code", 3}}}}});
+  const Json k_start = StartOf(Beat(NodeOf(k, 5), 5), k);
+  Beat(NodeOf(k, 5), 6, {{"replicas", {Report(k_start, "exited", 3)}}});
   EXPECT_EQ(Job(k, 6)["state"], "failed");
 
   // Only admins speak for agents; an unknown node must register.
@@ -721,9 +737,14 @@ TEST_F(AgentProtocolTest, StartRunExitLogsAndScoping) {
   EXPECT_EQ(core_->AgentHeartbeat({&admin_, "", At(7)}, "g1",
                                   R"({"replicas": [{"job": "x", "replica": 0, "state": "running"}]})").status, 400);
   // Malformed values never throw: a 400, or (advisory health and logs) ignored.
-  for (const char* bad : {R"({"replicas": [{"job": "1", "replica": "0", "state": "running"}]})",
-                          R"({"replicas": [{"job": "1", "replica": 0, "state": "dancing"}]})", R"({"replicas": [7]})",
-                          R"({"health": {}})", "[]", "not json"}) {
+  for (const char* bad : {R"({"replicas": [{"job": "1", "replica": "0", "attempt": 1, "state": "running"}]})",
+                          R"({"replicas": [{"job": "1", "replica": 0, "attempt": 1, "state": "dancing"}]})",
+                          R"({"replicas": [{"job": "1", "replica": 0, "state": "running"}]})",
+                          R"({"replicas": [{"job": "1", "replica": 0, "attempt": -1, "state": "running"}]})",
+                          R"({"replicas": [7]})", R"({"health": {}})", R"({"gpus": {}})",
+                          R"({"gpus": [{"index": 9, "mig": true}]})",
+                          R"({"gpus": [{"index": 0, "mig": true, "instances": [{"start": 0, "profile": "9g.1tb"}]}]})",
+                          "[]", "not json"}) {
     EXPECT_EQ(core_->AgentHeartbeat({&admin_, "", At(7)}, "g1", bad).status, 400) << bad;
   }
   for (const char* odd : {R"({"health": [{"gpu": 0, "kind": "xid", "code": "79"}, {"gpu": "0"}, 5]})",
@@ -746,7 +767,8 @@ TEST_F(AgentProtocolTest, ASilentNodeIsUnreachableAndItsJobRunsElsewhere) {
   const std::string j = Submit(member_a_, 4, 1);
   core_->Tick(At(1), false);
   const std::string lost = NodeOf(j, 1), other = lost == "g1" ? "g2" : "g1";
-  Beat(lost, 2, {{"replicas", {{{"job", j}, {"replica", 0}, {"state", "running"}}}}});
+  const Json first = StartOf(Beat(lost, 2), j);
+  Beat(lost, 2, {{"replicas", {Report(first, "running")}}});
   for (int64_t s = 3; s <= 14; ++s) {
     Beat(other, s);
     core_->Tick(At(s), false);
@@ -761,7 +783,7 @@ TEST_F(AgentProtocolTest, ASilentNodeIsUnreachableAndItsJobRunsElsewhere) {
   // The lost node comes back: ready again, and its stale replica is stopped.
   ASSERT_EQ(Register(lost, 16).status, 200);
   EXPECT_EQ(Json::parse(core_->GetNode({&admin_, "", At(16)}, lost).body)["condition"], "ready");
-  const Json back = Beat(lost, 16, {{"replicas", {{{"job", j}, {"replica", 0}, {"state", "running"}}}}});
+  const Json back = Beat(lost, 16, {{"replicas", {Report(first, "running")}}});
   ASSERT_EQ(back["stop"].size(), 1u);
   EXPECT_EQ(back["stop"][0]["grace_s"], 120) << "the training class's grace period";
 }
@@ -790,6 +812,106 @@ TEST_F(AgentProtocolTest, Xid79DrainsAndAFailedAcceptanceKeepsANodeOut) {
   // A node known with other GPUs is refused.
   Json gpus = Json::array({{{"index", 0}, {"uuid", "GPU-x"}}});
   EXPECT_EQ(core_->RegisterAgent({&admin_, "", At(8)}, Json({{"node", "g3"}, {"flavor", "h100-80gb"}, {"gpus", gpus}}).dump()).status, 409);
+}
+
+TEST_F(AgentProtocolTest, AStaleAttemptIsStoppedAndNeverTakenForTheNewOne) {
+  const std::string j = Submit(member_a_, 4, 1), k = Submit(member_a_, 4, 1);
+  core_->Tick(At(1), false);
+  const std::string node = NodeOf(j, 1);
+  ASSERT_NE(NodeOf(k, 1), node) << "each job fills one node";
+  const Json first = StartOf(Beat(node, 2), j);
+  ASSERT_TRUE(first.is_object());
+  Beat(node, 3, {{"replicas", {Report(first, "running")}}});
+  EXPECT_EQ(Job(j, 3)["state"], "running");
+  // Drained and back: j is requeued and placed on the same node again (the other is full),
+  // while the agent still runs the first attempt.
+  ASSERT_EQ(core_->NodeAction({&admin_, "", At(4)}, node, "drain").status, 200);
+  ASSERT_EQ(core_->NodeAction({&admin_, "", At(5)}, node, "uncordon").status, 200);
+  core_->Tick(At(6), false);
+  ASSERT_EQ(NodeOf(j, 6), node);
+  EXPECT_EQ(Job(j, 6)["state"], "admitted");
+
+  // The old attempt's report does not start the new one: it is told to stop, and the new one
+  // is not handed out while the old one runs.
+  Json reply = Beat(node, 7, {{"replicas", {Report(first, "running")}},
+                              {"logs", {{{"job", j}, {"replica", 0}, {"attempt", first["attempt"]}, {"stdout", "old\n"}}}}});
+  EXPECT_EQ(Job(j, 7)["state"], "admitted");
+  ASSERT_EQ(reply["stop"].size(), 1u) << reply.dump();
+  EXPECT_EQ(reply["stop"][0]["attempt"], first["attempt"]);
+  EXPECT_TRUE(StartOf(reply, j).is_null());
+  EXPECT_EQ(Json::parse(core_->JobLogs({&admin_, "", At(7)}, j).body)["items"], Json::array())
+      << "the old attempt's tails are not the new one's";
+  // Its exit (SIGTERM) fails nothing; it is forgotten, and the new attempt starts in the same reply.
+  reply = Beat(node, 8, {{"replicas", {Report(first, "exited", 143)}}});
+  EXPECT_EQ(Job(j, 8)["state"], "admitted");
+  ASSERT_EQ(reply["forget"].size(), 1u);
+  EXPECT_EQ(reply["forget"][0]["attempt"], first["attempt"]);
+  const Json second = StartOf(reply, j);
+  ASSERT_TRUE(second.is_object()) << reply.dump();
+  EXPECT_NE(second["attempt"], first["attempt"]);
+  Beat(node, 9, {{"replicas", {Report(second, "running")}}});
+  EXPECT_EQ(Job(j, 9)["state"], "running");
+  reply = Beat(node, 10, {{"replicas", {Report(second, "exited", 0)}}});
+  EXPECT_EQ(Job(j, 10)["state"], "succeeded");
+}
+
+// A MIG node (one H100, 3g@0 + 3g@4) registered by its agent, and a job that needs a 1g slice.
+TEST_F(AgentProtocolTest, MigLayoutsGoThroughTheAgentAndStartsWaitForThem) {
+  auto instances = [](const std::string& layout, const std::string& prefix) {
+    Json out = Json::array();
+    for (size_t at = 0; at < layout.size();) {
+      const size_t comma = std::min(layout.find(',', at), layout.size());
+      const std::string item = layout.substr(at, comma - at);
+      const size_t sep = item.find('@');
+      out.push_back({{"start", std::stoi(item.substr(sep + 1))}, {"profile", item.substr(0, sep)},
+                     {"uuid", prefix + item.substr(sep + 1)}});
+      at = comma + 1;
+    }
+    return out;
+  };
+  Json reg = {{"node", "m1"}, {"flavor", "h100-80gb"},
+              {"gpus", {{{"index", 0}, {"uuid", "GPU-m1-0"}, {"mig", true},
+                         {"instances", instances("3g.40gb@0,3g.40gb@4", "MIG-old-")}}}}};
+  ASSERT_EQ(core_->RegisterAgent({&admin_, "", At(1)}, reg.dump()).status, 200);
+  EXPECT_EQ(Beat("m1", 1)["mig"], Json::array()) << "the layout the agent reported is the target";
+  const Reply r = core_->SubmitJob({&member_a_, "", At(2)},
+                                   Json({{"tenant", "a"}, {"name", "small"}, {"priority_class", "training"}, {"replicas", 1},
+                                         {"resources", {{"flavor", "h100-80gb"}, {"mig_profile", "1g.10gb"}}},
+                                         {"duration_estimate_s", 600}, {"command", {"nvidia-smi"}}}).dump(), "");
+  ASSERT_EQ(r.status, 201) << r.body;
+  const std::string j = Json::parse(r.body)["id"];
+  core_->Tick(At(2), false);
+  ASSERT_EQ(NodeOf(j, 2), "m1");
+  const int slice = Job(j, 2)["placement"][0]["gpus"][0]["mig_start"];
+
+  // The scheduler re-partitioned GPU 0: the reply carries the target, and the job waits for it.
+  Json reply = Beat("m1", 3);
+  ASSERT_EQ(reply["mig"].size(), 1u) << reply.dump();
+  EXPECT_EQ(reply["mig"][0]["gpu"], 0);
+  const std::string target = reply["mig"][0]["layout"];
+  EXPECT_NE(target.find("1g.10gb@" + std::to_string(slice)), std::string::npos) << target;
+  EXPECT_TRUE(reply["start"].empty()) << "slice " << slice << " does not exist on the device yet";
+  // The agent refuses (no --allow-mig-changes): logged, and the job still waits.
+  reply = Beat("m1", 4, {{"mig_errors", {{{"gpu", 0}, {"layout", target}, {"error", "MIG changes are off"}}}}});
+  EXPECT_EQ(reply["mig"].size(), 1u);
+  EXPECT_TRUE(reply["start"].empty());
+  // Operators see the refusal on the GPU in the node view (the console's cluster map).
+  const Json refused = Json::parse(core_->GetNode({&admin_, "", At(4)}, "m1").body)["devices"][0];
+  EXPECT_NE(refused.value("mig_error", "").find("MIG changes are off"), std::string::npos) << refused.dump();
+  // A malformed report changes nothing: still waiting.
+  Json bad_gpus = {{{"index", 0}, {"mig", true}, {"instances", instances(target, "MIG-new-")}},
+                   {{"index", 3}, {"mig", true}}};
+  EXPECT_EQ(core_->AgentHeartbeat({&admin_, "", At(5)}, "m1", Json({{"gpus", bad_gpus}}).dump()).status, 400);
+  EXPECT_TRUE(Beat("m1", 5)["start"].empty());
+  // Applied and reported: the job starts on the new slice's MIG UUID.
+  reply = Beat("m1", 6, {{"gpus", {{{"index", 0}, {"mig", true}, {"instances", instances(target, "MIG-new-")}}}}});
+  EXPECT_EQ(reply["mig"], Json::array());
+  EXPECT_FALSE(Json::parse(core_->GetNode({&admin_, "", At(6)}, "m1").body)["devices"][0].contains("mig_error"));
+  const Json start = StartOf(reply, j);
+  ASSERT_TRUE(start.is_object()) << reply.dump();
+  EXPECT_EQ(start["devices"], Json({"MIG-new-" + std::to_string(slice)}));
+  Beat("m1", 7, {{"replicas", {Report(start, "running")}}});
+  EXPECT_EQ(Job(j, 7)["state"], "running");
 }
 
 }  // namespace

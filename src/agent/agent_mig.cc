@@ -1,0 +1,112 @@
+// Agent: applying the daemon's MIG layouts (agent_loop.h, "MIG"; docs/design/agent.md, "MIG
+// layouts").
+#include <algorithm>
+
+#include "agent/agent_loop.h"
+
+namespace gpupool {
+namespace {
+
+using Json = nlohmann::json;
+
+// The layout a GPU holds now, in the catalogue's terms; an error when an instance has no known
+// profile or placement (it then differs from any target).
+Result<MigLayout> CurrentLayout(const GpuModel& model, const GpuInfo& g) {
+  std::string text;
+  for (const GpuInstanceInfo& gi : g.gpu_instances) {
+    if (gi.profile.empty() || gi.start == kUnknownU32) {
+      return FailedPrecondition("an instance of unknown profile or placement");
+    }
+    text += (text.empty() ? "" : ",") + gi.profile + "@" + std::to_string(gi.start);
+  }
+  return ParseLayout(model, text);
+}
+
+}  // namespace
+
+bool Agent::GpuBusy(const GpuInfo& g) const {
+  for (const auto& [key, r] : replicas_) {
+    if (r.exited) continue;
+    for (const std::string& d : r.devices) {
+      if (d == g.uuid) return true;
+      for (const GpuInstanceInfo& gi : g.gpu_instances) {
+        if (std::find(gi.mig_uuids.begin(), gi.mig_uuids.end(), d) != gi.mig_uuids.end()) {
+          return true;
+        }
+      }
+    }
+  }
+  return false;
+}
+
+void Agent::MigRefused(uint32_t gpu, const std::string& layout, const std::string& why) {
+  const Json e = {{"gpu", gpu}, {"layout", layout}, {"error", why}};
+  auto it = mig_errors_.find(gpu);
+  if (it == mig_errors_.end() || it->second != e) {
+    Log("warn", "MIG layout not applied", {{"gpu", gpu}, {"layout", layout}, {"error", why}});
+  }
+  mig_errors_[gpu] = e;
+}
+
+void Agent::ApplyMig(const Json& m) {
+  if (!m.is_object() || !m.contains("gpu") || !m["gpu"].is_number_unsigned() ||
+      !m.contains("layout") || !m["layout"].is_string()) {
+    Log("warn", "MIG entry without a GPU index or a layout: skipped", {{"item", m}});
+    return;
+  }
+  const std::string text = m["layout"].get<std::string>();
+  const uint64_t index = m["gpu"].get<uint64_t>();
+  if (index >= gpus_.size()) {
+    Log("warn", "MIG entry for a GPU this node lacks: skipped", {{"item", m}});
+    return;
+  }
+  const uint32_t gpu = static_cast<uint32_t>(index);
+  const GpuInfo& g = gpus_[gpu];
+  Result<FlavorId> flavor = catalogue_.Find(g.model);
+  if (!flavor.ok() || g.mig_current != MigMode::kEnabled) {
+    MigRefused(gpu, text, "GPU " + std::to_string(gpu) + " is not in MIG mode");
+    return;
+  }
+  const GpuModel& model = catalogue_.model(*flavor);
+  Result<MigLayout> target = ParseLayout(model, text);
+  if (!target.ok()) {
+    MigRefused(gpu, text, target.error().message);
+    return;
+  }
+  if (Result<MigLayout> now = CurrentLayout(model, g); now.ok() && *now == *target) {
+    mig_errors_.erase(gpu);  // applied; the daemon has not seen the report yet
+    return;
+  }
+  if (!options_.allow_mig_changes) {
+    MigRefused(gpu, text, "MIG changes are off on this agent (start it with --allow-mig-changes)");
+    return;
+  }
+  if (GpuBusy(g)) {  // a replica still runs there (e.g. in its stop grace): wait
+    if (mig_waiting_[gpu] != text) {
+      Log("info", "MIG layout waits for the GPU's replicas to exit",
+          {{"gpu", gpu}, {"layout", text}});
+    }
+    mig_waiting_[gpu] = text;
+    return;
+  }
+  mig_waiting_.erase(gpu);
+  const Status applied = probe_.ApplyMigLayout(gpu, model, *target);
+  // Whatever happened, report what the GPUs hold now.
+  if (Result<std::vector<GpuInfo>> seen = probe_.Discover(); seen.ok()) {
+    gpus_ = std::move(*seen);
+  } else {
+    Log("warn", "cannot discover the GPUs after a MIG change", {{"error", seen.error().message}});
+  }
+  if (!applied.ok()) {
+    MigRefused(gpu, text, applied.error().message);
+    return;
+  }
+  mig_errors_.erase(gpu);
+  Json uuids = Json::array();
+  if (gpu < gpus_.size()) {
+    for (const GpuInstanceInfo& gi : gpus_[gpu].gpu_instances) uuids.push_back(gi.mig_uuids);
+  }
+  Log("info", "MIG layout applied", {{"gpu", gpu}, {"layout", text}, {"mig_uuids", uuids}});
+}
+
+}  // namespace gpupool
