@@ -28,7 +28,11 @@ npm_packages() {
   dir="$(cd "$(dirname "$0")/.." && pwd)/tests/console"
   [ -d "$dir/node_modules/playwright-core" ] && return 0
   echo "setup: npm ci in tests/console" >&2
-  (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
+  # Not fatal: without the npm registry (or its TLS chain) the browser test is skipped, loudly,
+  # and every other test still runs.
+  if ! (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error >/dev/null); then
+    echo "setup: WARNING: npm ci failed in tests/console; console_test will be skipped" >&2
+  fi
 }
 
 missing=()

@@ -49,9 +49,16 @@ until_ok 20 test -s "$tmp/data/port" || fail "daemon did not start"
 export GPUPOOL_URL="http://127.0.0.1:$(cat "$tmp/data/port")" GPUPOOL_TOKEN="$(cat "$tmp/data/admin.token")"
 
 declare -A agent_pid
+# Each agent runs with a node-agent token of its own, good for its node only.
+agent_token() {
+  curl -sf -X POST -H "Authorization: Bearer $GPUPOOL_TOKEN" -d "{\"name\": \"$1\", \"role\": \"node-agent\"}" \
+    "$GPUPOOL_URL/v1/tokens" | python3 -c 'import json,sys; print(json.load(sys.stdin)["token"])'
+}
 start_agent() {  # start_agent NODE [EXTRA FLAGS...]
   local node=$1; shift
-  "$bin" agent --name "$node" --gpus fake:4xh100-80gb --work-dir "$tmp/work-$node" \
+  local token
+  token=$(agent_token "$node") || fail "no node-agent token for $node"
+  "$bin" agent --name "$node" --token "$token" --gpus fake:4xh100-80gb --work-dir "$tmp/work-$node" \
     --fault-file "$tmp/faults-$node" "$@" > "$tmp/agent-$node.log" 2>&1 &
   agent_pid[$node]=$!
   pids+=($!)

@@ -13,16 +13,17 @@ std::string_view RoleName(Role r) {
     case Role::kTenantAdmin: return "tenant-admin";
     case Role::kMember: return "member";
     case Role::kViewer: return "viewer";
+    case Role::kNodeAgent: return "node-agent";
   }
   return "?";
 }
 
 Result<Role> ParseRole(std::string_view s) {
-  for (Role r : {Role::kClusterAdmin, Role::kTenantAdmin, Role::kMember, Role::kViewer}) {
+  for (Role r : {Role::kClusterAdmin, Role::kTenantAdmin, Role::kMember, Role::kViewer, Role::kNodeAgent}) {
     if (RoleName(r) == s) return r;
   }
   return InvalidArgument("unknown role '" + std::string(s) +
-                         "' (cluster-admin, tenant-admin, member, viewer)");
+                         "' (cluster-admin, tenant-admin, member, viewer, node-agent)");
 }
 
 std::string Sha256Hex(const std::string& data) {

@@ -1,7 +1,9 @@
 // Principals and API tokens. A token is "gp_<id>_<secret>"; only its SHA-256 is kept (in memory
 // and in the journal), so a leaked journal leaks no usable token. Roles, widest first:
 // cluster-admin (everything), tenant-admin (its tenant: jobs, tokens, usage), member (its
-// tenant's jobs), viewer (reads its tenant).
+// tenant's jobs), viewer (reads its tenant). Apart from them, node-agent: the credential of one
+// node's agent, which may register and heartbeat the node named like the token, and nothing
+// else (no reads either).
 #pragma once
 
 #include <map>
@@ -15,7 +17,7 @@
 
 namespace gpupool {
 
-enum class Role { kClusterAdmin, kTenantAdmin, kMember, kViewer };
+enum class Role { kClusterAdmin, kTenantAdmin, kMember, kViewer, kNodeAgent };
 std::string_view RoleName(Role r);
 Result<Role> ParseRole(std::string_view s);
 
@@ -28,7 +30,12 @@ struct Principal {
   bool admin() const { return role == Role::kClusterAdmin; }
   // May read (and, for writers, change) objects of tenant `t`.
   bool Sees(TenantId t) const { return admin() || tenant == t; }
-  bool Writes() const { return role != Role::kViewer; }
+  bool Writes() const { return role != Role::kViewer && role != Role::kNodeAgent; }
+  // May speak for node `node` as its agent: cluster admins for any node, a node-agent token
+  // for the node of its own name.
+  bool ActsForNode(std::string_view node) const {
+    return admin() || (role == Role::kNodeAgent && name == node);
+  }
 };
 
 struct TokenRecord {

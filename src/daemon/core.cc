@@ -656,13 +656,17 @@ Reply DaemonCore::CreateToken(const CallContext& c, const std::string& body) {
   Result<Role> role = ParseRole(j["role"].get<std::string>());
   if (!role.ok()) return Err(role.error());
   Principal p{j["name"].get<std::string>(), *role, TenantId(), ""};
-  if (*role != Role::kClusterAdmin) {
+  if (*role == Role::kNodeAgent && j.contains("tenant")) {
+    return Err(InvalidArgument("a node-agent token has no tenant; its name is the node it acts for"));
+  }
+  if (*role != Role::kClusterAdmin && *role != Role::kNodeAgent) {
     if (!j.contains("tenant") || !j["tenant"].is_string()) return Err(InvalidArgument("'tenant' is required"));
     Result<TenantId> t = state_->FindTenant(j["tenant"].get<std::string>());
     if (!t.ok() || !c.principal->Sees(*t) || deleted_.count(*t)) return Err(NotFound("unknown tenant"));
     p.tenant = *t;
   }
-  // Cluster admins make any token; tenant admins make member and viewer tokens of their tenant.
+  // Cluster admins make any token (node-agent ones too); tenant admins make member and viewer
+  // tokens of their tenant.
   const bool allowed = c.principal->admin() ||
                        (c.principal->role == Role::kTenantAdmin &&
                         (*role == Role::kMember || *role == Role::kViewer));

@@ -98,7 +98,7 @@ void DaemonCore::SetHeartbeat(Duration interval, Duration timeout) {
 
 Reply DaemonCore::RegisterAgent(const CallContext& c, const std::string& body) {
   if (c.principal == nullptr) return Unauthenticated();
-  if (!c.principal->admin()) return Forbidden("register node agents");
+  if (!c.principal->admin() && c.principal->role != Role::kNodeAgent) return Forbidden("register node agents");
   const Json j = Json::parse(body, nullptr, false);
   if (j.is_discarded() || !j.is_object()) return Err(InvalidArgument("request body must be a JSON object"));
   for (const auto& [k, v] : j.items()) {
@@ -107,6 +107,7 @@ Reply DaemonCore::RegisterAgent(const CallContext& c, const std::string& body) {
   }
   const std::string name = StrField(j, "node");
   if (name.empty() || name.size() > 63 || !ValidUtf8(name)) return Err(InvalidArgument("'node' must be a node name"));
+  if (!c.principal->ActsForNode(name)) return Forbidden("register node " + name + " (a node-agent token acts for the node of its name)");
   Result<FlavorId> flavor = state_->catalogue().Find(StrField(j, "flavor"));
   if (!flavor.ok()) return Err(InvalidArgument("unknown flavor '" + StrField(j, "flavor") + "'"));
   const GpuModel& model = state_->catalogue().model(*flavor);
@@ -265,7 +266,7 @@ void RecordMig(const std::string& node, std::map<int, ReportedMig> gpus, const J
 
 Reply DaemonCore::AgentHeartbeat(const CallContext& c, const std::string& name, const std::string& body) {
   if (c.principal == nullptr) return Unauthenticated();
-  if (!c.principal->admin()) return Forbidden("send agent heartbeats");
+  if (!c.principal->ActsForNode(name)) return Forbidden("send heartbeats for node " + name);
   Result<NodeId> id = state_->FindNode(name);
   auto agent = id.ok() ? agents_.find(*id) : agents_.end();
   if (agent == agents_.end()) return Err(NotFound("node " + name + " is not registered: register again"));

@@ -165,6 +165,10 @@ class Router {
       const std::string remote = req.remote_addr;
       const Reply r = loop->Call([&](DaemonCore& core, Time now) {
         CallContext c{core.Authenticate(token), remote, now};
+        // A node agent's credential opens the agent routes and nothing else.
+        if (c.principal && c.principal->role == Role::kNodeAgent && route.rfind("/v1/agents/", 0) != 0) {
+          return Reply{403, ErrorBody({ErrorCode::kPermissionDenied, "a node-agent token may only register and heartbeat its node"})};
+        }
         return fn(core, c, req);
       });
       res.status = r.status;

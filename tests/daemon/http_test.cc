@@ -52,6 +52,12 @@ class DaemonHttp : public ::testing::Test {
     make("alpha-viewer", "viewer", "alpha");
     make("beta-admin", "tenant-admin", "beta");
     make("beta-member", "member", "beta");
+    {  // The agent of node iso-node: no tenant, its name is its node.
+      Response r = Call(c, "POST", "/v1/tokens", tokens_["admin"],
+                        Json({{"name", "iso-node"}, {"role", "node-agent"}}).dump());
+      ASSERT_EQ(r.status, 201) << r.body.dump();
+      tokens_["node-agent"] = r.body["token"];
+    }
     tokens_["anonymous"] = "";
     tokens_["forged"] = "gp_000000000000_" + std::string(48, 'a');
     for (const std::string t : {"alpha", "beta"}) {
@@ -101,13 +107,16 @@ struct Case {
   int expect;
 };
 
-const std::vector<std::string> kCallers = {"admin", "alpha-admin", "alpha-member", "alpha-viewer", "anonymous", "forged"};
+const std::vector<std::string> kCallers = {"admin", "alpha-admin", "alpha-member", "alpha-viewer", "node-agent",
+                                           "anonymous", "forged"};
 
-// The expected status for a caller, from the rules: 401 without a valid token; another tenant's
-// objects are 404; then the role decides.
+// The expected status for a caller, from the rules: 401 without a valid token; a node agent's
+// token is refused everywhere but the agent routes; another tenant's objects are 404; then the
+// role decides.
 int Expect(const std::string& who, const std::string& target, int admin, int tenant_admin, int member, int viewer,
            bool other_is_404 = true) {
   if (who == "anonymous" || who == "forged") return 401;
+  if (who == "node-agent") return 403;
   if (who == "admin") return admin;
   if (target == "beta" && other_is_404) return 404;
   if (who == "alpha-admin") return tenant_admin;
@@ -215,11 +224,18 @@ TEST_F(DaemonHttp, IsolationMatrix) {
           "/v1/availability?flavor=h100-80gb&gpus=2&duration_s=3600");
     check("get /v1/calendar", who, "-", Expect(who, "alpha", 200, 200, 200, 200), "GET",
           "/v1/calendar?flavor=h100-80gb&start=2030-01-01T00:00:00Z&end=2030-01-02T00:00:00Z&step_s=3600");
-    const std::string agent = "iso-agent-" + std::to_string(++serial);
-    check("post /v1/agents/register", who, "-", Expect(who, "alpha", 200, 403, 403, 403), "POST", "/v1/agents/register",
+    // A node-agent token speaks for the node of its name (iso-node) and no other.
+    const bool agent_token = who == "node-agent";
+    const std::string agent = agent_token ? "iso-node" : "iso-agent-" + std::to_string(++serial);
+    const int as_agent = agent_token ? 200 : Expect(who, "alpha", 200, 403, 403, 403);
+    check("post /v1/agents/register", who, "-", as_agent, "POST", "/v1/agents/register",
           Json({{"node", agent}, {"flavor", "h100-80gb"}, {"gpus", {{{"index", 0}, {"uuid", "GPU-" + agent}}}}}).dump());
-    check("post /v1/agents/{node}/heartbeat", who, "-", Expect(who, "alpha", 200, 403, 403, 403), "POST",
-          "/v1/agents/" + agent + "/heartbeat", "{}");
+    check("post /v1/agents/{node}/heartbeat", who, "-", as_agent, "POST", "/v1/agents/" + agent + "/heartbeat", "{}");
+    if (agent_token) {
+      check("post /v1/agents/register", who, "-", 403, "POST", "/v1/agents/register",
+            Json({{"node", "n-0"}, {"flavor", "h100-80gb"}, {"gpus", {{{"index", 0}, {"uuid", "GPU-x"}}}}}).dump());
+      check("post /v1/agents/{node}/heartbeat", who, "-", 403, "POST", "/v1/agents/n-0/heartbeat", "{}");
+    }
     check("get /v1/burst", who, "-", Expect(who, "alpha", 200, 200, 200, 200), "GET", "/v1/burst");
     check("get /v1/prices", who, "-", Expect(who, "alpha", 200, 200, 200, 200), "GET", "/v1/prices");
     check("put /v1/prices", who, "-", Expect(who, "alpha", 200, 403, 403, 403), "PUT", "/v1/prices", kPrices);
@@ -228,7 +244,8 @@ TEST_F(DaemonHttp, IsolationMatrix) {
   for (const RouteDoc& r : ApiRoutes()) {
     EXPECT_TRUE(covered.count(std::string(r.method) + " " + r.path)) << "the matrix misses " << r.method << " " << r.path;
   }
-  EXPECT_EQ(checked, 6 * (2 * 17 + 17)) << "6 callers x (2 targets x 17 tenant-scoped + 17 cluster-wide requests)";
+  EXPECT_EQ(checked, 7 * (2 * 17 + 17) + 2)
+      << "7 callers x (2 targets x 17 tenant-scoped + 17 cluster-wide requests), and the node agent for another node";
 }
 
 // What the lists show each caller: never another tenant's jobs, tokens, usage, nodes or audit.
