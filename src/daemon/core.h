@@ -9,6 +9,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <memory>
 #include <nlohmann/json_fwd.hpp>
 #include <set>
@@ -200,7 +201,9 @@ class DaemonCore {
   std::map<TenantId, Time> burst_retry_at_;   // after a failed provisioning: back off
   std::vector<std::string> release_retry_;    // nodes the provider failed to release
   struct AgentState {
-    Time last_heartbeat;
+    // Unset (nullopt) for an agent known from the journal and not heard since this daemon
+    // started: its silence counts from the first tick after the restart.
+    std::optional<Time> last_heartbeat;
     std::vector<std::string> gpu_uuid;                     // by GPU index
     std::map<std::pair<int, int>, std::string> mig_uuid;  // (GPU, MIG start slice) -> UUID
     std::map<int, MigLayout> mig_layout;  // MIG GPUs: the layout the agent last reported
@@ -210,6 +213,10 @@ class DaemonCore {
     std::string out, err;  // the last 64 KiB the agent sent
   };
   std::map<NodeId, AgentState> agents_;
+  // Journals what the daemon must remember of node's agent across a restart: its GPUs' and MIG
+  // slices' UUIDs and the MIG layouts it last reported ("agent" record).
+  void StageAgent(NodeId node);
+  Status ApplyAgentRecord(const nlohmann::json& j);
   std::map<JobId, std::set<int>> exits_;  // replicas that exited 0, of attempts still holding GPUs
   std::map<JobId, std::map<int, ReplicaLogs>> logs_;
   Duration heartbeat_interval_ = Duration::Seconds(1);

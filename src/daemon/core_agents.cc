@@ -195,10 +195,39 @@ Reply DaemonCore::RegisterAgent(const CallContext& c, const std::string& body) {
   }
   agent.last_heartbeat = c.now;
   agents_[*id] = std::move(agent);
+  StageAgent(*id);
   return JsonReply(200, {{"node", name},
                          {"condition", std::string(NodeConditionName(to))},
                          {"heartbeat_interval_ms", heartbeat_interval_.millis()},
                          {"heartbeat_timeout_ms", heartbeat_timeout_.millis()}});
+}
+
+void DaemonCore::StageAgent(NodeId node) {
+  const AgentState& a = agents_.at(node);
+  const Node& n = state_->node(node);
+  const GpuModel& model = state_->catalogue().model(n.flavor);
+  Json mig = Json::array(), layouts = Json::array();
+  for (const auto& [key, uuid] : a.mig_uuid) mig.push_back({{"gpu", key.first}, {"start", key.second}, {"uuid", uuid}});
+  for (const auto& [gpu, layout] : a.mig_layout) layouts.push_back({{"gpu", gpu}, {"layout", ToString(model, layout)}});
+  (void)Stage("agent", Json({{"node", n.name}, {"gpu_uuid", a.gpu_uuid}, {"mig_uuid", mig}, {"mig_layout", layouts}}).dump());
+}
+
+Status DaemonCore::ApplyAgentRecord(const Json& j) {
+  Result<NodeId> id = state_->FindNode(j.value("node", ""));
+  if (!id.ok()) return id.error();
+  const GpuModel& model = state_->catalogue().model(state_->node(*id).flavor);
+  AgentState a;  // last_heartbeat unset: not heard since this start
+  for (const Json& u : j.value("gpu_uuid", Json::array())) a.gpu_uuid.push_back(u.get<std::string>());
+  for (const Json& m : j.value("mig_uuid", Json::array())) {
+    a.mig_uuid[{m.value("gpu", 0), m.value("start", 0)}] = m.value("uuid", "");
+  }
+  for (const Json& l : j.value("mig_layout", Json::array())) {
+    Result<MigLayout> layout = ParseLayout(model, l.value("layout", ""));
+    if (!layout.ok()) return layout.error();
+    a.mig_layout[l.value("gpu", 0)] = *layout;
+  }
+  agents_[*id] = std::move(a);
+  return Ok();
 }
 
 int DaemonCore::RequeueJobsOn(NodeId id, Time now) {
@@ -287,7 +316,10 @@ Reply DaemonCore::AgentHeartbeat(const CallContext& c, const std::string& name, 
   if (Status s = AgentReplicas(c, node, j.value("replicas", Json::array()), stop, forget, occupied); !s.ok()) {
     return Err(s.error());
   }
+  const auto uuids_before = a.mig_uuid;
+  const auto layouts_before = a.mig_layout;
   RecordMig(name, std::move(*gpus), j.value("mig_errors", Json::array()), a.mig_uuid, a.mig_layout, a.mig_error);
+  if (a.mig_uuid != uuids_before || a.mig_layout != layouts_before) StageAgent(node);
   AgentLogs(j.value("logs", Json::array()));
   AgentHealth(c, node, j.value("health", Json::array()));
   std::set<int> pending;
@@ -471,14 +503,16 @@ Json DaemonCore::StartList(NodeId node, const AgentState& a, const std::set<std:
 }
 
 void DaemonCore::CheckHeartbeats(Time now) {
-  for (const auto& [id, a] : agents_) {
+  for (auto& [id, a] : agents_) {
+    // Known from the journal: the agent gets a whole timeout from the daemon's first tick.
+    if (!a.last_heartbeat) a.last_heartbeat = now;
     const Node& n = state_->node(id);
-    if (now - a.last_heartbeat <= heartbeat_timeout_ || n.condition == NodeCondition::kUnreachable ||
+    if (now - *a.last_heartbeat <= heartbeat_timeout_ || n.condition == NodeCondition::kUnreachable ||
         n.condition == NodeCondition::kRetired) {
       continue;
     }
     Log("warn", "node agent silent: node unreachable, its jobs requeued",
-        {{"node", n.name}, {"silent_ms", std::to_string((now - a.last_heartbeat).millis())}});
+        {{"node", n.name}, {"silent_ms", std::to_string((now - *a.last_heartbeat).millis())}});
     RequeueNode(id, NodeCondition::kUnreachable, now);
   }
 }

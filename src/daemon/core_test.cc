@@ -788,6 +788,38 @@ TEST_F(AgentProtocolTest, ASilentNodeIsUnreachableAndItsJobRunsElsewhere) {
   EXPECT_EQ(back["stop"][0]["grace_s"], 120) << "the training class's grace period";
 }
 
+// The daemon remembers its agents across a restart: heartbeats are not answered 404, starts
+// carry the GPUs' UUIDs the agent registered, and an agent that stays silent after the restart
+// is found out one timeout after the daemon's first tick.
+TEST_F(AgentProtocolTest, AgentsSurviveADaemonRestart) {
+  ASSERT_TRUE(core_->Flush().ok());
+  core_.reset();
+  Result<std::unique_ptr<Journal>> journal = OpenSqliteJournal((dir_ / "journal.db").string());
+  ASSERT_TRUE(journal.ok());
+  Result<std::unique_ptr<DaemonCore>> reopened = DaemonCore::Open(std::move(*journal), SchedulerConfig());
+  ASSERT_TRUE(reopened.ok()) << reopened.error().message;
+  core_ = std::move(*reopened);
+  core_->SetHeartbeat(Duration::Seconds(1), Duration::Seconds(10));
+  const std::string j = Submit(member_a_, 4, 100);
+  core_->Tick(At(100), false);  // the first tick after the restart starts the agents' clocks
+  const std::string node = NodeOf(j, 100), silent = node == "g1" ? "g2" : "g1";
+  const Json start = StartOf(Beat(node, 101), j);
+  ASSERT_TRUE(start.is_object()) << "no 404 and a start, without registering again";
+  EXPECT_EQ(start["devices"], Json({"GPU-" + node + "-0", "GPU-" + node + "-1", "GPU-" + node + "-2", "GPU-" + node + "-3"}));
+  for (int64_t s = 102; s <= 109; ++s) {
+    Beat(node, s);
+    core_->Tick(At(s), false);
+  }
+  EXPECT_EQ(Json::parse(core_->GetNode({&admin_, "", At(109)}, silent).body)["condition"], "ready")
+      << "silence is counted from the first tick after the restart, not from before it";
+  for (int64_t s = 110; s <= 112; ++s) {
+    Beat(node, s);
+    core_->Tick(At(s), false);
+  }
+  EXPECT_EQ(Json::parse(core_->GetNode({&admin_, "", At(112)}, silent).body)["condition"], "unreachable");
+  EXPECT_EQ(Json::parse(core_->GetNode({&admin_, "", At(112)}, node).body)["condition"], "ready");
+}
+
 TEST_F(AgentProtocolTest, Xid79DrainsAndAFailedAcceptanceKeepsANodeOut) {
   const std::string j = Submit(member_a_, 4, 1);
   core_->Tick(At(1), false);
