@@ -9,8 +9,9 @@ const TOKEN_KEY = 'gpupool.token';
 const S = {
   token: sessionStorage.getItem(TOKEN_KEY) || '',
   me: null,          // {name, role, tenant}
-  view: null,        // the view on screen: {name, refresh, every}
+  view: null,        // the view on screen: {name, refresh, every, busy}
   timer: null,
+  session: 0,        // bumped at every sign-in and sign-out: answers to an older session are dropped
   lastRefresh: 0,
 };
 
@@ -51,7 +52,10 @@ function replace(box, ...children) {
   append(box, children);
   if (key !== undefined) {
     const again = box.querySelector(`[data-key="${CSS.escape(key)}"]`);
+    // The control is gone (a cancelled job has no Cancel button): focus the view's heading
+    // rather than letting it fall to the top of the page.
     if (again) again.focus();
+    else $('#view-title')?.focus();
   }
 }
 
@@ -89,10 +93,6 @@ function localInput(d) {
   return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())}T${p(d.getHours())}:${p(d.getMinutes())}`;
 }
 
-function startOfLocalDay(d) {
-  return new Date(d.getFullYear(), d.getMonth(), d.getDate());
-}
-
 function duration(s) {
   if (s >= 86400 * 365) return 'no estimate';
   if (s >= 3600) return `${(s / 3600).toFixed(s % 3600 ? 1 : 0)} h`;
@@ -115,6 +115,9 @@ function newKey() {
 }
 
 async function api(method, path, body, headers) {
+  const session = S.session;
+  const stale = () => new ApiError(-1, 'stale');  // the session ended while this was out
+  if (!S.token) throw stale();
   let r;
   try {
     r = await fetch(path, {
@@ -124,9 +127,11 @@ async function api(method, path, body, headers) {
       cache: 'no-store',
     });
   } catch (e) {
+    if (session !== S.session) throw stale();
     throw new ApiError(0, 'Cannot reach the gpupool daemon. Retrying.');
   }
   const text = await r.text();
+  if (session !== S.session) throw stale();
   if (!r.ok) {
     let msg = `${r.status} ${r.statusText}`;
     try { msg = JSON.parse(text).error.message || msg; } catch (e) { /* not JSON */ }
@@ -236,6 +241,7 @@ function renderSignIn(message) {
 }
 
 async function signIn() {
+  S.session += 1;
   const [summary, tenants] = await Promise.all([get('/v1/summary'), get('/v1/tenants')]);
   S.me = summary.me;
   assignColours(tenants.items.map((t) => t.name));
@@ -247,8 +253,11 @@ async function signIn() {
 }
 
 function signOut(message) {
+  S.session += 1;
   S.token = '';
   S.me = null;
+  document.title = 'gpupool';
+  $('#updated').textContent = '';
   sessionStorage.removeItem(TOKEN_KEY);
   showError('');
   history.replaceState(null, '', location.pathname);
@@ -337,27 +346,46 @@ function viewTenants(main) {
 // Jobs: submit, list, cancel, and a job's details with its pending reason and logs.
 function viewJobs(main) {
   const list = h('div', { id: 'job-list' });
-  const detail = h('section', { id: 'job-detail', 'aria-live': 'polite', 'aria-label': 'Job details' });
-  const stateFilter = select('state', [['', 'all states'], 'pending', 'admitted', 'running', 'succeeded', 'failed', 'cancelled', 'preempted'], '');
+  // Not a live region: it is redrawn by polling, and a screen reader would read it all again.
+  // State changes of the open job are announced through say() instead.
+  const detail = h('section', { id: 'job-detail', 'aria-label': 'Job details' });
+  const stateFilter = select('state', [['', 'all states'], 'pending', 'admitted', 'running', 'succeeded', 'failed', 'cancelled'], '');
   stateFilter.id = 'state-filter';
-  let open = null;  // id of the job shown in detail
+  let open = null;       // id of the job shown in detail
+  let shown = '';        // what the detail shows now (skip redraws that change nothing)
+  let listed = '';       // likewise for the list
+  let seq = 0;           // the latest refresh: an older one's late answer is dropped
+  let formReady = false;
   const form = h('form', { id: 'submit-form', class: 'card', 'aria-labelledby': 'submit-title' });
   main.append(heading(isAdmin() ? 'All jobs' : 'My jobs'));
   if (writes()) main.append(form);
   main.append(h('div', { class: 'toolbar' }, field('Show', stateFilter)), list, detail);
-  stateFilter.addEventListener('change', () => refresh());
+  stateFilter.addEventListener('change', () => { listed = ''; tick(S.view); });
 
-  buildSubmitForm(form, (id) => { open = id; refresh(); }).catch(failed);
+  const openJob = (id) => {
+    open = id;
+    shown = '';
+    showDetail().then(() => $('#job-detail h2')?.focus()).catch(failed);
+  };
+  const close = () => { open = null; shown = ''; detail.replaceChildren(); $('#view-title')?.focus(); };
 
   async function showDetail() {
-    if (!open) { detail.replaceChildren(); return; }
+    const id = open;
+    if (!id) { detail.replaceChildren(); return; }
     let j, logs;
     try {
-      [j, logs] = await Promise.all([get(`/v1/jobs/${open}`), get(`/v1/jobs/${open}/logs`)]);
+      [j, logs] = await Promise.all([get(`/v1/jobs/${id}`), get(`/v1/jobs/${id}/logs`)]);
     } catch (e) {
-      if (e.status === 404) { open = null; detail.replaceChildren(); return; }
+      if (e.status === 404 && open === id) close();
+      if (e.status === 404) return;
       throw e;
     }
+    if (open !== id) return;  // closed, or another job opened, while this was out
+    const text = JSON.stringify([j, logs]);
+    if (text === shown) return;
+    const before = shown ? JSON.parse(shown)[0].state : null;
+    shown = text;
+    if (before && before !== j.state) say(`Job ${j.id} is ${j.state}.`);
     const rows = [
       ['State', badge(j.state)],
       ['Tenant', j.tenant],
@@ -372,34 +400,49 @@ function viewJobs(main) {
     if (j.reservation) rows.push(['Reservation', j.reservation]);
     if (j.reason) rows.push(['Why it waits', h('span', { class: 'reason' }, `${j.reason.code}: ${j.reason.message}`)]);
     replace(detail,
-      h('h2', {}, `Job ${j.id} `, h('span', { class: 'muted' }, j.name)),
+      h('h2', { tabindex: '-1', 'data-key': 'detail-title' }, `Job ${j.id} `, h('span', { class: 'muted' }, j.name)),
       h('dl', { class: 'facts' }, rows.map(([k, v]) => [h('dt', {}, k), h('dd', {}, v)])),
       h('h3', {}, 'Logs'),
       logs.items.length
         ? logs.items.map((l) => h('div', { class: 'log' },
           h('p', { class: 'muted' }, `Replica ${l.replica}`),
-          h('pre', { class: 'stdout', tabindex: '0', 'aria-label': `stdout of replica ${l.replica}` }, l.stdout || '(no output)'),
-          l.stderr ? h('pre', { class: 'stderr', tabindex: '0', 'aria-label': `stderr of replica ${l.replica}` }, l.stderr) : null))
+          h('pre', { class: 'stdout', tabindex: '0', 'data-key': `out-${l.replica}`, 'aria-label': `stdout of replica ${l.replica}` }, l.stdout || '(no output)'),
+          l.stderr ? h('pre', { class: 'stderr', tabindex: '0', 'data-key': `err-${l.replica}`, 'aria-label': `stderr of replica ${l.replica}` }, l.stderr) : null))
         : h('p', { class: 'empty' }, 'No logs yet: logs come from the node agent once the job runs.'),
-      h('button', { type: 'button', 'data-key': 'close-detail', onclick: () => { open = null; detail.replaceChildren(); } }, 'Close'));
+      h('button', { type: 'button', 'data-key': 'close-detail', onclick: close }, 'Close'));
   }
 
   async function refresh() {
+    const mine = ++seq;
+    if (writes() && !formReady) {
+      try {
+        await buildSubmitForm(form, openJob);
+        formReady = true;
+      } catch (e) {
+        if (e.status === -1) throw e;
+        replace(form, h('p', { class: 'form-error' }, `The submit form could not load (${e.message}); retrying.`));
+      }
+    }
     const jobs = (await get(`/v1/jobs?${qs({ state: stateFilter.value })}`)).items;
+    if (mine !== seq) return;
     jobs.sort((a, b) => Number(b.id) - Number(a.id));
-    const head = ['Id', 'Name', ...(isAdmin() ? ['Tenant'] : []), 'State', 'Resources', 'Submitted', 'Waiting because', ''];
-    replace(list, table(jobs.length === 1 ? '1 job' : `${jobs.length} jobs${jobs.length > 300 ? ', the newest 300 shown' : ''}`, head, jobs.slice(0, 300).map((j) => ({
-      key: j.id,
-      cells: [j.id, j.name, ...(isAdmin() ? [j.tenant] : []), badge(j.state), resources(j), when(j.submitted_at_ms),
-        j.reason ? h('span', { class: 'reason' }, j.reason.message) : '',
-        h('span', { class: 'actions' },
-          h('button', { type: 'button', 'data-key': `show-${j.id}`, onclick: () => { open = j.id; showDetail().then(() => $('#job-detail h2')?.focus()); } },
-            'Details', h('span', { class: 'visually-hidden' }, ` of job ${j.id}`)),
-          writes() && !TERMINAL.has(j.state)
-            ? h('button', { type: 'button', class: 'danger', 'data-key': `cancel-${j.id}`, onclick: () => cancelJob(j) },
-              'Cancel', h('span', { class: 'visually-hidden' }, ` job ${j.id}`))
-            : null)],
-    })), stateFilter.value ? `No ${stateFilter.value} jobs.` : 'No jobs yet. Submit one above.'));
+    const text = JSON.stringify(jobs);
+    if (text !== listed) {
+      listed = text;
+      const head = ['Id', 'Name', ...(isAdmin() ? ['Tenant'] : []), 'State', 'Resources', 'Submitted', 'Waiting because', ''];
+      replace(list, table(jobs.length === 1 ? '1 job' : `${jobs.length} jobs${jobs.length > 300 ? ', the newest 300 shown' : ''}`, head, jobs.slice(0, 300).map((j) => ({
+        key: j.id,
+        cells: [j.id, j.name, ...(isAdmin() ? [j.tenant] : []), badge(j.state), resources(j), when(j.submitted_at_ms),
+          j.reason ? h('span', { class: 'reason' }, j.reason.message) : '',
+          h('span', { class: 'actions' },
+            h('button', { type: 'button', 'data-key': `show-${j.id}`, onclick: () => openJob(j.id) },
+              'Details', h('span', { class: 'visually-hidden' }, ` of job ${j.id}`)),
+            writes() && !TERMINAL.has(j.state)
+              ? h('button', { type: 'button', class: 'danger', 'data-key': `cancel-${j.id}`, onclick: () => cancelJob(j) },
+                'Cancel', h('span', { class: 'visually-hidden' }, ` job ${j.id}`))
+              : null)],
+      })), stateFilter.value ? `No ${stateFilter.value} jobs.` : 'No jobs yet. Submit one above.'));
+    }
     await showDetail();
   }
 
@@ -408,8 +451,11 @@ function viewJobs(main) {
     try {
       await api('DELETE', `/v1/jobs/${j.id}`);
       say(`Job ${j.id} cancelled.`);
-      await refresh();
-    } catch (e) { showError(`Could not cancel job ${j.id}: ${e.message}`); }
+    } catch (e) {
+      if (e.status !== -1) showError(`Could not cancel job ${j.id}: ${e.message}`);
+      return;
+    }
+    tick(S.view);
   }
   return { every: POLL_MS, refresh };
 }
@@ -439,7 +485,7 @@ async function buildSubmitForm(form, onSubmitted) {
   const memory = h('input', { name: 'memory_gb', type: 'number', min: '1', value: '10' });
   const replicas = h('input', { name: 'replicas', type: 'number', min: '1', max: '1024', value: '1' });
   const klass = select('priority_class', classes.items.map((c) => c.name), (classes.items.find((c) => c.name === 'batch') || classes.items[0] || {}).name);
-  const minutes = h('input', { name: 'duration', type: 'number', min: '1', value: '60' });
+  const minutes = h('input', { name: 'duration', type: 'number', min: '1', value: '60', required: true });
   const command = h('input', { name: 'command', required: true, value: 'python train.py', class: 'wide' });
   const mine = reservations.items.filter((r) => !r.maintenance && new Date(r.end) > new Date());
   const reservation = select('reservation', [['', 'none'], ...mine.map((r) => [r.id, `${r.id}: ${r.gpus} × ${r.flavor}, ${fmtDateTime.format(new Date(r.start))}`])], '');
@@ -464,9 +510,24 @@ async function buildSubmitForm(form, onSubmitted) {
     err,
     h('button', { type: 'submit', class: 'primary' }, 'Submit'));
   syncKind();
+  // The Idempotency-Key: a retry after a lost answer, or a second click within 10 s of a
+  // success, sends the same key, so the daemon answers with the same job. A change to the form,
+  // or a new submit after that, is a new job.
+  let key = newKey();
+  let acceptedAt = 0;
+  form.oninput = () => { key = newKey(); acceptedAt = 0; };
+  form.onchange = form.oninput;
+  const submit = form.querySelector('button[type=submit]');
   form.onsubmit = async (ev) => {
     ev.preventDefault();
+    if (submit.disabled) return;
     err.textContent = '';
+    const argv = words(command.value);
+    if (!argv || !argv.length) {
+      err.textContent = argv ? 'Not submitted: the command is empty.' : 'Not submitted: the command has a quote that is not closed.';
+      command.focus();
+      return;
+    }
     const res = { flavor: flavor.value };
     if (kind.value === 'gpus') res.gpus = Number(amount.value);
     else if (kind.value === 'mig_profile') res.mig_profile = amount.value.trim();
@@ -478,21 +539,26 @@ async function buildSubmitForm(form, onSubmitted) {
       replicas: Number(replicas.value),
       resources: res,
       duration_estimate_s: Math.round(Number(minutes.value) * 60),
-      command: words(command.value),
+      command: argv,
     };
     if (reservation.value) body.reservation = reservation.value;
+    if (acceptedAt && Date.now() - acceptedAt > 10000) key = newKey();
+    submit.disabled = true;
     try {
-      const j = await api('POST', '/v1/jobs', body, { 'Idempotency-Key': newKey() });
+      const j = await api('POST', '/v1/jobs', body, { 'Idempotency-Key': key });
+      acceptedAt = Date.now();
       say(`Job ${j.id} submitted.`);
       onSubmitted(j.id);
     } catch (e) {
-      err.textContent = `Not submitted: ${e.message}`;
+      if (e.status !== -1) err.textContent = `Not submitted: ${e.message}`;
+    } finally {
+      submit.disabled = false;
     }
   };
 }
 
 // Splits a command line into words: spaces separate, quotes group, nothing else is special
-// (the agent runs the command without a shell).
+// (the agent runs the command without a shell). Null when a quote is not closed.
 function words(line) {
   const out = [];
   let cur = null;
@@ -511,6 +577,7 @@ function words(line) {
       cur = (cur ?? '') + ch;
     }
   }
+  if (quote) return null;
   if (cur !== null) out.push(cur);
   return out;
 }
@@ -523,36 +590,42 @@ function viewCalendar(main) {
   const list = h('div', { id: 'reservation-list' });
   const form = h('form', { id: 'reserve-form', class: 'card', 'aria-labelledby': 'reserve-title' });
   main.append(heading(isAdmin() ? 'Reservations' : 'Availability and reservations'),
-    h('div', { class: 'toolbar' }, field('GPU model', flavorSel), field('Show', days)),
+    h('div', { class: 'toolbar' }, field('Show GPU model', flavorSel), field('Show', days)),
     h('section', { 'aria-labelledby': 'cal-title' }, h('h2', { id: 'cal-title' }, 'Free GPUs (after guarantees, reservations and maintenance)'), grid));
   if (writes()) main.append(form);
   main.append(h('section', { 'aria-labelledby': 'res-title' }, h('h2', { id: 'res-title' }, isAdmin() ? 'All reservations' : 'My reservations'), list));
 
-  let ready = (async () => {
+  // The GPU models and the form load once; a failure is retried at the next refresh.
+  let ready = null;
+  const prepare = async () => {
     const { tenants, flavors } = await flavorsAndTenants();
     flavorSel.replaceChildren(...flavors.map((f) => h('option', { value: f }, f)));
-    if (writes()) buildReserveForm(form, tenants, flavors, () => refresh());
-  })();
-  flavorSel.addEventListener('change', () => refresh());
-  days.addEventListener('change', () => refresh());
+    if (writes()) buildReserveForm(form, tenants, flavors, () => tick(S.view));
+  };
+  flavorSel.addEventListener('change', () => tick(S.view));
+  days.addEventListener('change', () => tick(S.view));
 
   async function refresh() {
+    if (!ready) ready = prepare().catch((e) => { ready = null; throw e; });
     await ready;
     const flavor = flavorSel.value;
-    const start = startOfLocalDay(new Date());
-    const end = new Date(start.getTime() + Number(days.value) * 86400e3);
-    const step = 6 * 3600;
+    // Whole local days, asked hour by hour: on a day with a daylight-saving change the hours
+    // still fall in the right local 6-hour slots.
+    const today = new Date();
+    const start = new Date(today.getFullYear(), today.getMonth(), today.getDate());
+    const end = new Date(today.getFullYear(), today.getMonth(), today.getDate() + Number(days.value));
     const [cal, rs] = await Promise.all([
-      flavor ? get(`/v1/calendar?${qs({ flavor, start: start.toISOString(), end: end.toISOString(), step_s: step })}`) : { items: [] },
+      flavor ? get(`/v1/calendar?${qs({ flavor, start: start.toISOString(), end: end.toISOString(), step_s: 3600 })}`) : { items: [] },
       get('/v1/reservations')]);
     replace(grid, calendarGrid(cal.items, flavor));
-    const rows = rs.items.filter((r) => new Date(r.end) > new Date(Date.now() - 86400e3))
+    const now = Date.now();
+    const rows = rs.items.filter((r) => new Date(r.end) > new Date(now - 86400e3))
       .sort((a, b) => new Date(a.start) - new Date(b.start));
     replace(list, table('Reservations', ['Id', 'Tenant', 'GPU model', 'GPUs', 'Start', 'End', ''],
       rows.map((r) => ({
         key: r.id,
         cells: [r.id, r.maintenance ? badge('maintenance') : r.tenant, r.flavor, num(r.gpus), when(r.start), when(r.end),
-          writes() && (isAdmin() || !r.maintenance)
+          writes() && (isAdmin() || !r.maintenance) && new Date(r.end) > new Date(now)
             ? h('button', { type: 'button', class: 'danger', 'data-key': `cancel-r-${r.id}`, onclick: () => cancelReservation(r) },
               'Cancel', h('span', { class: 'visually-hidden' }, ` reservation ${r.id}`))
             : ''],
@@ -564,34 +637,46 @@ function viewCalendar(main) {
     try {
       await api('DELETE', `/v1/reservations/${r.id}`);
       say(`Reservation ${r.id} cancelled.`);
-      await refresh();
-    } catch (e) { showError(`Could not cancel reservation ${r.id}: ${e.message}`); }
+    } catch (e) {
+      if (e.status !== -1) showError(`Could not cancel reservation ${r.id}: ${e.message}`);
+      return;
+    }
+    tick(S.view);
   }
   return { every: 10000, refresh };
 }
 
-// Days down, 6-hour buckets across; each cell the free GPUs, shaded by how much is free.
+// Days down, four local 6-hour slots across (00, 06, 12, 18). Each cell folds the hours of its
+// slot: the GPUs free through the whole slot (the least of its hours) and the most reserved.
 function calendarGrid(items, flavor) {
   if (!items.length) return h('p', { class: 'empty' }, flavor ? 'Nothing to show for this range.' : 'No GPU model to show.');
-  const byDay = new Map();
+  const days = new Map();  // local midnight (ms) -> [slot 0..3] -> folded hours
   for (const b of items) {
     const s = new Date(b.start);
-    const key = startOfLocalDay(s).getTime();
-    if (!byDay.has(key)) byDay.set(key, []);
-    byDay.get(key).push(b);
+    const day = new Date(s.getFullYear(), s.getMonth(), s.getDate()).getTime();
+    const slot = Math.floor(s.getHours() / 6);
+    if (!days.has(day)) days.set(day, [null, null, null, null]);
+    const cells = days.get(day);
+    const c = cells[slot];
+    cells[slot] = c ? {
+      free: Math.min(c.free, b.free), capacity: Math.max(c.capacity, b.capacity), guaranteed: Math.max(c.guaranteed, b.guaranteed),
+      reserved: Math.max(c.reserved, b.reserved), maintenance: Math.max(c.maintenance, b.maintenance), hours: c.hours + 1,
+    } : { ...b, hours: 1 };
   }
-  const perRow = Math.max(...[...byDay.values()].map((v) => v.length));
   return h('table', { class: 'calendar' },
     h('caption', {}, `Free ${flavor} GPUs per 6 hours, in ${TZ}`),
     h('thead', {}, h('tr', {}, h('th', { scope: 'col' }, 'Day'),
-      [...Array(perRow).keys()].map((i) => h('th', { scope: 'col' }, fmtHour.format(new Date(2000, 0, 1, i * 6)))))),
-    h('tbody', {}, [...byDay.entries()].map(([day, buckets]) => h('tr', {},
+      [0, 1, 2, 3].map((i) => h('th', { scope: 'col' }, fmtHour.format(new Date(2000, 0, 1, i * 6)))))),
+    h('tbody', {}, [...days.entries()].map(([day, cells]) => h('tr', {},
       h('th', { scope: 'row' }, fmtDay.format(new Date(day))),
-      buckets.map((b) => {
+      cells.map((b, slot) => {
+        const d = new Date(day);
+        const from = new Date(d.getFullYear(), d.getMonth(), d.getDate(), slot * 6);
+        if (!b) return h('td', { class: 'slot none', 'data-start': from.toISOString() }, '–');
         const share = b.capacity > 0 ? Math.max(0, b.free) / b.capacity : 0;
-        const label = `${fmtDateTime.format(new Date(b.start))}: ${num(b.free)} free of ${num(b.capacity)}; ` +
-          `guaranteed ${num(b.guaranteed)}, reserved ${num(b.reserved)}, maintenance ${num(b.maintenance)}`;
-        return h('td', { class: 'slot', title: label, 'aria-label': label, 'data-start': new Date(b.start).toISOString(),
+        const label = `${fmtDateTime.format(from)}, ${b.hours} h: ${num(b.free)} free of ${num(b.capacity)} throughout; ` +
+          `guaranteed ${num(b.guaranteed)}, reserved up to ${num(b.reserved)}, maintenance up to ${num(b.maintenance)}`;
+        return h('td', { class: 'slot', title: label, 'aria-label': label, 'data-start': from.toISOString(),
           style: `background:rgba(22,163,74,${(0.08 + 0.6 * share).toFixed(2)})` },
         h('strong', {}, num(b.free, 1)), b.reserved > 0 ? h('span', { class: 'res' }, ` R${num(b.reserved, 1)}`) : null);
       })))));
@@ -642,9 +727,12 @@ function buildReserveForm(form, tenants, flavors, onDone) {
       h('button', { type: 'submit', class: 'primary' }, 'Reserve')),
     out, err);
   maintenance.id = 'maint';
+  const submit = form.querySelector('button[type=submit]');
   form.onsubmit = async (ev) => {
     ev.preventDefault();
+    if (submit.disabled) return;  // one booking per click, however fast the clicks
     err.textContent = '';
+    submit.disabled = true;
     try {
       const { s, e } = window_();
       const body = { flavor: flavor.value, gpus: Number(gpus.value), start: s.toISOString(), end: e.toISOString() };
@@ -654,7 +742,11 @@ function buildReserveForm(form, tenants, flavors, onDone) {
       out.textContent = `Reserved: reservation ${r.id}, ${num(r.gpus)} ${r.flavor} GPUs from ${fmtDateTime.format(new Date(r.start))} to ${fmtDateTime.format(new Date(r.end))}.`;
       say(out.textContent);
       onDone();
-    } catch (e) { err.textContent = `Not reserved: ${e.message}`; }
+    } catch (e) {
+      if (e.status !== -1) err.textContent = `Not reserved: ${e.message}`;
+    } finally {
+      submit.disabled = false;
+    }
   };
 }
 
@@ -672,19 +764,19 @@ function viewCosts(main) {
   const csv = h('button', { type: 'button', onclick: () => download() }, 'Download CSV');
   main.append(heading(isAdmin() ? 'Costs of every tenant' : 'My costs'),
     h('div', { class: 'toolbar' }, field('Period', period), csv), chart, detail);
-  period.addEventListener('change', () => refresh());
+  period.addEventListener('change', () => tick(S.view));
 
+  // Period boundaries at local midnights, built from calendar dates (never by adding 24 h, which
+  // is wrong on days with a daylight-saving change).
   function buckets() {
     const now = new Date();
+    const [y, m, d] = [now.getFullYear(), now.getMonth(), now.getDate()];
     const out = [];
-    let end;
     if (period.value === 'day') {
-      end = new Date(startOfLocalDay(now).getTime() + 86400e3);
-      for (let i = 6; i >= 0; --i) out.push([new Date(end.getTime() - (i + 1) * 86400e3), new Date(end.getTime() - i * 86400e3)]);
+      for (let i = 6; i >= 0; --i) out.push([new Date(y, m, d - i), new Date(y, m, d - i + 1)]);
     } else if (period.value === 'week') {
-      const day = startOfLocalDay(now);
-      end = new Date(day.getTime() + (7 - ((day.getDay() + 6) % 7)) * 86400e3);  // next Monday
-      for (let i = 7; i >= 0; --i) out.push([new Date(end.getTime() - (i + 1) * 7 * 86400e3), new Date(end.getTime() - i * 7 * 86400e3)]);
+      const monday = d - ((now.getDay() + 6) % 7);
+      for (let i = 7; i >= 0; --i) out.push([new Date(y, m, monday - 7 * i), new Date(y, m, monday - 7 * i + 7)]);
     } else {
       for (let i = 5; i >= 0; --i) {
         out.push([new Date(now.getFullYear(), now.getMonth() - i, 1), new Date(now.getFullYear(), now.getMonth() - i + 1, 1)]);
@@ -738,7 +830,8 @@ function costChart(labels, reports) {
     return el;
   };
   const totals = reports.map((r) => Number(r.total.cost));
-  const max = Math.max(...totals, 1e-9);
+  const max = Math.max(...totals, 0);
+  const scale = max > 0 ? max : 1;
   const W = 640, H = 220, left = 56, bottom = 40, top = 20;
   const bw = (W - left) / labels.length;
   const svg = s('svg', { viewBox: `0 0 ${W} ${H}`, role: 'img', class: 'chart',
@@ -753,7 +846,7 @@ function costChart(labels, reports) {
     for (const row of r.items) byKind[row.kind] = (byKind[row.kind] || 0) + Number(row.cost);
     for (const [kind, cost] of Object.entries(byKind)) {
       kinds.add(kind);
-      const hgt = ((H - bottom - top) * cost) / max;
+      const hgt = ((H - bottom - top) * cost) / scale;
       y -= hgt;
       svg.append(s('rect', { x: left + i * bw + 6, y, width: bw - 12, height: Math.max(hgt, 0), fill: KIND_COLOURS[kind] || '#6b7280' },
         s('title', {}, `${labels[i]}: ${kind} ${money(cost)}`)));
@@ -848,8 +941,11 @@ async function nodeAction(n, action) {
   try {
     const r = await api('POST', `/v1/nodes/${encodeURIComponent(n.name)}/${action}`);
     say(`${n.name} is now ${r.condition}${r.requeued_jobs ? `; ${r.requeued_jobs} jobs requeued` : ''}.`);
-    await S.view.refresh();
-  } catch (e) { showError(`Could not ${action} ${n.name}: ${e.message}`); }
+  } catch (e) {
+    if (e.status !== -1) showError(`Could not ${action} ${n.name}: ${e.message}`);
+    return;
+  }
+  if (S.view && S.view.name === 'cluster') tick(S.view);  // redraw now, if still on the map
 }
 
 // Audit log: who did what, newest first.
@@ -877,6 +973,7 @@ const VIEW_FNS = {
 
 // A request outside the polling loop failed: a refused token signs out, anything else shows.
 function failed(e) {
+  if (e.status === -1) return;  // an answer for a session that has ended
   if (e.status === 401) signOut('Your token is no longer accepted. Sign in again.');
   else showError(e.message);
 }
@@ -887,9 +984,13 @@ function stopPolling() {
   S.view = null;
 }
 
+// One refresh of `view`, then the next one is armed. A view has one chain of ticks: `busy`
+// keeps a second one (from the tab becoming visible again) from starting beside it.
 async function tick(view) {
-  if (S.view !== view) return;
+  if (S.view !== view || view.busy) return;
+  clearTimeout(S.timer);
   if (!document.hidden) {
+    view.busy = true;
     try {
       await view.refresh();
       if (S.view !== view) return;
@@ -897,8 +998,11 @@ async function tick(view) {
       $('#updated').textContent = `· updated ${fmtTime.format(new Date())}`;
       document.body.dataset.loaded = view.name;
     } catch (e) {
+      if (S.view !== view) return;  // the user moved on (or signed out): not this view's error
       failed(e);
       if (e.status === 401) return;
+    } finally {
+      view.busy = false;
     }
   }
   if (S.view === view) S.timer = setTimeout(() => tick(view), view.every);
@@ -908,7 +1012,11 @@ function route() {
   if (!S.me) return;
   const name = location.hash.replace(/^#\//, '');
   const known = views().find(([n]) => n === name);
-  if (!known) { location.hash = `#/${views()[0][0]}`; return; }
+  if (!known) {
+    delete document.body.dataset.loaded;
+    location.hash = `#/${views()[0][0]}`;
+    return;
+  }
   stopPolling();
   showError('');
   for (const a of document.querySelectorAll('#nav a')) {
@@ -928,7 +1036,7 @@ function route() {
 
 window.addEventListener('hashchange', route);
 document.addEventListener('visibilitychange', () => {
-  if (!document.hidden && S.view) { clearTimeout(S.timer); tick(S.view); }
+  if (!document.hidden && S.view) tick(S.view);  // at once, unless a refresh is already out
 });
 
 document.addEventListener('DOMContentLoaded', async () => {

@@ -57,11 +57,18 @@ page.setDefaultTimeout(15000);
 const problems = [];
 page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
 page.on('console', (m) => {
-  // Refused requests (401 for the wrong token, 409s) are logged by Chromium itself; anything
-  // else, a CSP violation above all, is a defect.
-  if (m.type() === 'error' && !/Failed to load resource: the server responded with a status of (401|404|409)/.test(m.text())) {
-    problems.push(`console error: ${m.text()}`);
-  }
+  // Refused API requests (401 for the wrong token, 404, 409) are logged by Chromium itself;
+  // anything else, a missing asset or a CSP violation above all, is a defect.
+  const refusedApi = /Failed to load resource: the server responded with a status of (401|404|409)/.test(m.text()) &&
+    (m.location().url || '').includes('/v1/');
+  if (m.type() === 'error' && !refusedApi) problems.push(`console error: ${m.text()} (${m.location().url})`);
+});
+// Every API answer the page gets while `recording` is set (the isolation check reads them all).
+let recording = null;
+page.on('response', async (r) => {
+  if (!recording || !r.url().includes('/v1/')) return;
+  const into = recording;
+  try { into.push({ url: r.url(), body: await r.text() }); } catch (e) { /* navigated away */ }
 });
 page.on('dialog', (d) => d.accept());
 const shot = (name) => page.screenshot({ path: path.join(outDir, `${name}.png`), fullPage: true });
@@ -132,6 +139,26 @@ try {
   await page.locator('#job-detail pre.stdout', { hasText: 'hello-from-console on GPU-fake-' }).waitFor();
   check(true, `job ${jobId} succeeded and its stdout (with its GPUs' UUIDs) is shown`);
   await shot('04-job-logs');
+  // Keyboard focus survives the live redraws: in the log, across two polls.
+  await page.locator('#job-detail pre.stdout').focus();
+  await page.waitForTimeout(4500);
+  check(await page.evaluate(() => document.activeElement?.dataset?.key) === 'out-0', 'focus stays in the log across live updates');
+  await page.getByRole('button', { name: `Details of job ${jobId}` }).click();
+  check(await page.evaluate(() => document.activeElement?.dataset?.key) === 'detail-title', 'Details moves focus to the job\'s heading');
+
+  // A double click submits once: the form's idempotency key and its disabled button.
+  await page.getByLabel('Name', { exact: true }).fill('double');
+  await page.getByLabel('Amount').fill('1');
+  await page.getByLabel('Command').fill('true');
+  await page.getByRole('button', { name: 'Submit' }).dblclick();
+  await page.locator('#job-list tr', { hasText: 'double' }).first().waitFor();
+  await page.waitForTimeout(2500);
+  const doubles = (await apiAs(research.token, 'GET', '/v1/jobs')).body.items.filter((j) => j.name === 'double');
+  check(doubles.length === 1, `a double click on Submit made ${doubles.length} job(s), not 2`);
+  await page.getByLabel('Command').fill('sh -c "echo unclosed');
+  await page.getByRole('button', { name: 'Submit' }).click();
+  await page.getByText('the command has a quote that is not closed').waitFor();
+  check(true, 'an unclosed quote in the command is refused before sending');
 
   // A job that cannot fit says why it waits, and can be cancelled.
   await page.getByLabel('Name', { exact: true }).fill('too-big');
@@ -178,6 +205,14 @@ try {
   check((await text('#cost-table')).includes('research'), 'the cost table has research\'s usage');
   await shot('06-costs');
 
+  // research keeps a job running on the agents while product looks around.
+  const long = await apiAs(research.token, 'POST', '/v1/jobs', {
+    tenant: 'research', name: 'research-long', priority_class: 'training', replicas: 1,
+    resources: { flavor: 'h100-80gb', gpus: 2 }, duration_estimate_s: 3600,
+    command: ['sh', '-c', 'while kill -0 $PPID 2>/dev/null; do sleep 0.2; done'],
+  });
+  check(long.status === 201, 'research starts a long job');
+
   // --- Revoking the token while signed in: the console signs out with a message.
   const revoke = await apiAs(adminToken, 'DELETE', `/v1/tokens/${research.id}`);
   check(revoke.status === 200, 'the admin revoked alice\'s token');
@@ -185,12 +220,14 @@ try {
   await page.getByText('no longer accepted').waitFor();
   check(await page.getByLabel('Access token').isVisible(), 'a revoked token returns to the sign-in form with a message');
 
-  // --- Tenant product sees none of research's data.
+  // --- Tenant product sees none of research's data, on screen or in any answer the page gets.
+  const answers = [];
+  recording = answers;
   await signIn(product.token, 'member of product');
   await loaded('overview');
   await page.evaluate(() => { location.hash = '#/cluster'; });
-  await loaded('overview');
-  check(true, 'a tenant sent to #/cluster lands on its overview');
+  await page.waitForFunction(() => location.hash === '#/overview' && document.body.dataset.loaded === 'overview');
+  check(await page.locator('#cluster-map').count() === 0, 'a tenant sent to #/cluster lands on its overview, with no map');
   for (const view of ['overview', 'jobs', 'calendar', 'costs']) {
     await go(view);
     const all = await page.locator('main').innerText();
@@ -198,7 +235,7 @@ try {
   }
   await go('jobs');
   check((await text('#job-list')).includes('No jobs yet'), 'product has no jobs');
-  check((await text('#reservation-list').catch(() => '')) === '', 'the reservation list belongs to the calendar view only');
+  check(await page.locator('#reservation-list').count() === 0, 'the reservation list belongs to the calendar view only');
   const peek = await page.evaluate(async ([id, token]) => (await fetch(`/v1/jobs/${id}`, { headers: { Authorization: `Bearer ${token}` } })).status, [jobId, product.token]);
   check(peek === 404, `research's job ${jobId} is 404 for product, even asked directly`);
   // Work for the map: a running job on the agents and a MIG slice.
@@ -216,6 +253,12 @@ try {
   await page.locator('#job-list tr', { hasText: 'notebook' }).locator('.badge', { hasText: /admitted|running/ }).waitFor({ timeout: 20000 });
   check(true, 'product runs a whole-GPU job and holds a MIG slice');
   await shot('07-product-jobs');
+  await go('overview');
+  await page.waitForTimeout(2500);  // a poll with both tenants' jobs running
+  recording = null;
+  const leaks = answers.filter((a) => ['research', 'hello-console', 'research-long', 'alice'].some((w) => a.body.includes(w)));
+  check(answers.length > 20 && leaks.length === 0,
+    `none of the ${answers.length} API answers product's page got names research or its jobs${leaks.length ? `: ${leaks[0].url} ${leaks[0].body.slice(0, 300)}` : ''}`);
   await signOut();
 
   // --- Operator: cluster map, drains, tenants, reservations, audit.
@@ -246,6 +289,39 @@ try {
   check(['job.submit', 'job.cancel', 'reservation.create', 'node.cordon', 'token.revoke'].every((a) => audit.includes(a)),
     'the audit log lists submits, cancels, reservations, cordons and revocations');
   await shot('10-operator-audit');
+
+  // --- Daylight saving: Berlin, where Sunday 25 October 2026 has 25 hours.
+  const berlin = await browser.newContext({ timezoneId: 'Europe/Berlin', locale: 'en-GB', viewport: { width: 1280, height: 900 } });
+  const bp = await berlin.newPage();
+  bp.setDefaultTimeout(15000);
+  bp.on('pageerror', (e) => problems.push(`page error (Berlin): ${e.message}`));
+  const usageAsked = [];
+  bp.on('request', (r) => { if (r.url().includes('/v1/usage?')) usageAsked.push(new URL(r.url()).searchParams); });
+  await bp.clock.setFixedTime(new Date('2026-10-24T10:00:00Z'));
+  await bp.goto(url + '/');
+  await bp.getByLabel('Access token').fill(adminToken);
+  await bp.keyboard.press('Enter');
+  await bp.waitForSelector('body[data-loaded="cluster"]');
+  await bp.locator('#nav a[data-view="calendar"]').click();
+  await bp.waitForSelector('body[data-loaded="calendar"]');
+  await bp.locator('#cal-days').selectOption('3');
+  await bp.waitForFunction(() => document.querySelectorAll('#calendar tbody tr').length === 3);
+  const rows = await bp.locator('#calendar tbody tr').evaluateAll((trs) => trs.map((tr) => tr.querySelectorAll('td').length));
+  check(rows.length === 3 && rows.every((n) => n === 4), `the Berlin calendar has 3 days of 4 slots around the change (${rows})`);
+  const sunday0 = bp.locator('#calendar td[data-start="2026-10-24T22:00:00.000Z"]');
+  const sunday1 = bp.locator('#calendar td[data-start="2026-10-25T05:00:00.000Z"]');
+  check((await sunday0.getAttribute('aria-label')).includes('7 h') && (await sunday1.getAttribute('aria-label')).includes('6 h'),
+    'Sunday 00:00-06:00 folds the 7 hours of that night, and 06:00 starts at 05:00 UTC');
+  await bp.clock.setFixedTime(new Date('2026-10-27T10:00:00Z'));
+  usageAsked.length = 0;
+  await bp.locator('#nav a[data-view="costs"]').click();
+  await bp.waitForSelector('body[data-loaded="costs"]');
+  const labels = await bp.locator('#cost-chart svg text.axis').allTextContents();
+  const sunday = usageAsked.find((q) => q.get('from') === '2026-10-24T22:00:00.000Z');
+  check(labels.filter((l) => l === 'Sun 25 Oct').length === 1 && sunday && sunday.get('to') === '2026-10-25T23:00:00.000Z',
+    `the per-day costs have one bar for Sunday 25 October, asked for its 25 hours (${labels.join('|')}; ${usageAsked.map((q) => q.get('from')).join(' ')})`);
+  await bp.screenshot({ path: path.join(outDir, '11-berlin-dst-calendar.png'), fullPage: true });
+  await berlin.close();
 
   check(problems.length === 0, `no page errors or CSP violations${problems.length ? `: ${problems.join(' | ')}` : ''}`);
   console.log(`console test passed: ${step} checks in ${((Date.now() - started) / 1000).toFixed(1)} s`);
