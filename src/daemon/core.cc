@@ -178,6 +178,7 @@ Status DaemonCore::ApplyRecord(const Record& r) {
   if (r.kind == "token_revoked") return tokens_.Revoke(j.value("id", ""));
   if (r.kind == "burst_request" || r.kind == "burst_node") return ApplyBurstRecord(r.kind, j);
   if (r.kind == "agent") return ApplyAgentRecord(j);
+  if (r.kind == "replica_exit") return ApplyReplicaExitRecord(j);
   if (r.kind == "prices") {
     Result<PriceList> p = DecodePriceList(*state_, r.body);
     if (!p.ok()) return p.error();

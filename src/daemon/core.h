@@ -108,9 +108,9 @@ class DaemonCore {
   uint64_t burst_requests_seen() const { return burst_requests_seen_; }
 
   // Node agents (docs/design/agent.md, "Protocol between the agent and the daemon"). POST
-  // /v1/agents/register, POST /v1/agents/{node}/heartbeat, GET /v1/jobs/{id}/logs. Which agents
-  // are registered is memory only: after a restart a heartbeat answers 404 and the agent
-  // registers again.
+  // /v1/agents/register, POST /v1/agents/{node}/heartbeat, GET /v1/jobs/{id}/logs. Registered
+  // agents (their GPUs' and MIG slices' UUIDs and layouts) and replicas' successful exits are
+  // journaled and survive a restart; log tails are memory only.
   Reply RegisterAgent(const CallContext& c, const std::string& body);
   Reply AgentHeartbeat(const CallContext& c, const std::string& node, const std::string& body);
   Reply JobLogs(const CallContext& c, const std::string& id);
@@ -172,7 +172,10 @@ class DaemonCore {
   // attempt or still runs for an old one (no start for those).
   Status AgentReplicas(const CallContext& c, NodeId node, const nlohmann::json& reports, nlohmann::json& stop,
                        nlohmann::json& forget, std::set<std::pair<uint64_t, int>>& occupied);
-  void AgentLogs(const nlohmann::json& logs);
+  struct ReplicaLogs;
+  // The log tails of a heartbeat that the daemon accepts, by (job, replica), each merged over
+  // what is stored: only for a replica placed on `node` now, with the current attempt.
+  std::map<std::pair<JobId, int>, ReplicaLogs> AgentLogs(NodeId node, const nlohmann::json& logs) const;
   void AgentHealth(const CallContext& c, NodeId node, const nlohmann::json& events);
   // The target layouts of the node's MIG GPUs that differ from what the agent last reported;
   // `pending` gets those GPUs.
@@ -217,7 +220,11 @@ class DaemonCore {
   // slices' UUIDs and the MIG layouts it last reported ("agent" record).
   void StageAgent(NodeId node);
   Status ApplyAgentRecord(const nlohmann::json& j);
-  std::map<JobId, std::set<int>> exits_;  // replicas that exited 0, of attempts still holding GPUs
+  // Replays a "replica_exit" record (job, attempt, replica: a replica that exited 0) into
+  // exits_, if that attempt still holds its resources.
+  Status ApplyReplicaExitRecord(const nlohmann::json& j);
+  // Replicas that exited 0, of attempts still holding GPUs; journaled ("replica_exit").
+  std::map<JobId, std::set<int>> exits_;
   std::map<JobId, std::map<int, ReplicaLogs>> logs_;
   Duration heartbeat_interval_ = Duration::Seconds(1);
   Duration heartbeat_timeout_ = Duration::Seconds(10);

@@ -108,6 +108,14 @@ Reply DaemonCore::RegisterAgent(const CallContext& c, const std::string& body) {
   const std::string name = StrField(j, "node");
   if (name.empty() || name.size() > 63 || !ValidUtf8(name)) return Err(InvalidArgument("'node' must be a node name"));
   if (!c.principal->ActsForNode(name)) return Forbidden("register node " + name + " (a node-agent token acts for the node of its name)");
+  // A node-agent token speaks for a node that exists (declared in the configuration, or
+  // registered before by a cluster admin); only a cluster admin may add one, choosing its
+  // flavor, size and labels.
+  if (!c.principal->admin() && !state_->FindNode(name).ok()) {
+    return Forbidden("register a new node (" + name + " is not a node of this cluster): a node-agent token may only "
+                     "register a node that already exists; a cluster admin must register it first, or declare it in "
+                     "the configuration");
+  }
   Result<FlavorId> flavor = state_->catalogue().Find(StrField(j, "flavor"));
   if (!flavor.ok()) return Err(InvalidArgument("unknown flavor '" + StrField(j, "flavor") + "'"));
   const GpuModel& model = state_->catalogue().model(*flavor);
@@ -179,6 +187,15 @@ Reply DaemonCore::RegisterAgent(const CallContext& c, const std::string& body) {
       return Err(FailedPrecondition("node " + name + " is known with " + std::to_string(n.gpus.size()) + " x " +
                                     state_->catalogue().model(n.flavor).name + "; the agent reports " +
                                     std::to_string(built.size()) + " x " + model.name));
+    }
+    for (size_t i = 0; i < built.size(); ++i) {
+      const bool mig_here = n.gpus[i].mode == GpuMode::kMig, mig_there = built[i].mode == GpuMode::kMig;
+      if (mig_here != mig_there) {
+        return Err(FailedPrecondition("node " + name + ": GPU " + std::to_string(i) + " is known " +
+                                      (mig_here ? "in MIG mode" : "without MIG mode") + "; the agent reports it " +
+                                      (mig_there ? "in MIG mode" : "without MIG mode") +
+                                      " (the daemon does not change a GPU's MIG mode)"));
+      }
     }
     if (n.condition == NodeCondition::kRetired) return Err(FailedPrecondition("node " + name + " is retired"));
   }
@@ -312,15 +329,19 @@ Reply DaemonCore::AgentHeartbeat(const CallContext& c, const std::string& name, 
   a.last_heartbeat = c.now;
   Json stop = Json::array(), forget = Json::array();
   std::set<std::pair<uint64_t, int>> occupied;
-  // Replica states first: they may end jobs.
+  // Log tails are judged before the replica reports: a replica's final tails come in the
+  // heartbeat that reports its exit, and that exit may finish the job, which then holds no
+  // placement any more. They are stored only if the heartbeat is accepted.
+  std::map<std::pair<JobId, int>, ReplicaLogs> tails = AgentLogs(node, j.value("logs", Json::array()));
+  // Replica states next: they may end jobs.
   if (Status s = AgentReplicas(c, node, j.value("replicas", Json::array()), stop, forget, occupied); !s.ok()) {
     return Err(s.error());
   }
+  for (auto& [key, tail] : tails) logs_[key.first][key.second] = std::move(tail);
   const auto uuids_before = a.mig_uuid;
   const auto layouts_before = a.mig_layout;
   RecordMig(name, std::move(*gpus), j.value("mig_errors", Json::array()), a.mig_uuid, a.mig_layout, a.mig_error);
   if (a.mig_uuid != uuids_before || a.mig_layout != layouts_before) StageAgent(node);
-  AgentLogs(j.value("logs", Json::array()));
   AgentHealth(c, node, j.value("health", Json::array()));
   std::set<int> pending;
   const Json mig = MigTargets(node, a, pending);
@@ -379,25 +400,61 @@ Status DaemonCore::AgentReplicas(const CallContext& c, NodeId node, const Json& 
                                  {"exit_code", code.ok() ? std::to_string(*code) : "?"}, {"signal", std::to_string(signal)}});
     } else {
       std::set<int>& done = exits_[*jid];
-      done.insert(ri);
-      if (done.size() == job->placement.size()) GP_CHECK(ApplyAndStage(JobFinished{*jid, JobState::kSucceeded, c.now}).ok());
+      const bool fresh = done.insert(ri).second;
+      if (done.size() == job->placement.size()) {
+        GP_CHECK(ApplyAndStage(JobFinished{*jid, JobState::kSucceeded, c.now}).ok());
+      } else if (fresh) {
+        // Durable before the agent is told to forget it (the reply waits for the Flush), so a
+        // restarted daemon does not start this replica again.
+        (void)Stage("replica_exit", Json({{"job", jid->value()}, {"attempt", *attempt}, {"replica", ri}}).dump());
+      }
     }
   }
   return Ok();
 }
 
-void DaemonCore::AgentLogs(const Json& logs) {
+Status DaemonCore::ApplyReplicaExitRecord(const Json& j) {
+  if (!j.is_object() || !j.contains("job") || !j["job"].is_number_unsigned() || !j.contains("replica") ||
+      !j["replica"].is_number_integer() || !j.contains("attempt") || !j["attempt"].is_number_integer()) {
+    return InvalidArgument("replica_exit: job, replica and attempt expected");
+  }
+  const JobId jid(j["job"].get<uint64_t>());
+  const int64_t replica = j["replica"].get<int64_t>();
+  const Job* job = state_->FindJob(jid);
+  // Only while that attempt still holds its GPUs; JobFinished, JobLost and JobPreempted, later
+  // in the journal, clear the entry again (ApplyEvent).
+  if (job == nullptr || !HoldsResources(job->state) || j["attempt"].get<int64_t>() != AttemptOf(*job) || replica < 0 ||
+      replica >= static_cast<int64_t>(job->placement.size())) {
+    return Ok();
+  }
+  exits_[jid].insert(static_cast<int>(replica));
+  return Ok();
+}
+
+std::map<std::pair<JobId, int>, DaemonCore::ReplicaLogs> DaemonCore::AgentLogs(NodeId node, const Json& logs) const {
+  std::map<std::pair<JobId, int>, ReplicaLogs> accepted;
   for (const Json& l : logs) {
     if (!l.is_object()) continue;
     Result<JobId> jid = JobField(l);
     Result<int64_t> replica = IntField(l, "replica", 0, 65535);
-    if (!jid.ok() || !replica.ok()) continue;
-    const Job* job = state_->FindJob(*jid);
-    if (job == nullptr) continue;
-    // The tails of an earlier attempt do not overwrite those of the one placed now.
     Result<int64_t> attempt = IntField(l, "attempt", 0, kMaxAttempt);
-    if (attempt.ok() && HoldsResources(job->state) && *attempt != AttemptOf(*job)) continue;
-    ReplicaLogs& out = logs_[*jid][static_cast<int>(*replica)];
+    if (!jid.ok() || !replica.ok() || !attempt.ok()) continue;
+    const Job* job = state_->FindJob(*jid);
+    const int r = static_cast<int>(*replica);
+    // Only the tails of a replica placed on this node now, for the attempt placed now: another
+    // node's agent, a job placed elsewhere, an earlier attempt, a finished job or an entry
+    // without an attempt changes nothing.
+    if (job == nullptr || !HoldsResources(job->state) || r >= static_cast<int>(job->spec.replicas) ||
+        r >= static_cast<int>(job->placement.size()) || job->placement[r].node != node || *attempt != AttemptOf(*job)) {
+      continue;
+    }
+    auto [it, fresh] = accepted.try_emplace({*jid, r});
+    ReplicaLogs& out = it->second;
+    if (fresh) {  // a tail not sent in this heartbeat keeps its stored value
+      if (auto stored = logs_.find(*jid); stored != logs_.end()) {
+        if (auto s = stored->second.find(r); s != stored->second.end()) out = s->second;
+      }
+    }
     for (const char* stream : {"stdout", "stderr"}) {
       if (!l.contains(stream) || !l[stream].is_string()) continue;
       std::string text = l[stream].get<std::string>();
@@ -405,6 +462,7 @@ void DaemonCore::AgentLogs(const Json& logs) {
       (std::string(stream) == "stdout" ? out.out : out.err) = std::move(text);
     }
   }
+  return accepted;
 }
 
 void DaemonCore::AgentHealth(const CallContext& c, NodeId node, const Json& events) {
@@ -478,19 +536,27 @@ Json DaemonCore::StartList(NodeId node, const AgentState& a, const std::set<std:
       Json devices = Json::array();
       Json entry = {{"job", std::to_string(jid.value())}, {"replica", r}, {"attempt", AttemptOf(job)},
                     {"command", job.spec.command}};
+      bool known = true;
       for (const GpuGrant& g : grants) {
-        const std::string gpu = g.gpu < a.gpu_uuid.size() ? a.gpu_uuid[g.gpu] : "";
+        // A MIG grant gets its slice's MIG UUID, never the whole GPU's: a slice the agent has
+        // reported without a UUID (its compute instance is not there yet) holds the start, as
+        // does a GPU whose UUID is unknown.
+        std::string device = g.gpu < a.gpu_uuid.size() ? a.gpu_uuid[g.gpu] : "";
         if (g.mig_start >= 0) {
           auto m = a.mig_uuid.find({g.gpu, g.mig_start});
-          devices.push_back(m != a.mig_uuid.end() ? m->second : gpu);
-        } else {
-          devices.push_back(gpu);
+          device = m != a.mig_uuid.end() ? m->second : "";
         }
+        if (device.empty()) {
+          known = false;
+          break;
+        }
+        devices.push_back(std::move(device));
         if (g.milli) {
           entry["mps_active_thread_percentage"] = std::max(1, g.milli / 10);
           if (g.memory_mib) entry["mps_pinned_memory_mib"] = g.memory_mib;
         }
       }
+      if (!known) continue;
       entry["devices"] = devices;
       entry["env"] = {{"GPUPOOL_JOB", std::to_string(jid.value())},
                       {"GPUPOOL_JOB_NAME", job.spec.name},

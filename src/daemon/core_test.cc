@@ -651,22 +651,69 @@ tenants:
     for (const char* n : {"g1", "g2"}) ASSERT_EQ(Register(n, 0).status, 200);
   }
   static Time At(int64_t s) { return Time::FromSeconds(2'000'000 + s); }
-  Reply Register(const std::string& node, int64_t s, bool passed = true) {
+  static Json RegisterBody(const std::string& node, const std::string& uuid_prefix = "GPU-") {
     Json gpus = Json::array();
-    for (int i = 0; i < 4; ++i) gpus.push_back({{"index", i}, {"uuid", "GPU-" + node + "-" + std::to_string(i)}});
-    Json body = {{"node", node}, {"flavor", "h100-80gb"}, {"gpus", gpus}};
+    for (int i = 0; i < 4; ++i) gpus.push_back({{"index", i}, {"uuid", uuid_prefix + node + "-" + std::to_string(i)}});
+    return {{"node", node}, {"flavor", "h100-80gb"}, {"gpus", gpus}};
+  }
+  Reply Register(const std::string& node, int64_t s, bool passed = true) {
+    Json body = RegisterBody(node);
     if (!passed) body["acceptance"] = {{"passed", false}, {"output", "dcgmi diag: FAIL"}};
     return core_->RegisterAgent({&admin_, "", At(s)}, body.dump());
+  }
+  // The token of the node agent of `node` (role node-agent, named after its node).
+  static Principal AgentOf(const std::string& node) { return {node, Role::kNodeAgent, TenantId(), ""}; }
+  // The daemon stops (after a Flush) and starts again on the same journal.
+  void Restart() {
+    ASSERT_TRUE(core_->Flush().ok());
+    core_.reset();
+    Result<std::unique_ptr<Journal>> journal = OpenSqliteJournal((dir_ / "journal.db").string());
+    ASSERT_TRUE(journal.ok());
+    Result<std::unique_ptr<DaemonCore>> reopened = DaemonCore::Open(std::move(*journal), SchedulerConfig());
+    ASSERT_TRUE(reopened.ok()) << reopened.error().message;
+    core_ = std::move(*reopened);
+    core_->SetHeartbeat(Duration::Seconds(1), Duration::Seconds(10));
+  }
+  // MIG instances in a heartbeat's or registration's notation, from a layout "3g.40gb@0,...";
+  // each instance's MIG UUID is `prefix` followed by its start slice.
+  static Json MigInstances(const std::string& layout, const std::string& prefix) {
+    Json out = Json::array();
+    for (size_t at = 0; at < layout.size();) {
+      const size_t comma = std::min(layout.find(',', at), layout.size());
+      const std::string item = layout.substr(at, comma - at);
+      const size_t sep = item.find('@');
+      out.push_back({{"start", std::stoi(item.substr(sep + 1))}, {"profile", item.substr(0, sep)},
+                     {"uuid", prefix + item.substr(sep + 1)}});
+      at = comma + 1;
+    }
+    return out;
+  }
+  // Registers node m1: one H100 in MIG mode holding 3g@0 and 3g@4.
+  void RegisterMigNode(int64_t s) {
+    Json reg = {{"node", "m1"}, {"flavor", "h100-80gb"},
+                {"gpus", {{{"index", 0}, {"uuid", "GPU-m1-0"}, {"mig", true},
+                           {"instances", MigInstances("3g.40gb@0,3g.40gb@4", "MIG-old-")}}}}};
+    const Reply r = core_->RegisterAgent({&admin_, "", At(s)}, reg.dump());
+    ASSERT_EQ(r.status, 200) << r.body;
+  }
+  // A job of tenant a asking for one 1g.10gb MIG slice.
+  std::string SubmitMig(int64_t s) {
+    const Reply r = core_->SubmitJob({&member_a_, "", At(s)},
+                                     Json({{"tenant", "a"}, {"name", "small"}, {"priority_class", "training"}, {"replicas", 1},
+                                           {"resources", {{"flavor", "h100-80gb"}, {"mig_profile", "1g.10gb"}}},
+                                           {"duration_estimate_s", 600}, {"command", {"nvidia-smi"}}}).dump(), "");
+    EXPECT_EQ(r.status, 201) << r.body;
+    return Json::parse(r.body)["id"];
   }
   Json Beat(const std::string& node, int64_t s, const Json& body = Json::object()) {
     const Reply r = core_->AgentHeartbeat({&admin_, "", At(s)}, node, body.dump());
     EXPECT_EQ(r.status, 200) << r.body;
     return Json::parse(r.body);
   }
-  std::string Submit(const Principal& p, int gpus, int64_t s) {
+  std::string Submit(const Principal& p, int gpus, int64_t s, int replicas = 1) {
     const std::string tenant = p.tenant == member_a_.tenant ? "a" : "b";
     const Reply r = core_->SubmitJob({&p, "", At(s)}, Json({{"tenant", tenant}, {"name", "w"}, {"priority_class", "training"},
-                                                           {"replicas", 1}, {"resources", {{"flavor", "h100-80gb"}, {"gpus", gpus}}},
+                                                           {"replicas", replicas}, {"resources", {{"flavor", "h100-80gb"}, {"gpus", gpus}}},
                                                            {"duration_estimate_s", 600}, {"command", {"sh", "-c", "echo hi"}}}).dump(), "");
     EXPECT_EQ(r.status, 201) << r.body;
     return Json::parse(r.body)["id"];
@@ -711,7 +758,7 @@ TEST_F(AgentProtocolTest, StartRunExitLogsAndScoping) {
   const Json started = start;
   EXPECT_TRUE(start["attempt"].is_number_integer());
   reply = Beat(node, 3, {{"replicas", {Report(started, "running")}},
-                         {"logs", {{{"job", j}, {"replica", 0}, {"stdout", "hi\n"}, {"stderr", ""}}}}});
+                         {"logs", {{{"job", j}, {"replica", 0}, {"attempt", started["attempt"]}, {"stdout", "hi\n"}, {"stderr", ""}}}}});
   EXPECT_TRUE(reply["start"].empty()) << "a reported replica is not started twice";
   EXPECT_EQ(Job(j, 3)["state"], "running");
   const Json logs = Json::parse(core_->JobLogs({&member_a_, "", At(3)}, j).body);
@@ -763,6 +810,55 @@ TEST_F(AgentProtocolTest, StartRunExitLogsAndScoping) {
   EXPECT_FALSE(core_->state().FindNode("g7").ok()) << "a refused registration adds no node";
 }
 
+// Log tails are taken only from the agent of the node a replica is placed on now, for the
+// attempt placed now: a node-agent token cannot write another job's logs.
+TEST_F(AgentProtocolTest, LogTailsComeOnlyFromTheReplicaPlacedOnTheNodeNow) {
+  const std::string j = Submit(member_a_, 4, 1), k = Submit(member_a_, 4, 1);
+  core_->Tick(At(1), false);
+  const std::string node = NodeOf(j, 1), other = NodeOf(k, 1);
+  ASSERT_NE(node, other) << "each job fills one node";
+  const Principal agent = AgentOf(node), other_agent = AgentOf(other);
+  const Json start = StartOf(Beat(node, 2), j), k_start = StartOf(Beat(other, 2), k);
+  ASSERT_TRUE(start.is_object() && k_start.is_object());
+  const int64_t attempt = start["attempt"];
+  auto tail = [](const std::string& job, int replica, const Json& at, const std::string& out) {
+    Json t = {{"job", job}, {"replica", replica}, {"stdout", out}, {"stderr", ""}};
+    if (!at.is_null()) t["attempt"] = at;
+    return t;
+  };
+  auto beat_as = [&](const Principal& p, const std::string& n, int64_t s, const Json& body) {
+    const Reply r = core_->AgentHeartbeat({&p, "", At(s)}, n, body.dump());
+    EXPECT_EQ(r.status, 200) << r.body;
+  };
+  auto logs_of = [&](const std::string& job) {
+    return Json::parse(core_->JobLogs({&admin_, "", At(9)}, job).body)["items"];
+  };
+  const Json honest = {{{"replica", 0}, {"stdout", "honest\n"}, {"stderr", ""}}};
+  beat_as(agent, node, 3, {{"replicas", {Report(start, "running")}}, {"logs", {tail(j, 0, attempt, "honest\n")}}});
+  ASSERT_EQ(logs_of(j), honest);
+  // Another node's agent, even with the right attempt.
+  beat_as(other_agent, other, 4, {{"replicas", {Report(k_start, "running")}},
+                                  {"logs", {tail(j, 0, attempt, "forged by " + other + "\n")}}});
+  EXPECT_EQ(logs_of(j), honest);
+  // This node's agent, for a job placed on the other node.
+  beat_as(agent, node, 5, {{"replicas", {Report(start, "running")}},
+                           {"logs", {tail(k, 0, k_start["attempt"], "forged by " + node + "\n")}}});
+  EXPECT_EQ(logs_of(k), Json::array());
+  // No attempt, an earlier attempt, a replica the job does not have.
+  beat_as(agent, node, 6, {{"replicas", {Report(start, "running")}},
+                           {"logs", {tail(j, 0, nullptr, "no attempt\n"), tail(j, 0, attempt - 1, "stale\n"),
+                                     tail(j, 1, attempt, "replica 1\n"), tail(j, 65535, attempt, "replica 65535\n")}}});
+  EXPECT_EQ(logs_of(j), honest);
+  // The final tail, sent with the exit that finishes the job, is kept.
+  beat_as(agent, node, 7, {{"replicas", {Report(start, "exited", 0)}}, {"logs", {tail(j, 0, attempt, "honest\nbye\n")}}});
+  EXPECT_EQ(Job(j, 7)["state"], "succeeded");
+  const Json final_tail = {{{"replica", 0}, {"stdout", "honest\nbye\n"}, {"stderr", ""}}};
+  EXPECT_EQ(logs_of(j), final_tail);
+  // A finished job holds no placement: nothing changes its tails any more.
+  beat_as(agent, node, 8, {{"logs", {tail(j, 0, attempt, "late\n")}}});
+  EXPECT_EQ(logs_of(j), final_tail);
+}
+
 TEST_F(AgentProtocolTest, ASilentNodeIsUnreachableAndItsJobRunsElsewhere) {
   const std::string j = Submit(member_a_, 4, 1);
   core_->Tick(At(1), false);
@@ -792,14 +888,7 @@ TEST_F(AgentProtocolTest, ASilentNodeIsUnreachableAndItsJobRunsElsewhere) {
 // carry the GPUs' UUIDs the agent registered, and an agent that stays silent after the restart
 // is found out one timeout after the daemon's first tick.
 TEST_F(AgentProtocolTest, AgentsSurviveADaemonRestart) {
-  ASSERT_TRUE(core_->Flush().ok());
-  core_.reset();
-  Result<std::unique_ptr<Journal>> journal = OpenSqliteJournal((dir_ / "journal.db").string());
-  ASSERT_TRUE(journal.ok());
-  Result<std::unique_ptr<DaemonCore>> reopened = DaemonCore::Open(std::move(*journal), SchedulerConfig());
-  ASSERT_TRUE(reopened.ok()) << reopened.error().message;
-  core_ = std::move(*reopened);
-  core_->SetHeartbeat(Duration::Seconds(1), Duration::Seconds(10));
+  Restart();
   const std::string j = Submit(member_a_, 4, 100);
   core_->Tick(At(100), false);  // the first tick after the restart starts the agents' clocks
   const std::string node = NodeOf(j, 100), silent = node == "g1" ? "g2" : "g1";
@@ -818,6 +907,80 @@ TEST_F(AgentProtocolTest, AgentsSurviveADaemonRestart) {
   }
   EXPECT_EQ(Json::parse(core_->GetNode({&admin_, "", At(112)}, silent).body)["condition"], "unreachable");
   EXPECT_EQ(Json::parse(core_->GetNode({&admin_, "", At(112)}, node).body)["condition"], "ready");
+}
+
+// A replica's successful exit is journaled before the agent is told to forget it: after a
+// daemon restart, the finished replica of a running gang is not started again.
+TEST_F(AgentProtocolTest, AReplicasSuccessfulExitSurvivesADaemonRestart) {
+  const std::string j = Submit(member_a_, 4, 1, /*replicas=*/2);
+  core_->Tick(At(1), false);
+  const Json placement = Job(j, 1)["placement"];
+  ASSERT_EQ(placement.size(), 2u);
+  const std::string n0 = placement[0]["node"], n1 = placement[1]["node"];
+  ASSERT_NE(n0, n1) << "4 GPUs a replica: one replica a node";
+  const Json s0 = StartOf(Beat(n0, 2), j), s1 = StartOf(Beat(n1, 2), j);
+  ASSERT_TRUE(s0.is_object() && s1.is_object());
+  ASSERT_EQ(s0["replica"], 0);
+  ASSERT_EQ(s1["replica"], 1);
+  Beat(n0, 3, {{"replicas", {Report(s0, "running")}}});
+  Beat(n1, 3, {{"replicas", {Report(s1, "running")}}});
+  const Json reply = Beat(n0, 4, {{"replicas", {Report(s0, "exited", 0)}}});
+  ASSERT_EQ(reply["forget"].size(), 1u);
+  EXPECT_EQ(Job(j, 4)["state"], "running");
+
+  Restart();
+  // The agent forgot replica 0 and reports nothing on n0; replica 1 still runs on n1.
+  EXPECT_TRUE(StartOf(Beat(n0, 5), j).is_null()) << "replica 0 exited 0 before the restart";
+  EXPECT_TRUE(StartOf(Beat(n1, 5, {{"replicas", {Report(s1, "running")}}}), j).is_null());
+  core_->Tick(At(5), false);
+  EXPECT_TRUE(StartOf(Beat(n0, 6), j).is_null());
+  Beat(n1, 7, {{"replicas", {Report(s1, "exited", 0)}}});
+  EXPECT_EQ(Job(j, 7)["state"], "succeeded");
+}
+
+// A node-agent token registers only a node the cluster already has; a new node needs a
+// cluster admin.
+TEST_F(AgentProtocolTest, ANodeAgentTokenRegistersOnlyAnExistingNode) {
+  const Principal g1 = AgentOf("g1"), g9 = AgentOf("g9");
+  Reply r = core_->RegisterAgent({&g9, "", At(1)}, RegisterBody("g9").dump());
+  EXPECT_EQ(r.status, 403) << r.body;
+  EXPECT_NE(r.body.find("a cluster admin must register it first"), std::string::npos) << r.body;
+  EXPECT_FALSE(core_->state().FindNode("g9").ok()) << "a refused registration adds no node";
+  r = core_->RegisterAgent({&g1, "", At(1)}, RegisterBody("g1").dump());
+  EXPECT_EQ(r.status, 200) << r.body;
+  // Added by a cluster admin, g9 is then its agent's to register.
+  ASSERT_EQ(Register("g9", 2).status, 200);
+  r = core_->RegisterAgent({&g9, "", At(3)}, RegisterBody("g9").dump());
+  EXPECT_EQ(r.status, 200) << r.body;
+}
+
+// A known node re-registering with a GPU in another MIG mode is refused (409), naming the GPU,
+// and nothing changes: not the node, not the UUIDs its starts carry.
+TEST_F(AgentProtocolTest, AReRegistrationWithAnotherMigModeIsRefused) {
+  RegisterMigNode(1);
+  Json whole = {{"node", "m1"}, {"flavor", "h100-80gb"}, {"gpus", {{{"index", 0}, {"uuid", "GPU-m1-other"}}}},
+                {"acceptance", {{"passed", false}, {"output", "x"}}}};
+  Reply r = core_->RegisterAgent({&admin_, "", At(2)}, whole.dump());
+  EXPECT_EQ(r.status, 409) << r.body;
+  EXPECT_NE(r.body.find("GPU 0"), std::string::npos) << r.body;
+  EXPECT_EQ(Json::parse(core_->GetNode({&admin_, "", At(2)}, "m1").body)["condition"], "ready");
+
+  const std::string j = Submit(member_a_, 4, 3);
+  core_->Tick(At(3), false);
+  const std::string node = NodeOf(j, 3);
+  Json mig = RegisterBody(node, "GPU-other-");
+  mig["gpus"][2]["mig"] = true;
+  mig["gpus"][2]["instances"] = MigInstances("3g.40gb@0", "MIG-other-");
+  mig["acceptance"] = {{"passed", false}, {"output", "x"}};
+  const Principal agent = AgentOf(node);
+  r = core_->RegisterAgent({&agent, "", At(4)}, mig.dump());
+  EXPECT_EQ(r.status, 409) << r.body;
+  EXPECT_NE(r.body.find("GPU 2"), std::string::npos) << r.body;
+  EXPECT_EQ(Json::parse(core_->GetNode({&admin_, "", At(4)}, node).body)["condition"], "ready");
+  const Json start = StartOf(Beat(node, 5), j);
+  ASSERT_TRUE(start.is_object());
+  EXPECT_EQ(start["devices"], Json({"GPU-" + node + "-0", "GPU-" + node + "-1", "GPU-" + node + "-2", "GPU-" + node + "-3"}))
+      << "the refused registration's UUIDs were not taken";
 }
 
 TEST_F(AgentProtocolTest, Xid79DrainsAndAFailedAcceptanceKeepsANodeOut) {
@@ -889,29 +1052,10 @@ TEST_F(AgentProtocolTest, AStaleAttemptIsStoppedAndNeverTakenForTheNewOne) {
 
 // A MIG node (one H100, 3g@0 + 3g@4) registered by its agent, and a job that needs a 1g slice.
 TEST_F(AgentProtocolTest, MigLayoutsGoThroughTheAgentAndStartsWaitForThem) {
-  auto instances = [](const std::string& layout, const std::string& prefix) {
-    Json out = Json::array();
-    for (size_t at = 0; at < layout.size();) {
-      const size_t comma = std::min(layout.find(',', at), layout.size());
-      const std::string item = layout.substr(at, comma - at);
-      const size_t sep = item.find('@');
-      out.push_back({{"start", std::stoi(item.substr(sep + 1))}, {"profile", item.substr(0, sep)},
-                     {"uuid", prefix + item.substr(sep + 1)}});
-      at = comma + 1;
-    }
-    return out;
-  };
-  Json reg = {{"node", "m1"}, {"flavor", "h100-80gb"},
-              {"gpus", {{{"index", 0}, {"uuid", "GPU-m1-0"}, {"mig", true},
-                         {"instances", instances("3g.40gb@0,3g.40gb@4", "MIG-old-")}}}}};
-  ASSERT_EQ(core_->RegisterAgent({&admin_, "", At(1)}, reg.dump()).status, 200);
+  const auto instances = &MigInstances;
+  RegisterMigNode(1);
   EXPECT_EQ(Beat("m1", 1)["mig"], Json::array()) << "the layout the agent reported is the target";
-  const Reply r = core_->SubmitJob({&member_a_, "", At(2)},
-                                   Json({{"tenant", "a"}, {"name", "small"}, {"priority_class", "training"}, {"replicas", 1},
-                                         {"resources", {{"flavor", "h100-80gb"}, {"mig_profile", "1g.10gb"}}},
-                                         {"duration_estimate_s", 600}, {"command", {"nvidia-smi"}}}).dump(), "");
-  ASSERT_EQ(r.status, 201) << r.body;
-  const std::string j = Json::parse(r.body)["id"];
+  const std::string j = SubmitMig(2);
   core_->Tick(At(2), false);
   ASSERT_EQ(NodeOf(j, 2), "m1");
   const int slice = Job(j, 2)["placement"][0]["gpus"][0]["mig_start"];
@@ -944,6 +1088,31 @@ TEST_F(AgentProtocolTest, MigLayoutsGoThroughTheAgentAndStartsWaitForThem) {
   EXPECT_EQ(start["devices"], Json({"MIG-new-" + std::to_string(slice)}));
   Beat("m1", 7, {{"replicas", {Report(start, "running")}}});
   EXPECT_EQ(Job(j, 7)["state"], "running");
+}
+
+// A MIG grant is started with its slice's MIG UUID and never with the whole GPU's: while the
+// agent reports the target layout but no UUID for the slice, the start is held.
+TEST_F(AgentProtocolTest, AMigGrantWithoutAKnownMigUuidIsHeld) {
+  RegisterMigNode(1);
+  const std::string j = SubmitMig(2);
+  core_->Tick(At(2), false);
+  ASSERT_EQ(NodeOf(j, 2), "m1");
+  const int slice = Job(j, 2)["placement"][0]["gpus"][0]["mig_start"];
+  Json reply = Beat("m1", 3);
+  ASSERT_EQ(reply["mig"].size(), 1u) << reply.dump();
+  const std::string target = reply["mig"][0]["layout"];
+  Json reported = MigInstances(target, "MIG-new-");
+  for (Json& in : reported) {
+    if (in["start"] == slice) in.erase("uuid");  // its compute instance is not there yet
+  }
+  reply = Beat("m1", 4, {{"gpus", {{{"index", 0}, {"mig", true}, {"instances", reported}}}}});
+  EXPECT_EQ(reply["mig"], Json::array()) << "the reported layout is the target";
+  EXPECT_TRUE(StartOf(reply, j).is_null()) << "sent without the slice's MIG UUID: " << reply.dump();
+  EXPECT_EQ(Job(j, 4)["state"], "admitted");
+  reply = Beat("m1", 5, {{"gpus", {{{"index", 0}, {"mig", true}, {"instances", MigInstances(target, "MIG-new-")}}}}});
+  const Json start = StartOf(reply, j);
+  ASSERT_TRUE(start.is_object()) << reply.dump();
+  EXPECT_EQ(start["devices"], Json({"MIG-new-" + std::to_string(slice)}));
 }
 
 }  // namespace

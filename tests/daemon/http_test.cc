@@ -52,11 +52,12 @@ class DaemonHttp : public ::testing::Test {
     make("alpha-viewer", "viewer", "alpha");
     make("beta-admin", "tenant-admin", "beta");
     make("beta-member", "member", "beta");
-    {  // The agent of node iso-node: no tenant, its name is its node.
-      Response r = Call(c, "POST", "/v1/tokens", tokens_["admin"],
-                        Json({{"name", "iso-node"}, {"role", "node-agent"}}).dump());
+    // The agent of node iso-node: no tenant, its name is its node. And the agent token of a
+    // node the cluster does not have (ghost-node), which may not create it.
+    for (const auto& [who, node] : {std::pair<std::string, std::string>{"node-agent", "iso-node"}, {"ghost-agent", "ghost-node"}}) {
+      Response r = Call(c, "POST", "/v1/tokens", tokens_["admin"], Json({{"name", node}, {"role", "node-agent"}}).dump());
       ASSERT_EQ(r.status, 201) << r.body.dump();
-      tokens_["node-agent"] = r.body["token"];
+      tokens_[who] = r.body["token"];
     }
     tokens_["anonymous"] = "";
     tokens_["forged"] = "gp_000000000000_" + std::string(48, 'a');
@@ -81,6 +82,11 @@ class DaemonHttp : public ::testing::Test {
     for (const char* n : {"n-0", "n-1", "n-2", "n-3"}) {
       if (n != nodes_["alpha"] && n != nodes_["beta"]) nodes_["spare"] = n;
     }
+    // A node-agent token registers only a node the cluster has: a cluster admin adds iso-node
+    // (one GPU), after the fixture's jobs are placed.
+    Response r = Call(c, "POST", "/v1/agents/register", tokens_["admin"],
+                      Json({{"node", "iso-node"}, {"flavor", "h100-80gb"}, {"gpus", {{{"index", 0}, {"uuid", "GPU-iso-node"}}}}}).dump());
+    ASSERT_EQ(r.status, 200) << r.body.dump();
   }
   static void TearDownTestSuite() {
     delete daemon_;
@@ -224,7 +230,8 @@ TEST_F(DaemonHttp, IsolationMatrix) {
           "/v1/availability?flavor=h100-80gb&gpus=2&duration_s=3600");
     check("get /v1/calendar", who, "-", Expect(who, "alpha", 200, 200, 200, 200), "GET",
           "/v1/calendar?flavor=h100-80gb&start=2030-01-01T00:00:00Z&end=2030-01-02T00:00:00Z&step_s=3600");
-    // A node-agent token speaks for the node of its name (iso-node) and no other.
+    // A node-agent token speaks for the node of its name (iso-node, registered by the admin in
+    // the fixture) and no other.
     const bool agent_token = who == "node-agent";
     const std::string agent = agent_token ? "iso-node" : "iso-agent-" + std::to_string(++serial);
     const int as_agent = agent_token ? 200 : Expect(who, "alpha", 200, 403, 403, 403);
@@ -235,6 +242,13 @@ TEST_F(DaemonHttp, IsolationMatrix) {
       check("post /v1/agents/register", who, "-", 403, "POST", "/v1/agents/register",
             Json({{"node", "n-0"}, {"flavor", "h100-80gb"}, {"gpus", {{{"index", 0}, {"uuid", "GPU-x"}}}}}).dump());
       check("post /v1/agents/{node}/heartbeat", who, "-", 403, "POST", "/v1/agents/n-0/heartbeat", "{}");
+      // The token of a node that does not exist cannot create it.
+      Response ghost = check("post /v1/agents/register", "ghost-agent", "-", 403, "POST", "/v1/agents/register",
+                             Json({{"node", "ghost-node"}, {"flavor", "h100-80gb"},
+                                   {"gpus", {{{"index", 0}, {"uuid", "GPU-ghost"}}}}}).dump());
+      EXPECT_NE(ghost.body.dump().find("node-agent token may only register a node that already exists"), std::string::npos)
+          << ghost.body.dump();
+      EXPECT_EQ(Call(c, "GET", "/v1/nodes/ghost-node", tokens_["admin"]).status, 404);
     }
     check("get /v1/burst", who, "-", Expect(who, "alpha", 200, 200, 200, 200), "GET", "/v1/burst");
     check("get /v1/prices", who, "-", Expect(who, "alpha", 200, 200, 200, 200), "GET", "/v1/prices");
@@ -244,8 +258,9 @@ TEST_F(DaemonHttp, IsolationMatrix) {
   for (const RouteDoc& r : ApiRoutes()) {
     EXPECT_TRUE(covered.count(std::string(r.method) + " " + r.path)) << "the matrix misses " << r.method << " " << r.path;
   }
-  EXPECT_EQ(checked, 7 * (2 * 17 + 17) + 2)
-      << "7 callers x (2 targets x 17 tenant-scoped + 17 cluster-wide requests), and the node agent for another node";
+  EXPECT_EQ(checked, 7 * (2 * 17 + 17) + 3)
+      << "7 callers x (2 targets x 17 tenant-scoped + 17 cluster-wide requests), the node agent for another node "
+         "(register, heartbeat), and a node agent for a node that does not exist (register)";
 }
 
 // What the lists show each caller: never another tenant's jobs, tokens, usage, nodes or audit.
