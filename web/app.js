@@ -280,7 +280,9 @@ function renderChrome() {
 const TENANT_VIEWS = [['overview', 'Overview'], ['jobs', 'Jobs'], ['calendar', 'Calendar'], ['costs', 'Costs']];
 const ADMIN_VIEWS = [['cluster', 'Cluster'], ['tenants', 'Tenants'], ['jobs', 'Jobs'], ['calendar', 'Reservations'],
   ['costs', 'Costs'], ['audit', 'Audit log']];
-const views = () => (isAdmin() ? ADMIN_VIEWS : TENANT_VIEWS);
+// Tenant admins may read their tenant's audit log too.
+const views = () => (isAdmin() ? ADMIN_VIEWS
+  : S.me && S.me.role === 'tenant-admin' ? [...TENANT_VIEWS, ['audit', 'Audit log']] : TENANT_VIEWS);
 
 function heading(text) {
   return h('h1', { tabindex: '-1', id: 'view-title' }, text);

@@ -261,6 +261,15 @@ try {
     `none of the ${answers.length} API answers product's page got names research or its jobs${leaks.length ? `: ${leaks[0].url} ${leaks[0].body.slice(0, 300)}` : ''}`);
   await signOut();
 
+  // --- A tenant admin of product also has its tenant's audit log, and only its tenant's.
+  const carol = await newToken('carol', 'tenant-admin', 'product');
+  await signIn(carol.token, 'tenant-admin of product');
+  await go('audit');
+  const ownAudit = await text('#audit');
+  check(ownAudit.includes('job.submit') && ownAudit.includes('bob') && !ownAudit.includes('alice') && !ownAudit.includes('research'),
+    'a tenant admin reads its own tenant\'s audit log, without research\'s entries');
+  await signOut();
+
   // --- Operator: cluster map, drains, tenants, reservations, audit.
   await signIn(adminToken, 'cluster-admin');
   await loaded('cluster');
