@@ -4,14 +4,19 @@
 //     the rare 2-, 4- and 8-GPU types, whose failures cost the most GPUs;
 //  2. a type can use a node only if its memory fits too: in the openb runs most late failures
 //     are nodes with free GPUs and CPU but no memory, which FGD's score cannot see;
-//  3. CPU-only pods go first to the nodes with the least idle GPU, where their CPU and memory
-//     take nothing a GPU pod needs;
-//  4. how the gradient is compared: for fractions as FGD does (int(100 sigmoid(-growth/1000)),
+//  3. stranding: a node's idle GPUs are only as usable as its CPU and memory let them be, at the
+//     workload's mean CPU and memory per GPU (`Usable`). A GPU pod's gradient also counts the
+//     GPU milli its CPU and memory make unusable beyond the GPUs it takes (negative when it
+//     needs less than the mean, which draws lean pods to CPU- or memory-short nodes);
+//  4. a CPU-only pod goes where it strands the fewest GPUs (in whole GPUs), then where it grows
+//     the fragmentation least (200-milli buckets);
+//  5. how the gradient is compared: for fractions as FGD does (int(100 sigmoid(-growth/1000)),
 //     which treats growths within about 40 milli as equal); for whole-GPU pods in 200-milli
 //     buckets. Ties go to the run's node order, which makes near-equal choices first-fit. Exact
 //     gradients measured worse than both.
 // GPUs inside a node: a fraction takes the GPU with the best score (lowest index on ties);
 // whole GPUs are the lowest free ones, as in every policy.
+#include <algorithm>
 #include <cmath>
 
 #include "sim/packing/policies.h"
@@ -20,12 +25,30 @@ namespace gpupool::packing {
 namespace {
 
 constexpr double kWholeBucketMilli = 200.0;
+constexpr double kStrandBucketMilli = 1000.0;  // CPU-only pods: stranding in whole GPUs
+
+int64_t Bucket(double milli, double width) {
+  return static_cast<int64_t>(std::floor(milli / width + 0.5));
+}
 
 class GpupoolPackPolicy final : public PackPolicy {
  public:
   explicit GpupoolPackPolicy(const PolicyContext& ctx)
       : model_(TypicalPods(*ctx.originals, /*coverage=*/1.0), /*memory=*/true) {
     for (const NodeState& n : *ctx.nodes) frag_.push_back(model_.Frag(n));
+    // The workload's CPU and memory per GPU milli, over the GPU pods of the original list (the
+    // same knowledge of the workload as the pod types above).
+    double cpu = 0, mem = 0, milli = 0;
+    for (const OpenbPod& p : *ctx.originals) {
+      if (p.num_gpu == 0) continue;
+      cpu += static_cast<double>(p.cpu_milli);
+      mem += static_cast<double>(p.memory_mib);
+      milli += static_cast<double>(p.GpuMilliTotal());
+    }
+    if (milli > 0) {
+      cpu_per_milli_ = cpu / milli;
+      mem_per_milli_ = mem / milli;
+    }
   }
   std::string_view name() const override { return "gpupool"; }
 
@@ -34,6 +57,7 @@ class GpupoolPackPolicy final : public PackPolicy {
     after.cpu_left -= p.cpu_milli;
     after.mem_left -= p.memory_mib;
     if (p.num_gpu == 1 && p.gpu_milli < kMilliPerGpu) {
+      const double stranded = Stranded(n, p);  // the same whichever GPU it takes
       int64_t best = INT64_MIN;
       for (int g = 0; g < n.gpus; ++g) {
         if (n.idle[g] < p.gpu_milli) continue;
@@ -42,7 +66,7 @@ class GpupoolPackPolicy final : public PackPolicy {
         if (seen) continue;
         after.idle = n.idle;
         after.idle[g] -= p.gpu_milli;
-        const double growth = model_.Frag(after) - frag_[node];
+        const double growth = model_.Frag(after) - frag_[node] + stranded;
         const int64_t s = static_cast<int64_t>(100.0 / (1.0 + std::exp(growth / 1000.0)));
         if (s > best) {
           best = s;
@@ -55,16 +79,37 @@ class GpupoolPackPolicy final : public PackPolicy {
     pick = LowestFreeGpus(n, p.num_gpu);
     for (int i = 0; i < pick.count; ++i) after.idle[pick.gpu[i]] -= p.gpu_milli;
     const double growth = model_.Frag(after) - frag_[node];
-    const int64_t bucket = -static_cast<int64_t>(std::floor(growth / kWholeBucketMilli + 0.5));
-    if (p.num_gpu == 0) return -n.IdleTotal() * (int64_t{1} << 20) + bucket;
-    return bucket;
+    const double stranded = Stranded(n, p);
+    if (p.num_gpu == 0) {
+      return -Bucket(stranded, kStrandBucketMilli) * (int64_t{1} << 32) -
+             Bucket(growth, kWholeBucketMilli);
+    }
+    return -Bucket(growth + stranded, kWholeBucketMilli);
   }
 
   void Placed(int node, const NodeState& after) override { frag_[node] = model_.Frag(after); }
 
  private:
+  // The idle GPU milli that the node's CPU and memory can still serve at the workload's mean
+  // CPU and memory per GPU milli.
+  double Usable(int64_t idle, int64_t cpu, int64_t mem) const {
+    double u = static_cast<double>(idle);
+    if (cpu_per_milli_ > 0) u = std::min(u, static_cast<double>(cpu) / cpu_per_milli_);
+    if (mem_per_milli_ > 0) u = std::min(u, static_cast<double>(mem) / mem_per_milli_);
+    return std::max(0.0, u);
+  }
+  // GPU milli the pod on `n` makes unusable beyond the GPU milli it takes itself: negative when
+  // it needs less CPU and memory per GPU than the mean and the node is short of them.
+  double Stranded(const NodeState& n, const OpenbPod& p) const {
+    const int64_t idle = n.IdleTotal();
+    return Usable(idle, n.cpu_left, n.mem_left) -
+           Usable(idle - p.GpuMilliTotal(), n.cpu_left - p.cpu_milli, n.mem_left - p.memory_mib) -
+           static_cast<double>(p.GpuMilliTotal());
+  }
+
   FragModel model_;
   std::vector<double> frag_;
+  double cpu_per_milli_ = 0, mem_per_milli_ = 0;
 };
 
 }  // namespace

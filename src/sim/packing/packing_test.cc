@@ -135,6 +135,60 @@ TEST(PublishedPolicies, ScoresFollowTheSimulatorsFormulas) {
   EXPECT_EQ(ScoreOf("clustering", Node2(1000, 1000), frac), 43);
 }
 
+// gpupool's score of `p` on each node, with `originals` as the workload.
+std::vector<int64_t> GpupoolScores(const std::vector<NodeState>& nodes, const OpenbPod& p,
+                                   const std::vector<OpenbPod>& originals) {
+  std::vector<TypicalPod> types = TypicalPods(originals);
+  PolicyContext ctx{&nodes, &types, &originals, 1};
+  std::unique_ptr<PackPolicy> pol = std::move(MakePackPolicy("gpupool", ctx).value());
+  std::vector<int64_t> out;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    GpuPick pick;
+    out.push_back(pol->Score(static_cast<int>(i), nodes[i], p, pick));
+  }
+  return out;
+}
+
+NodeState Node4(int64_t cpu) {
+  NodeState n;
+  n.gpus = 4;
+  n.cpu_left = cpu;
+  n.mem_left = 1 << 20;
+  n.idle = {1000, 1000, 1000, 1000};
+  return n;
+}
+
+TEST(GpupoolPolicy, StrandingDrawsLeanPodsToCpuShortNodes) {
+  // The workload's GPU pods need (8000 + 1000) / 2000 = 4.5 CPU milli per GPU milli. Node a has
+  // 4 idle GPUs but CPU for 2 (9000 / 4.5 = 2000 milli); node b has plenty.
+  const OpenbPod heavy = Pod("heavy", 1, 1000, 8000), lean = Pod("lean", 1, 1000, 1000);
+  const std::vector<OpenbPod> originals = {heavy, lean};
+  const std::vector<NodeState> nodes = {Node4(9000), Node4(128000)};
+  // The lean pod on a: 2000 usable before, min(3000, 8000 / 4.5) = 1778 after, for the 1000 it
+  // takes: -778 milli stranded, a better gradient than b's 0. The heavy pod on a would leave
+  // CPU for 222 milli of the 3 GPUs, and no CPU for its own type: b is better.
+  const std::vector<int64_t> l = GpupoolScores(nodes, lean, originals);
+  const std::vector<int64_t> h = GpupoolScores(nodes, heavy, originals);
+  EXPECT_GT(l[0], l[1]);
+  EXPECT_LT(h[0], h[1]);
+}
+
+TEST(GpupoolPolicy, CpuOnlyPodsGoWhereTheyStrandNoGpu) {
+  // 8 CPU milli per GPU milli. Node a has one idle GPU and exactly its CPU; node b has two idle
+  // GPUs and CPU to spare. The old rule (least idle GPU first) chose a, stranding 750 milli.
+  const OpenbPod gpu = Pod("g", 1, 1000, 8000), cpu_only = Pod("c", 0, 0, 6000);
+  NodeState a;
+  a.gpus = 2;
+  a.cpu_left = 8000;
+  a.mem_left = 1 << 20;
+  a.idle = {0, 1000};
+  NodeState b = a;
+  b.cpu_left = 64000;
+  b.idle = {1000, 1000};
+  const std::vector<int64_t> s = GpupoolScores({a, b}, cpu_only, {gpu, cpu_only});
+  EXPECT_LT(s[0], s[1]);
+}
+
 TEST(Offline, StrandedLowerBound) {
   // Two 810 pods strand 2 x 190; one 160 pod can fill 160 of it: at least 220 stays unused.
   EXPECT_EQ(StrandedLowerBound({Pod("a", 1, 810), Pod("b", 1, 810), Pod("c", 1, 160)}), 220);
@@ -164,7 +218,7 @@ TEST(Golden, DefaultListSeed42) {
   const double f = Windowed(*fgd).unallocated_pct.at(100);
   const double g = Windowed(*ours).unallocated_pct.at(100);
   EXPECT_NEAR(f, 4.78, 0.005);
-  EXPECT_NEAR(g, 4.52, 0.005);
+  EXPECT_NEAR(g, 4.15, 0.005);  // 4.52 before the stranding term (issue 3)
   EXPECT_LT(std::abs(f - 4.77), 0.5);
   // The same seed twice: the same rows.
   Result<SeedRun> again = RunSeed(*t, "gpupool", 42);
