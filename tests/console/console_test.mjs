@@ -144,7 +144,10 @@ try {
   await page.waitForTimeout(4500);
   check(await page.evaluate(() => document.activeElement?.dataset?.key) === 'out-0', 'focus stays in the log across live updates');
   await page.getByRole('button', { name: `Details of job ${jobId}` }).click();
-  check(await page.evaluate(() => document.activeElement?.dataset?.key) === 'detail-title', 'Details moves focus to the job\'s heading');
+  // The details load first, then take the focus.
+  const moved = await page.waitForFunction(() => document.activeElement?.dataset?.key === 'detail-title', null, { timeout: 5000 })
+    .then(() => true, () => false);
+  check(moved, 'Details moves focus to the job\'s heading');
 
   // A double click submits once: the form's idempotency key and its disabled button.
   await page.getByLabel('Name', { exact: true }).fill('double');
