@@ -12,28 +12,7 @@
 # Usage: agent_e2e_test.sh GPUPOOL_BINARY
 set -u
 bin=${1:?usage: agent_e2e_test.sh GPUPOOL_BINARY}
-tmp=$(mktemp -d)
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done
-  wait 2>/dev/null
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
-fail() {
-  echo "FAIL: $*" >&2
-  echo "--- daemon log (tail)" >&2; tail -n 30 "$tmp/daemon.log" >&2
-  for f in "$tmp"/agent-*.log; do echo "--- $f (tail)" >&2; tail -n 8 "$f" >&2; done
-  exit 1
-}
-# until SECONDS CMD...: retries CMD every 0.2 s until it succeeds or SECONDS pass.
-until_ok() {
-  local deadline=$(( $(date +%s%N) / 1000000 + $1 * 1000 )); shift
-  while ! "$@" > /dev/null 2>&1; do
-    [ $(( $(date +%s%N) / 1000000 )) -lt $deadline ] || return 1
-    sleep 0.2
-  done
-}
+. "$(dirname "$0")/lib/e2e.sh"
 
 cat > "$tmp/config.yaml" << 'EOF'
 scheduler: {tick_ms: 50}

@@ -12,19 +12,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 command -v chromium > /dev/null || { echo "skip: no chromium (scripts/setup.sh --test installs it)"; exit 77; }
 [ -d "$here/console/node_modules/playwright-core" ] || { echo "skip: run npm ci in tests/console (scripts/setup.sh --test does)"; exit 77; }
 
-tmp=$(mktemp -d)
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done
-  wait 2>/dev/null
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
-fail() {
-  echo "FAIL: $*" >&2
-  echo "--- daemon log (tail)" >&2; tail -n 30 "$tmp/daemon.log" >&2
-  exit 1
-}
+. "$here/lib/e2e.sh"
 
 cat > "$tmp/config.yaml" << 'YAML'
 scheduler: {tick_ms: 100}
@@ -40,8 +28,7 @@ YAML
 "$bin" serve --config "$tmp/config.yaml" --data-dir "$tmp/data" --listen 127.0.0.1:0 \
   --heartbeat-interval-ms 200 --heartbeat-timeout-ms 5000 > "$tmp/daemon.log" 2>&1 &
 pids+=($!)
-for _ in $(seq 100); do [ -s "$tmp/data/port" ] && break; sleep 0.2; done
-[ -s "$tmp/data/port" ] || fail "daemon did not start"
+until_ok 20 test -s "$tmp/data/port" || fail "daemon did not start"
 url="http://127.0.0.1:$(cat "$tmp/data/port")"
 admin=$(cat "$tmp/data/admin.token")
 # Jobs on the H100 nodes run for real through agents; the MIG node has none (its jobs are
@@ -52,7 +39,7 @@ for n in n-0 n-1; do
   pids+=($!)
 done
 for n in n-0 n-1; do
-  for _ in $(seq 100); do grep -q '"msg":"registered"' "$tmp/agent-$n.log" && break; sleep 0.2; done
+  until_ok 20 grep -q '"msg":"registered"' "$tmp/agent-$n.log" || fail "agent $n did not register"
 done
 
 mkdir -p "$artifacts"

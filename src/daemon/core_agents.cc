@@ -283,12 +283,22 @@ Result<std::map<int, ReportedMig>> ReadHeartbeatGpus(const GpuModel& model, size
 
 // Records the layouts and MIG UUIDs the agent reports, and logs each new refusal of a target
 // layout once ("mig_errors": [{"gpu", "layout", "error"}]; advisory: malformed entries are skipped).
-void RecordMig(const std::string& node, std::map<int, ReportedMig> gpus, const Json& errors,
+// Returns whether a layout or a UUID changed (what the journal's agent record holds).
+bool RecordMig(const std::string& node, std::map<int, ReportedMig> gpus, const Json& errors,
                std::map<std::pair<int, int>, std::string>& mig_uuid, std::map<int, MigLayout>& layouts,
                std::map<int, std::string>& refusals) {
+  bool changed = false;
   for (auto& [gpu, mig] : gpus) {
-    std::erase_if(mig_uuid, [gpu = gpu](const auto& e) { return e.first.first == gpu; });
-    for (const auto& [start, uuid] : mig.uuid) mig_uuid[{gpu, start}] = uuid;
+    std::map<std::pair<int, int>, std::string> reported;
+    for (const auto& [start, uuid] : mig.uuid) reported[{gpu, start}] = uuid;
+    std::map<std::pair<int, int>, std::string> before;
+    for (auto it = mig_uuid.lower_bound({gpu, 0}); it != mig_uuid.end() && it->first.first == gpu;) {
+      before.insert(*it);
+      it = mig_uuid.erase(it);
+    }
+    mig_uuid.insert(reported.begin(), reported.end());
+    auto old = layouts.find(gpu);
+    changed = changed || before != reported || old == layouts.end() || !(old->second == mig.layout);
     layouts[gpu] = mig.layout;
   }
   std::map<int, std::string> now;
@@ -306,6 +316,7 @@ void RecordMig(const std::string& node, std::map<int, ReportedMig> gpus, const J
     now[static_cast<int>(*gpu)] = text;
   }
   refusals = std::move(now);
+  return changed;
 }
 
 }  // namespace
@@ -338,10 +349,9 @@ Reply DaemonCore::AgentHeartbeat(const CallContext& c, const std::string& name, 
     return Err(s.error());
   }
   for (auto& [key, tail] : tails) logs_[key.first][key.second] = std::move(tail);
-  const auto uuids_before = a.mig_uuid;
-  const auto layouts_before = a.mig_layout;
-  RecordMig(name, std::move(*gpus), j.value("mig_errors", Json::array()), a.mig_uuid, a.mig_layout, a.mig_error);
-  if (a.mig_uuid != uuids_before || a.mig_layout != layouts_before) StageAgent(node);
+  if (RecordMig(name, std::move(*gpus), j.value("mig_errors", Json::array()), a.mig_uuid, a.mig_layout, a.mig_error)) {
+    StageAgent(node);
+  }
   AgentHealth(c, node, j.value("health", Json::array()));
   std::set<int> pending;
   const Json mig = MigTargets(node, a, pending);

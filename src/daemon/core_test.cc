@@ -705,6 +705,27 @@ tenants:
     EXPECT_EQ(r.status, 201) << r.body;
     return Json::parse(r.body)["id"];
   }
+  // m1 registered (at 1), a 1g.10gb job placed on it (at 2), which re-partitions its GPU, and the
+  // heartbeat reply (at 3) that carries the target layout.
+  struct MigPlacement {
+    std::string job;
+    int slice = -1;
+    Json reply;
+    std::string target;
+  };
+  MigPlacement PlaceMigJob() {
+    MigPlacement p;
+    RegisterMigNode(1);
+    EXPECT_EQ(Beat("m1", 1)["mig"], Json::array()) << "the layout the agent reported is the target";
+    p.job = SubmitMig(2);
+    core_->Tick(At(2), false);
+    EXPECT_EQ(NodeOf(p.job, 2), "m1");
+    p.slice = Job(p.job, 2)["placement"][0]["gpus"][0]["mig_start"];
+    p.reply = Beat("m1", 3);
+    EXPECT_EQ(p.reply["mig"].size(), 1u) << p.reply.dump();
+    p.target = p.reply["mig"][0].value("layout", "");
+    return p;
+  }
   Json Beat(const std::string& node, int64_t s, const Json& body = Json::object()) {
     const Reply r = core_->AgentHeartbeat({&admin_, "", At(s)}, node, body.dump());
     EXPECT_EQ(r.status, 200) << r.body;
@@ -1053,18 +1074,13 @@ TEST_F(AgentProtocolTest, AStaleAttemptIsStoppedAndNeverTakenForTheNewOne) {
 // A MIG node (one H100, 3g@0 + 3g@4) registered by its agent, and a job that needs a 1g slice.
 TEST_F(AgentProtocolTest, MigLayoutsGoThroughTheAgentAndStartsWaitForThem) {
   const auto instances = &MigInstances;
-  RegisterMigNode(1);
-  EXPECT_EQ(Beat("m1", 1)["mig"], Json::array()) << "the layout the agent reported is the target";
-  const std::string j = SubmitMig(2);
-  core_->Tick(At(2), false);
-  ASSERT_EQ(NodeOf(j, 2), "m1");
-  const int slice = Job(j, 2)["placement"][0]["gpus"][0]["mig_start"];
-
   // The scheduler re-partitioned GPU 0: the reply carries the target, and the job waits for it.
-  Json reply = Beat("m1", 3);
-  ASSERT_EQ(reply["mig"].size(), 1u) << reply.dump();
+  const MigPlacement placed = PlaceMigJob();
+  ASSERT_FALSE(::testing::Test::HasFailure());
+  const std::string j = placed.job, target = placed.target;
+  const int slice = placed.slice;
+  Json reply = placed.reply;
   EXPECT_EQ(reply["mig"][0]["gpu"], 0);
-  const std::string target = reply["mig"][0]["layout"];
   EXPECT_NE(target.find("1g.10gb@" + std::to_string(slice)), std::string::npos) << target;
   EXPECT_TRUE(reply["start"].empty()) << "slice " << slice << " does not exist on the device yet";
   // The agent refuses (no --allow-mig-changes): logged, and the job still waits.
@@ -1090,17 +1106,29 @@ TEST_F(AgentProtocolTest, MigLayoutsGoThroughTheAgentAndStartsWaitForThem) {
   EXPECT_EQ(Job(j, 7)["state"], "running");
 }
 
+// The MIG layout and slice UUIDs an agent reports after applying a layout are journaled: after a
+// daemon restart the target is not sent again and the start still carries the new slice's UUID.
+TEST_F(AgentProtocolTest, AppliedMigLayoutsSurviveADaemonRestart) {
+  const MigPlacement placed = PlaceMigJob();
+  ASSERT_FALSE(::testing::Test::HasFailure());
+  Beat("m1", 4, {{"gpus", {{{"index", 0}, {"mig", true}, {"instances", MigInstances(placed.target, "MIG-new-")}}}}});
+  Restart();
+  core_->Tick(At(5), false);
+  const Json reply = Beat("m1", 6);
+  EXPECT_EQ(reply["mig"], Json::array()) << "the applied layout was remembered";
+  const Json start = StartOf(reply, placed.job);
+  ASSERT_TRUE(start.is_object()) << reply.dump();
+  EXPECT_EQ(start["devices"], Json({"MIG-new-" + std::to_string(placed.slice)}));
+}
+
 // A MIG grant is started with its slice's MIG UUID and never with the whole GPU's: while the
 // agent reports the target layout but no UUID for the slice, the start is held.
 TEST_F(AgentProtocolTest, AMigGrantWithoutAKnownMigUuidIsHeld) {
-  RegisterMigNode(1);
-  const std::string j = SubmitMig(2);
-  core_->Tick(At(2), false);
-  ASSERT_EQ(NodeOf(j, 2), "m1");
-  const int slice = Job(j, 2)["placement"][0]["gpus"][0]["mig_start"];
-  Json reply = Beat("m1", 3);
-  ASSERT_EQ(reply["mig"].size(), 1u) << reply.dump();
-  const std::string target = reply["mig"][0]["layout"];
+  const MigPlacement placed = PlaceMigJob();
+  ASSERT_FALSE(::testing::Test::HasFailure());
+  const std::string j = placed.job, target = placed.target;
+  const int slice = placed.slice;
+  Json reply = placed.reply;
   Json reported = MigInstances(target, "MIG-new-");
   for (Json& in : reported) {
     if (in["start"] == slice) in.erase("uuid");  // its compute instance is not there yet

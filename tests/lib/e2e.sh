@@ -1,0 +1,25 @@
+# Shared by the end-to-end scripts (agent_e2e_test.sh, console_test.sh); source it after `set -u`.
+# Gives $tmp (a scratch directory), pids (background processes, killed at exit), fail MESSAGE
+# (prints the tails of $tmp/daemon.log and $tmp/agent-*.log, exits 1) and
+# until_ok SECONDS CMD... (retries CMD every 0.2 s until it succeeds or SECONDS pass).
+tmp=$(mktemp -d)
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done
+  wait 2>/dev/null
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+fail() {
+  echo "FAIL: $*" >&2
+  echo "--- daemon log (tail)" >&2; tail -n 30 "$tmp/daemon.log" >&2
+  for f in "$tmp"/agent-*.log; do [ -e "$f" ] && { echo "--- $f (tail)" >&2; tail -n 8 "$f" >&2; }; done
+  exit 1
+}
+until_ok() {
+  local deadline=$(( $(date +%s%N) / 1000000 + $1 * 1000 )); shift
+  while ! "$@" > /dev/null 2>&1; do
+    [ $(( $(date +%s%N) / 1000000 )) -lt $deadline ] || return 1
+    sleep 0.2
+  done
+}
