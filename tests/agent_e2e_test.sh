@@ -8,7 +8,10 @@
 #  - a node whose acceptance test fails stays out of scheduling;
 #  - a MIG node joins through its agent (--allow-mig-changes); a job needing a 1g slice that its
 #    layout lacks runs after the scheduler re-partitions the GPU and the agent applies it, with
-#    CUDA_VISIBLE_DEVICES set to the MIG UUID the agent created.
+#    CUDA_VISIBLE_DEVICES set to the MIG UUID the agent created; the apply takes 3 s (longer
+#    than the heartbeat timeout) and the node never goes unreachable meanwhile;
+#  - a GPU falls off the bus under a running job: the agent's rediscovery reports it lost, the
+#    node drains and the job is requeued, not failed.
 # Usage: agent_e2e_test.sh GPUPOOL_BINARY
 set -u
 bin=${1:?usage: agent_e2e_test.sh GPUPOOL_BINARY}
@@ -38,7 +41,7 @@ start_agent() {  # start_agent NODE [EXTRA FLAGS...]
   local token
   token=$(agent_token "$node") || fail "no node-agent token for $node"
   "$bin" agent --name "$node" --token "$token" --gpus fake:4xh100-80gb --work-dir "$tmp/work-$node" \
-    --fault-file "$tmp/faults-$node" "$@" > "$tmp/agent-$node.log" 2>&1 &
+    --fault-file "$tmp/faults-$node" --rediscover-interval-s 0.5 "$@" > "$tmp/agent-$node.log" 2>&1 &
   agent_pid[$node]=$!
   pids+=($!)
 }
@@ -101,10 +104,13 @@ done
 # 5. A MIG node (3g@0 + 3g@4: GIs 1 and 2) and a job that needs a 1g slice: the scheduler
 # re-partitions the idle GPU, the agent applies the layout (new GIs 3, 4, ...) and reports the
 # new MIG UUIDs, and only then is the job started, on the new slice.
+# The apply takes 3 s, longer than the daemon's 2 s heartbeat timeout: heartbeats must go on.
+echo "mig_delay 3000" > "$tmp/faults-m-0"
 "$bin" agent --name m-0 --gpus fake:1xh100-80gb:mig=3g.40gb+3g.40gb --allow-mig-changes \
-  --work-dir "$tmp/work-m-0" > "$tmp/agent-m-0.log" 2>&1 &
+  --fault-file "$tmp/faults-m-0" --work-dir "$tmp/work-m-0" > "$tmp/agent-m-0.log" 2>&1 &
 pids+=($!)
 until_ok 20 grep -q '"msg":"registered"' "$tmp/agent-m-0.log" || fail "agent m-0 did not register"
+until_ok 10 grep -q '"fault":"mig_delay 3000"' "$tmp/agent-m-0.log" || fail "agent m-0 took no MIG delay"
 small=$("$bin" submit --tenant research --name small --priority-class training --flavor h100-80gb \
   --mig-profile 1g.10gb --duration 600 -o json -- sh -c 'echo "slice $CUDA_VISIBLE_DEVICES"' |
   python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')
@@ -113,5 +119,17 @@ until_ok 20 job_is "$small" succeeded || fail "MIG job $small is $(job_field "$s
 grep -q '"msg":"MIG layout applied"' "$tmp/agent-m-0.log" || fail "agent m-0 applied no MIG layout"
 until_ok 10 sh -c "'$bin' logs $small | grep -q '^slice MIG-fake-m-0-0-[3-9]\$'" ||
   fail "logs of MIG job $small: $("$bin" logs "$small") (want a MIG UUID the agent created)"
+grep -q '"msg":"node agent silent[^"]*","node":"m-0"' "$tmp/daemon.log" &&
+  fail "m-0 went silent while it applied a MIG layout"
 echo "MIG job $small ran on $("$bin" logs "$small" | sed 's/^slice //') after the agent re-partitioned m-0"
+
+# 6. A GPU falls off the bus under the running job: the agent's rediscovery (every 0.5 s here)
+# reports it lost, the node drains, and the job is requeued (no healthy node is left for it).
+third=$(job_node "$long")
+[ -n "$third" ] || fail "job $long is not running before step 6"
+echo "gpu_gone 0" > "$tmp/faults-$third"
+until_ok 10 condition_is "$third" draining || fail "$third is $(node_condition "$third") after losing a GPU"
+until_ok 10 job_is "$long" pending || fail "job $long is $(job_field "$long" 'd["state"]') after its GPU was lost"
+grep -q '"msg":"a GPU is no longer seen: reported lost"' "$tmp/agent-$third.log" || fail "agent $third reported no lost GPU"
+echo "GPU 0 of $third gone: drained; job $long requeued ($(job_field "$long" 'd["state"]'))"
 echo "agent e2e ok"

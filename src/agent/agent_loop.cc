@@ -20,6 +20,8 @@
 #include <thread>
 
 #include "agent/fake_probe.h"
+#include "agent/health.h"
+#include "agent/mig_worker.h"
 #include "api/url.h"
 
 namespace gpupool {
@@ -139,6 +141,8 @@ std::string HealthKind(HealthEventKind k) {
       return "temperature";
     case HealthEventKind::kGpuLost:
       return "gpu_lost";
+    case HealthEventKind::kDeviceLost:
+      return "device_lost";
   }
   return "unknown";
 }
@@ -238,6 +242,9 @@ Result<std::unique_ptr<Agent>> Agent::Create(AgentOptions options, GpuProbe& pro
   }
   if (options.heartbeat_interval < Duration::Millis(0)) {
     return InvalidArgument("negative heartbeat interval");
+  }
+  if (options.rediscover_interval < Duration::Millis(0)) {
+    return InvalidArgument("negative rediscovery interval");
   }
   std::unique_ptr<Agent> agent(new Agent(std::move(options), url, probe, executor, fake));
   if (!agent->http_->is_valid()) {
@@ -369,8 +376,12 @@ void Agent::RunAcceptance() {
   spec.replica = kAcceptanceReplica;
   // stderr into the same file, so the tail keeps the order of both streams.
   spec.command = "exec 2>&1\n" + options_.acceptance_command;
-  if (Result<std::vector<GpuInfo>> gpus = probe_.Discover(); gpus.ok()) {
-    for (const GpuInfo& g : *gpus) {
+  Result<std::vector<GpuInfo>> seen = [&] {
+    std::lock_guard<std::mutex> lock(probe_mu_);
+    return probe_.Discover();
+  }();
+  if (seen.ok()) {
+    for (const GpuInfo& g : *seen) {
       if (g.mig_current == MigMode::kEnabled) {
         for (const GpuInstanceInfo& gi : g.gpu_instances) {
           for (const std::string& u : gi.mig_uuids) spec.devices.push_back(u);
@@ -417,8 +428,22 @@ void Agent::RunAcceptance() {
 
 Status Agent::Register() {
   RunAcceptance();
-  Result<std::vector<GpuInfo>> gpus = probe_.Discover();
+  Result<std::vector<GpuInfo>> gpus = gpus_;  // while a MIG change holds the probe: what we know
+  bool discovered = false;
+  if (std::unique_lock<std::mutex> lock(probe_mu_, std::try_to_lock);
+      lock.owns_lock() || gpus_.empty()) {
+    if (!lock.owns_lock()) lock.lock();
+    gpus = probe_.Discover();
+    discovered = true;
+  }
   if (!gpus.ok()) return Error{gpus.error().code, "discover GPUs: " + gpus.error().message};
+  // Registered before: what changed since is reported as rediscovery does. Not for gpus_ itself
+  // (the probe was busy): that is no discovery, and would forget which GPUs our own applies
+  // changed (mig_applied_) before one is taken.
+  if (discovered && !gpus_.empty()) {
+    TakeDiscovery(std::move(*gpus));
+    gpus = gpus_;
+  }
   if (gpus->empty()) return FailedPrecondition("the probe sees no GPUs");
   const std::string flavor = gpus->front().model;
   Json gj = Json::array();
@@ -447,7 +472,9 @@ Status Agent::Register() {
     return ReplyToError("register", r);
   }
   registered_ = true;
+  reregister_after_ack_ = false;  // this registration carries the new UUIDs already
   last_contact_.reset();
+  next_rediscover_.reset();  // the next heartbeat schedules it a whole interval from now
   gpus_ = std::move(*gpus);
   // A daemon that restarted has lost the tails it kept in memory: send them all again.
   for (auto& [key, rep] : replicas_) {
@@ -486,6 +513,13 @@ void Agent::ReapExits() {
     }
     it->second.exited = true;
     it->second.exit = e.exit;
+    // A failed replica may have lost its device: look before its exit is reported.
+    if ((e.exit.signaled || e.exit.code != 0) && !it->second.devices.empty() &&
+        options_.rediscover_interval > Duration::Millis(0)) {
+      rediscover_now_ = true;
+      // Reported only after that look, even if a MIG apply holds the probe for a while.
+      it->second.exit_unchecked = true;
+    }
     Log("info", "replica exited",
         {{"job", it->second.job}, {"replica", it->second.index}, {"exit", ToString(e.exit)}});
   }
@@ -543,6 +577,14 @@ void Agent::ApplyFaultFile(Time now) {
     } else if (w[0] == "gpu_lost" && w.size() == 2) {
       const auto g = gpu(w[1]);
       if ((ok = g.has_value())) fake_->InjectGpuLost(*g);
+    } else if (w[0] == "gpu_gone" && w.size() == 2) {
+      const auto g = gpu(w[1]);
+      if ((ok = g.has_value())) fake_->RemoveGpu(*g);
+    } else if (w[0] == "mig_delay" && w.size() == 2) {
+      const auto ms = ParseU64(w[1]);
+      if ((ok = ms && *ms <= 3'600'000)) {
+        fake_->SetMigDelay(Duration::Millis(static_cast<int64_t>(*ms)));
+      }
     } else if (w[0] == "temp" && w.size() == 3) {
       const auto g = gpu(w[1]);
       const auto c = ParseU64(w[2]);
@@ -564,49 +606,17 @@ void Agent::ApplyFaultFile(Time now) {
   }
 }
 
-Json Agent::BuildHeartbeat(std::vector<std::pair<std::string, Replica>>& log_marks) {
-  Json reps = Json::array();
-  Json logs = Json::array();
-  for (const auto& [key, r] : replicas_) {
-    Json e = {{"job", r.job},
-              {"replica", r.index},
-              {"attempt", r.attempt},
-              {"state", r.exited ? "exited" : "running"}};
-    if (r.exited) {
-      e["exit_code"] = r.exit.signaled ? 128 + r.exit.code : r.exit.code;
-      e["signal"] = r.exit.signaled ? r.exit.code : 0;
-    }
-    reps.push_back(e);
-
-    Replica mark = r;
-    if (!r.start_error.empty()) {
-      if (r.start_error_sent) continue;
-      mark.start_error_sent = true;
-      logs.push_back(
-          {{"job", r.job},
-           {"replica", r.index},
-           {"attempt", r.attempt},
-           {"stdout", ""},
-           {"stderr", "gpupool agent: cannot start the replica: " + r.start_error + "\n"}});
-      log_marks.emplace_back(key, mark);
-      continue;
-    }
-    const std::string out_path = executor_.StdoutPath(key), err_path = executor_.StderrPath(key);
-    std::tie(mark.out_size, mark.out_mtime) = FileSignature(out_path);
-    std::tie(mark.err_size, mark.err_mtime) = FileSignature(err_path);
-    if (mark.out_size == r.out_size && mark.out_mtime == r.out_mtime &&
-        mark.err_size == r.err_size && mark.err_mtime == r.err_mtime) {
-      continue;
-    }
-    logs.push_back({{"job", r.job},
-                    {"replica", r.index},
-                    {"attempt", r.attempt},
-                    {"stdout", TailOrEmpty(out_path, kLogTailBytes)},
-                    {"stderr", TailOrEmpty(err_path, kLogTailBytes)}});
-    log_marks.emplace_back(key, mark);
-  }
-
+void Agent::PollHealthEvents() {
+  std::unique_lock<std::mutex> lock(probe_mu_, std::try_to_lock);
+  if (!lock.owns_lock()) return;  // a MIG change holds the probe: the events wait in it
   Result<std::vector<HealthEvent>> events = probe_.PollHealth();
+  lock.unlock();
+  // Failed exits waited for a look at their devices: a rediscovery (done once rediscover_now_,
+  // set with exit_unchecked, is false again) and this poll. They go now, unless one of them
+  // found their device lost (device_lost holds them until the daemon has the loss).
+  if (!rediscover_now_) {
+    for (auto& [key, r] : replicas_) r.exit_unchecked = false;
+  }
   if (!events.ok()) {
     Log("warn", "health poll failed", {{"error", events.error().message}});
   } else {
@@ -623,12 +633,76 @@ Json Agent::BuildHeartbeat(std::vector<std::pair<std::string, Replica>>& log_mar
         });
       }
       pending_health_.push_back(std::move(j));
+      if (Classify(ev).action < HealthAction::kDrain) continue;
+      // The daemon drains the node for it: a replica on that GPU that exits meanwhile failed
+      // because of the GPU, not by its own fault.
+      if (const GpuInfo* g = GpuAt(ev.gpu)) {
+        for (auto& [key, r] : replicas_) {
+          for (const std::string& d : r.devices) {
+            if (GpuOfDevice(d) == g && !r.exit_sent && !r.device_lost) {
+              MarkDeviceLost(r, d, HealthKind(ev.kind) + " on GPU " + std::to_string(ev.gpu));
+            }
+          }
+        }
+      }
     }
     if (pending_health_.size() > kMaxPendingHealth) {
       pending_health_.erase(pending_health_.begin(),
                             pending_health_.end() - static_cast<ptrdiff_t>(kMaxPendingHealth));
     }
   }
+}
+
+Json Agent::BuildHeartbeat(Sent& sent) {
+  PollHealthEvents();  // first: a drain-class event holds back the exits of its GPU's replicas
+  sent.health = pending_health_.size();
+  Json reps = Json::array();
+  Json logs = Json::array();
+  for (const auto& [key, r] : replicas_) {
+    // A replica whose device was lost stays "running" until the daemon has the loss: it then
+    // requeues the job (infrastructure failure) and this exit no longer counts.
+    const bool loss_held = r.device_lost && !r.loss_sent;
+    const bool exited = r.exited && !loss_held && !r.exit_unchecked;
+    if (loss_held) sent.held.push_back(key);
+    if (exited) sent.exits.push_back(key);
+    Json e = {{"job", r.job},
+              {"replica", r.index},
+              {"attempt", r.attempt},
+              {"state", exited ? "exited" : "running"}};
+    if (exited) {
+      e["exit_code"] = r.exit.signaled ? 128 + r.exit.code : r.exit.code;
+      e["signal"] = r.exit.signaled ? r.exit.code : 0;
+    }
+    reps.push_back(e);
+
+    Replica mark = r;
+    if (!r.start_error.empty()) {
+      if (r.start_error_sent) continue;
+      mark.start_error_sent = true;
+      logs.push_back(
+          {{"job", r.job},
+           {"replica", r.index},
+           {"attempt", r.attempt},
+           {"stdout", ""},
+           {"stderr", "gpupool agent: cannot start the replica: " + r.start_error + "\n"}});
+      sent.log_marks.emplace_back(key, mark);
+      continue;
+    }
+    const std::string out_path = executor_.StdoutPath(key), err_path = executor_.StderrPath(key);
+    std::tie(mark.out_size, mark.out_mtime) = FileSignature(out_path);
+    std::tie(mark.err_size, mark.err_mtime) = FileSignature(err_path);
+    if (mark.out_size == r.out_size && mark.out_mtime == r.out_mtime &&
+        mark.err_size == r.err_size && mark.err_mtime == r.err_mtime) {
+      continue;
+    }
+    logs.push_back({{"job", r.job},
+                    {"replica", r.index},
+                    {"attempt", r.attempt},
+                    {"stdout", TailOrEmpty(out_path, kLogTailBytes)},
+                    {"stderr", TailOrEmpty(err_path, kLogTailBytes)}});
+    sent.log_marks.emplace_back(key, mark);
+  }
+
   Json gpus = Json::array();
   for (const GpuInfo& g : gpus_) {
     if (g.mig_current == MigMode::kEnabled) gpus.push_back(GpuJson(g));
@@ -645,6 +719,7 @@ Json Agent::BuildHeartbeat(std::vector<std::pair<std::string, Replica>>& log_mar
 Status Agent::HeartbeatOnce(Time now) {
   ReapExits();
   if (!options_.fault_file.empty()) ApplyFaultFile(now);
+  TakeMigResults();
   if (lost_until_ && now >= *lost_until_) {
     lost_until_.reset();
     fake_->SetHeartbeatLost(false);
@@ -656,24 +731,46 @@ Status Agent::HeartbeatOnce(Time now) {
         {{"since_ms", (now - *last_contact_).millis()}});
     registered_ = false;
   }
-  if (!registered_) GP_RETURN_IF_ERROR(Register());
+  if (!registered_) {
+    GP_RETURN_IF_ERROR(Register());
+  } else if (RediscoveryDue(now)) {
+    Rediscover(now);
+  }
 
-  std::vector<std::pair<std::string, Replica>> marks;
-  const Json body = BuildHeartbeat(marks);
+  Sent sent;
+  Json body = BuildHeartbeat(sent);
   const std::string path = "/v1/agents/" + UrlEncode(options_.node) + "/heartbeat";
   Reply r = Post(path, body);
   if (r.status == 404) {
     Log("warn", "the daemon does not know this node (404): registering again");
     registered_ = false;
     GP_RETURN_IF_ERROR(Register());
+    // Built again: the registration's discovery may have found a loss (a health event, exits
+    // to hold back), and the new daemon wants every log tail.
+    sent = Sent{};
+    body = BuildHeartbeat(sent);
     r = Post(path, body);
   }
   if (r.status < 200 || r.status > 299) {
     if (r.status == 404) registered_ = false;
     return ReplyToError("heartbeat", r);
   }
-  pending_health_.clear();
-  for (const auto& [key, mark] : marks) {
+  AckHeartbeat(sent);
+  last_contact_ = now;
+  ApplyReply(r.body);
+  if (reregister_after_ack_) {  // the loss went out: now the new UUIDs, at the next heartbeat
+    reregister_after_ack_ = false;
+    registered_ = false;
+  }
+  return Ok();
+}
+
+void Agent::AckHeartbeat(const Sent& sent) {
+  // Only what this body carried (anything added since goes in the next heartbeat).
+  pending_health_.erase(pending_health_.begin(),
+                        pending_health_.begin() +
+                            static_cast<ptrdiff_t>(std::min(sent.health, pending_health_.size())));
+  for (const auto& [key, mark] : sent.log_marks) {
     auto it = replicas_.find(key);
     if (it == replicas_.end()) continue;
     it->second.out_size = mark.out_size;
@@ -682,9 +779,12 @@ Status Agent::HeartbeatOnce(Time now) {
     it->second.err_mtime = mark.err_mtime;
     it->second.start_error_sent = mark.start_error_sent;
   }
-  last_contact_ = now;
-  ApplyReply(r.body);
-  return Ok();
+  for (const std::string& key : sent.held) {
+    if (auto it = replicas_.find(key); it != replicas_.end()) it->second.loss_sent = true;
+  }
+  for (const std::string& key : sent.exits) {
+    if (auto it = replicas_.find(key); it != replicas_.end()) it->second.exit_sent = true;
+  }
 }
 
 void Agent::ApplyReply(const Json& reply) {
@@ -808,6 +908,16 @@ void Agent::StartReplica(const Json& s) {
     }
   }
   if (error.empty()) {
+    // Not on a GPU being re-partitioned, nor on a device this node no longer has: the start
+    // waits (not recorded, so the daemon sends it again) instead of failing as the job's fault.
+    if (const std::string why = StartBlocked(spec.devices); !why.empty()) {
+      if (start_held_[key] != why) {
+        Log("warn", "start waits", {{"job", *job}, {"replica", *index}, {"reason", why}});
+      }
+      start_held_[key] = why;
+      return;
+    }
+    start_held_.erase(key);
     Result<std::string> cmd = ShellCommandFor(argv, exports);
     if (!cmd.ok()) {
       error = cmd.error().message;

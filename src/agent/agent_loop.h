@@ -19,20 +19,37 @@
 // MIG: a reply may list target layouts ("mig": [{"gpu": 0, "layout": "1g.10gb@0,3g.40gb@4"}]).
 // The agent applies one (GpuProbe::ApplyMigLayout) only when AgentOptions::allow_mig_changes is
 // set and none of its replicas that still run uses that GPU (else it waits and asks again at the
-// next reply). Without the flag, or when the probe fails, it reports the refusal in
-// "mig_errors" of the following heartbeats, for as long as the daemon asks. Every heartbeat
-// carries the MIG GPUs' current instances ("gpus"), as registration does, so the daemon learns
-// the new MIG UUIDs.
+// next reply). The apply runs on a MigWorker thread (mig_worker.h), so heartbeats keep flowing
+// while GPUs are re-partitioned; no start may use a GPU while it is, and a start naming one
+// waits (the daemon sends it again). Without the flag, or when the probe fails, the agent
+// reports the refusal in "mig_errors" of the following heartbeats, for as long as the daemon
+// asks. Every heartbeat carries the MIG GPUs' current instances ("gpus"), as registration does,
+// so the daemon learns the new MIG UUIDs.
+//
+// Rediscovery (agent_rediscover.cc): every AgentOptions::rediscover_interval, after each MIG
+// apply, and right after a replica with devices exits non-zero, the agent reads its GPUs again.
+// A changed MIG layout or MIG UUID is reported in "gpus"; a GPU UUID that is no longer seen is a
+// "gpu_lost" health event, and a MIG device that disappeared under a replica a "device_lost"
+// one (the daemon drains the node and requeues its jobs: an infrastructure failure). The exit of
+// a replica whose device was lost (or whose GPU had a drain-class health event) is reported
+// only once a heartbeat carrying the loss has been accepted, so the daemon never fails the job
+// for it. A GPU UUID replaced at the same index makes the agent register again (new UUIDs) after
+// that heartbeat. A start naming a device the agent does not see waits and triggers a
+// rediscovery.
 //
 // Fault injection (FakeProbe only): when AgentOptions::fault_file is set, each HeartbeatOnce reads
 // the file and truncates it. One fault a line:
-//   xid GPU CODE | ecc GPU COUNT | row_remap GPU | temp GPU CELSIUS | lose_heartbeats SECONDS
-// The probe faults reach the health list of the same heartbeat. lose_heartbeats stops sending
+//   xid GPU CODE | ecc GPU COUNT | row_remap GPU | row_remap_pending GPU | gpu_lost GPU |
+//   temp GPU CELSIUS | lose_heartbeats SECONDS | gpu_gone GPU | mig_delay MS
+// The probe faults reach the health list of the same heartbeat. gpu_gone removes the GPU from
+// the fake (FakeProbe::RemoveGpu: the next rediscovery finds it lost); mig_delay makes each MIG
+// apply take MS milliseconds (FakeProbe::SetMigDelay). lose_heartbeats stops sending
 // (as if the network were cut) until SECONDS have passed; replicas keep running and their exits
 // are reported once heartbeats resume. Unknown or malformed lines are logged and skipped.
 //
 // Thread-safety: one thread calls everything except Stop(), which any thread (or a signal
-// handler, through Run's own handler) may call.
+// handler, through Run's own handler) may call. The MigWorker's thread shares only the probe
+// with it, through probe_mu_ (the loop try-locks it and never waits for a MIG change).
 #pragma once
 
 #include <atomic>
@@ -40,8 +57,10 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -59,6 +78,7 @@ class Client;
 namespace gpupool {
 
 class FakeProbe;
+class MigWorker;
 
 // One log record: {"level": "info"|"warn"|"error", "msg": "...", "node": NAME, ...fields}. The
 // default sink adds "ts_ms" (wall clock, ms since the epoch, as the daemon's logs do) and writes
@@ -84,13 +104,17 @@ struct AgentOptions {
   // Let the daemon's MIG layouts be applied to the GPUs (--allow-mig-changes). Off: refused and
   // reported.
   bool allow_mig_changes = false;
+  // How often the agent reads its GPUs again to find GPUs lost, UUIDs changed and MIG layouts
+  // changed outside gpupool (--rediscover-interval-s). 0: only after its own MIG changes (no
+  // periodic rediscovery, none after a failed exit or for a start naming an unknown device).
+  Duration rediscover_interval = Duration::Seconds(30);
   AgentLog log;  // empty: StderrJsonLog()
 };
 
 class Agent {
  public:
-  // InvalidArgument for a bad URL, an empty or malformed node name, or a fault file without a
-  // FakeProbe. The probe and executor must outlive the agent.
+  // InvalidArgument for a bad URL, an empty or malformed node name, a negative interval, or a
+  // fault file without a FakeProbe. The probe and executor must outlive the agent.
   static Result<std::unique_ptr<Agent>> Create(AgentOptions options, GpuProbe& probe,
                                                Executor& executor);
   ~Agent();
@@ -128,6 +152,11 @@ class Agent {
   std::vector<std::string> replicas() const;  // keys of the replicas not yet forgotten
   bool heartbeats_suspended(Time now) const;
   const std::optional<nlohmann::json>& acceptance_result() const { return acceptance_; }
+  // Whether a MIG layout is being applied to GPU `gpu` (submitted, and its result or the GPUs
+  // as they are after it not yet taken).
+  bool mig_applying(uint32_t gpu) const {
+    return mig_applying_.count(gpu) > 0 || mig_applied_.count(gpu) > 0;
+  }
 
  private:
   struct Replica {
@@ -140,12 +169,26 @@ class Agent {
     ExitInfo exit;
     std::string start_error;  // set when Start failed (reported as exit 127)
     bool start_error_sent = false;
+    bool exit_sent = false;    // a heartbeat reporting the exit was accepted
+    bool device_lost = false;  // a device it used disappeared or failed (drain-class event)
+    bool loss_sent = false;    // a heartbeat carrying that loss was accepted: the exit may go
+    // It failed with devices: its exit waits for a rediscovery and a health poll that look for
+    // a lost device (both skipped while a MIG apply holds the probe), then goes unless
+    // device_lost holds it.
+    bool exit_unchecked = false;
     // (size, mtime ns) of stdout and stderr when last sent; -1: never.
     int64_t out_size = -1, out_mtime = -1, err_size = -1, err_mtime = -1;
   };
   struct Url {
     std::string origin;  // scheme://host:port
     std::string prefix;  // "" or "/path"
+  };
+  // What a heartbeat body claimed, applied once the daemon accepted it.
+  struct Sent {
+    std::vector<std::pair<std::string, Replica>> log_marks;
+    std::vector<std::string> held;   // device_lost replicas reported (exits held back)
+    std::vector<std::string> exits;  // replicas reported exited
+    size_t health = 0;  // the first `health` of pending_health_ (only appended to until the ack)
   };
   struct Reply {
     int status = 0;  // 0: no reply
@@ -161,7 +204,9 @@ class Agent {
 
   void ReapExits();
   void ApplyFaultFile(Time now);
-  nlohmann::json BuildHeartbeat(std::vector<std::pair<std::string, Replica>>& log_marks);
+  void PollHealthEvents();
+  nlohmann::json BuildHeartbeat(Sent& sent);
+  void AckHeartbeat(const Sent& sent);
   void ApplyReply(const nlohmann::json& reply);
   void StartReplica(const nlohmann::json& s);
   void StopReplica(const nlohmann::json& s);
@@ -171,6 +216,19 @@ class Agent {
   void MigRefused(uint32_t gpu, const std::string& layout, const std::string& why);
   // Whether a replica that still runs uses GPU `g` or one of its MIG devices.
   bool GpuBusy(const GpuInfo& g) const;
+  // Collects the MIG applies the worker finished.
+  void TakeMigResults();
+  // Rediscovery (agent_rediscover.cc).
+  bool RediscoveryDue(Time now);
+  void Rediscover(Time now);
+  // Compares `seen` with gpus_, reports and marks what was lost, then makes it gpus_.
+  void TakeDiscovery(std::vector<GpuInfo> seen);
+  void MarkDeviceLost(Replica& r, const std::string& device, const std::string& why);
+  // GPU `index` in gpus_, or the GPU that has `device` (its UUID or a MIG UUID); null if none.
+  const GpuInfo* GpuAt(uint32_t index) const;
+  const GpuInfo* GpuOfDevice(const std::string& device) const;
+  // Why a start with these devices must wait ("" if it need not).
+  std::string StartBlocked(const std::vector<std::string>& devices);
   void Shutdown();
   bool StopRequested() const;
   // Sleeps up to d in small steps; false if a stop was requested.
@@ -194,10 +252,21 @@ class Agent {
   std::optional<Time> lost_until_;    // lose_heartbeats
   std::map<std::string, Replica> replicas_;
   std::vector<nlohmann::json> pending_health_;  // polled, not yet delivered
-  std::vector<GpuInfo> gpus_;  // the last Discover (registration, or after a MIG change)
+  std::vector<GpuInfo> gpus_;  // the last Discover (registration, or a rediscovery)
   std::map<uint32_t, nlohmann::json> mig_errors_;  // by GPU: {"gpu", "layout", "error"}
   std::map<uint32_t, std::string> mig_waiting_;    // by GPU: the layout waiting for idle (logged)
+  std::map<uint32_t, std::string> mig_applying_;   // by GPU: the layout the worker applies
+  std::set<uint32_t> mig_applied_;  // GPUs whose MIG UUIDs we changed since the last Discover
+  std::optional<Time> next_rediscover_;
+  bool rediscover_now_ = false;
+  std::set<std::string> lost_uuids_;  // GPU UUIDs reported lost (once each)
+  bool reregister_after_ack_ = false;  // a GPU UUID changed: register once the loss is delivered
+  std::map<std::string, std::string> start_held_;  // replica key -> why its start waits (logged)
   std::atomic<bool> stop_{false};
+  // Shared with the MigWorker's thread (see the file comment); declared last so the worker is
+  // joined before anything it uses goes.
+  std::mutex probe_mu_;
+  std::unique_ptr<MigWorker> mig_worker_;
 };
 
 // Single-quotes one argument for /bin/sh: 'it'\''s'.

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <deque>
 #include <filesystem>
@@ -121,6 +122,9 @@ class AgentAloneProtocolTest : public ::testing::Test {
     executor_ = std::move(*ex);
   }
   void TearDown() override {
+    // A test that failed with a fake MIG apply still waiting must not make the agent's
+    // destructor (which joins the MIG worker) wait it out.
+    if (probe_) probe_->SetMigDelay(Duration::Millis(0));
     agent_.reset();
     executor_.reset();
     fs::remove_all(dir_);
@@ -204,12 +208,42 @@ class AgentAloneProtocolTest : public ::testing::Test {
     }
     return last;
   }
-  bool Logged(const std::string& msg) {
+  bool Logged(const std::string& msg) { return LogCount(msg) > 0; }
+  int LogCount(const std::string& msg, const Json& fields = Json::object()) {
     std::lock_guard<std::mutex> l(log_mu_);
+    int n = 0;
     for (const Json& r : logs_) {
-      if (r.value("msg", "") == msg) return true;
+      if (r.value("msg", "") != msg) continue;
+      bool match = true;
+      for (const auto& [k, v] : fields.items()) match = match && r.value(k, Json()) == v;
+      n += match ? 1 : 0;
     }
-    return false;
+    return n;
+  }
+  // Waits (at most 30 s of real time) until `done` holds; false if it never did.
+  static bool WaitFor(const std::function<bool()>& done) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (!done()) {
+      if (std::chrono::steady_clock::now() > deadline) return false;
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    return true;
+  }
+  // Waits until the replica's process has exited but is not reaped yet (a zombie): the agent's
+  // next ReapExits sees its exit, whatever the machine's load.
+  bool WaitUntilExitedUnreaped(const std::string& replica) {
+    const pid_t pid = executor_->pid(replica);
+    if (pid <= 0) return false;
+    return WaitFor([&] {
+      std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+      std::string line;
+      std::getline(stat, line);
+      const size_t paren = line.rfind(')');
+      return paren != std::string::npos && line.size() > paren + 2 && line[paren + 2] == 'Z';
+    });
+  }
+  static bool HasHealth(const Json& hb, const Json& event) {
+    return std::find(hb["health"].begin(), hb["health"].end(), event) != hb["health"].end();
   }
 
   std::string dir_;
@@ -699,12 +733,13 @@ TEST_F(AgentAloneProtocolTest, MigLayoutIsAppliedOnlyOnAnIdleGpu) {
   // the next heartbeat.
   daemon_.QueueHeartbeat(200, {{"mig", {target}}});
   ASSERT_TRUE(agent_->HeartbeatOnce(Time::FromSeconds(++clock_s_)).ok());
+  // Applied on the worker's thread; a later heartbeat carries the result.
+  Json hb = HeartbeatUntil([](const Json& b) {
+    return Instances(b, 0) ==
+           "1g.10gb@0=MIG-fake-n1-0-3,2g.20gb@2=MIG-fake-n1-0-4,3g.40gb@4=MIG-fake-n1-0-2";
+  });
   EXPECT_EQ(probe_->mig_changes(), 1);
   EXPECT_TRUE(Logged("MIG layout applied"));
-  ASSERT_TRUE(agent_->HeartbeatOnce(Time::FromSeconds(++clock_s_)).ok());
-  Json hb = daemon_.Heartbeats().back().body;
-  EXPECT_EQ(Instances(hb, 0),
-            "1g.10gb@0=MIG-fake-n1-0-3,2g.20gb@2=MIG-fake-n1-0-4,3g.40gb@4=MIG-fake-n1-0-2");
   // Asked again before the daemon saw the report: nothing to do.
   daemon_.QueueHeartbeat(200, {{"mig", {target}}});
   ASSERT_TRUE(agent_->HeartbeatOnce(Time::FromSeconds(++clock_s_)).ok());
@@ -721,6 +756,338 @@ TEST_F(AgentAloneProtocolTest, MigLayoutIsAppliedOnlyOnAnIdleGpu) {
   EXPECT_EQ(hb["mig_errors"][0]["layout"], "9g.1tb@0");
   EXPECT_TRUE(Logged("MIG entry for a GPU this node lacks: skipped"));
   EXPECT_EQ(probe_->mig_changes(), 1);
+}
+
+// Re-partitioning can outlast the daemon's heartbeat timeout on real GPUs: the apply runs off
+// the heartbeat path, and no start may use the GPU meanwhile.
+TEST_F(AgentAloneProtocolTest, MigApplyDoesNotBlockHeartbeatsNorAdmitStartsOnItsGpu) {
+  AgentOptions o;
+  o.allow_mig_changes = true;
+  MakeAgent("1xh100-80gb:mig=3g.40gb+3g.40gb,1xh100-80gb", o);
+  ASSERT_TRUE(agent_->Register().ok());
+  // Each ApplyMigLayout lasts until released below (TearDown releases it if the test fails):
+  // a fixed delay would race the heartbeats below on a loaded machine.
+  probe_->SetMigDelay(Duration::Seconds(3600));
+  const Json target = {{"gpu", 0}, {"layout", "1g.10gb@0,2g.20gb@2,3g.40gb@4"}};
+  daemon_.QueueHeartbeat(200, {{"mig", {target}}});
+  auto timed_heartbeat = [&] {
+    const auto t0 = std::chrono::steady_clock::now();
+    EXPECT_TRUE(agent_->HeartbeatOnce(Time::FromSeconds(++clock_s_)).ok());
+    return std::chrono::steady_clock::now() - t0;
+  };
+  EXPECT_LT(timed_heartbeat(), std::chrono::seconds(3)) << "the heartbeat waited for the apply";
+  ASSERT_TRUE(WaitFor([&] { return probe_->mig_applies_in_progress() == 1; }));
+  EXPECT_TRUE(agent_->mig_applying(0));
+
+  // Heartbeats go on while the GPU is re-partitioned (the daemon still asks for the layout). A
+  // start on a slice of that GPU waits; one on the other GPU runs.
+  const size_t before = daemon_.Heartbeats().size();
+  daemon_.QueueHeartbeat(
+      200, {{"mig", {target}},
+            {"start",
+             {Start("20", 0, {"sleep", "30"}, {"MIG-fake-n1-0-1"}),
+              Start("21", 0, {"sleep", "30"}, {"GPU-fake-n1-1"})}}});
+  for (int i = 0; i < 3; ++i) EXPECT_LT(timed_heartbeat(), std::chrono::seconds(3));
+  EXPECT_EQ(daemon_.Heartbeats().size(), before + 3);
+  EXPECT_EQ(agent_->replicas(), std::vector<std::string>{"21-0"});
+  EXPECT_TRUE(Logged("start waits"));
+  EXPECT_EQ(probe_->mig_applies_in_progress(), 1) << "one apply, not one per reply";
+  EXPECT_EQ(probe_->mig_changes(), 0);
+  EXPECT_EQ(Instances(daemon_.Heartbeats().back().body, 0),
+            "3g.40gb@0=MIG-fake-n1-0-1,3g.40gb@4=MIG-fake-n1-0-2");
+
+  probe_->SetMigDelay(Duration::Millis(0));  // the apply finishes
+  HeartbeatUntil([](const Json& b) {
+    return Instances(b, 0) ==
+           "1g.10gb@0=MIG-fake-n1-0-3,2g.20gb@2=MIG-fake-n1-0-4,3g.40gb@4=MIG-fake-n1-0-2";
+  });
+  EXPECT_FALSE(agent_->mig_applying(0));
+  EXPECT_EQ(probe_->mig_changes(), 1);
+  EXPECT_EQ(daemon_.Heartbeats().back().body["mig_errors"], Json::array());
+  // The daemon's start now names the new slice: it runs.
+  daemon_.QueueHeartbeat(200, {{"start", {Start("20", 0, {"sleep", "30"}, {"MIG-fake-n1-0-3"})}}});
+  ASSERT_TRUE(agent_->HeartbeatOnce(Time::FromSeconds(++clock_s_)).ok());
+  EXPECT_EQ(agent_->replicas(), (std::vector<std::string>{"20-0", "21-0"}));
+}
+
+// A GPU falls off the bus; its replica crashes. Found by the rediscovery that the failed exit
+// triggers: the daemon gets "gpu_lost" before (never after) the exit, so it requeues the job
+// instead of failing it.
+TEST_F(AgentAloneProtocolTest, AGpuThatVanishesIsReportedLostBeforeItsReplicasExit) {
+  MakeAgent("2xh100-80gb");
+  ASSERT_TRUE(agent_->Register().ok());
+  const std::string gone = dir_ + "/gone";
+  daemon_.QueueHeartbeat(
+      200, {{"start",
+             {Start("30", 0,
+                    {"/bin/sh", "-c", "while [ ! -e " + gone + " ]; do sleep 0.02; done; exit 1"},
+                    {"GPU-fake-n1-1"})}}});
+  ASSERT_TRUE(agent_->HeartbeatOnce(Time::FromSeconds(++clock_s_)).ok());
+  HeartbeatUntilState("30", 0, "running");
+  probe_->RemoveGpu(1);
+  { std::ofstream(gone) << "x"; }
+  ASSERT_TRUE(WaitUntilExitedUnreaped("30-0"));
+
+  const Json lost = HeartbeatUntil([](const Json& b) {
+    return std::any_of(b["health"].begin(), b["health"].end(),
+                       [](const Json& e) { return e["kind"] == "gpu_lost"; });
+  });
+  EXPECT_NE(std::find(lost["health"].begin(), lost["health"].end(),
+                      Json{{"gpu", 1}, {"kind", "gpu_lost"}}),
+            lost["health"].end())
+      << lost["health"];
+  for (const auto& hb : daemon_.Heartbeats()) {  // up to the one that carried the loss
+    const Json* r = FindReplica(hb.body, "30", 0);
+    if (r != nullptr) {
+      EXPECT_EQ((*r)["state"], "running") << "an exit reported before the loss";
+    }
+  }
+  EXPECT_TRUE(Logged("a GPU is no longer seen: reported lost"));
+  // Once the daemon has the loss, the exit goes (it no longer counts for the job), and the loss
+  // is reported once.
+  const Json exited = HeartbeatUntilState("30", 0, "exited");
+  EXPECT_EQ((*FindReplica(exited, "30", 0))["exit_code"], 1);
+  ASSERT_TRUE(agent_->HeartbeatOnce(Time::FromSeconds(clock_s_ + 60)).ok());
+  const Json later = daemon_.Heartbeats().back().body;
+  EXPECT_EQ(later["health"], Json::array({{{"gpu", 0}, {"kind", "temperature"}, {"celsius", 40}}}));
+}
+
+// Every rediscover_interval the agent reads its GPUs again: a manual `nvidia-smi mig` change
+// is reported in "gpus", and a MIG device destroyed under a replica is "device_lost" for its GPU.
+// (Heartbeats here are less than the daemon's 10 s timeout apart: no re-registration.)
+TEST_F(AgentAloneProtocolTest, PeriodicRediscoveryReportsAMigChangeMadeBehindTheAgentsBack) {
+  AgentOptions o;
+  o.rediscover_interval = Duration::Seconds(5);
+  MakeAgent("1xh100-80gb:mig=3g.40gb+3g.40gb", o);
+  ASSERT_TRUE(agent_->Register().ok());
+  daemon_.QueueHeartbeat(200, {{"start", {Start("40", 0, {"sleep", "30"}, {"MIG-fake-n1-0-1"})}}});
+  ASSERT_TRUE(agent_->HeartbeatOnce(Time::FromSeconds(100)).ok());  // next rediscovery: t = 105
+  ASSERT_EQ(agent_->replicas(), std::vector<std::string>{"40-0"});
+  const Catalogue catalogue = Catalogue::BuiltIn();
+  const GpuModel& h100 = catalogue.model(*catalogue.Find("h100-80gb"));
+  ASSERT_TRUE(probe_->ApplyMigLayout(0, h100, *ParseLayout(h100, "7g.80gb@0")).ok());
+
+  ASSERT_TRUE(agent_->HeartbeatOnce(Time::FromSeconds(104)).ok());
+  Json hb = daemon_.Heartbeats().back().body;
+  EXPECT_EQ(Instances(hb, 0), "3g.40gb@0=MIG-fake-n1-0-1,3g.40gb@4=MIG-fake-n1-0-2") << "not due";
+  ASSERT_TRUE(agent_->HeartbeatOnce(Time::FromSeconds(105)).ok());
+  hb = daemon_.Heartbeats().back().body;
+  EXPECT_EQ(Instances(hb, 0), "7g.80gb@0=MIG-fake-n1-0-3");
+  EXPECT_NE(std::find(hb["health"].begin(), hb["health"].end(),
+                      Json{{"gpu", 0}, {"kind", "device_lost"}}),
+            hb["health"].end())
+      << hb["health"];
+  EXPECT_EQ((*FindReplica(hb, "40", 0))["state"], "running");
+  EXPECT_TRUE(Logged("the GPUs changed"));
+
+  // 0 turns it off: another manual change stays unseen.
+  agent_.reset();
+  o.rediscover_interval = Duration::Millis(0);
+  MakeAgent("1xh100-80gb:mig=3g.40gb+3g.40gb", o);
+  ASSERT_TRUE(agent_->Register().ok());
+  ASSERT_TRUE(agent_->HeartbeatOnce(Time::FromSeconds(100)).ok());
+  ASSERT_TRUE(probe_->ApplyMigLayout(0, h100, *ParseLayout(h100, "7g.80gb@0")).ok());
+  for (int t = 105; t <= 200; t += 5) ASSERT_TRUE(agent_->HeartbeatOnce(Time::FromSeconds(t)).ok());
+  EXPECT_EQ(Instances(daemon_.Heartbeats().back().body, 0),
+            "3g.40gb@0=MIG-fake-n1-0-1,3g.40gb@4=MIG-fake-n1-0-2");
+}
+
+// Another GPU UUID at an index (a replaced board, a renumbering): the old one is lost, a start
+// naming it waits instead of failing, and the agent registers again with the new UUID.
+TEST_F(AgentAloneProtocolTest, AChangedGpuUuidIsReportedLostThenRegistered) {
+  AgentOptions o;
+  o.rediscover_interval = Duration::Seconds(5);
+  MakeAgent("2xh100-80gb", o);
+  ASSERT_TRUE(agent_->Register().ok());
+  ASSERT_TRUE(agent_->HeartbeatOnce(Time::FromSeconds(100)).ok());
+  probe_->SetGpuUuid(1, "GPU-replaced-1");
+  ASSERT_TRUE(agent_->HeartbeatOnce(Time::FromSeconds(105)).ok());
+  const Json hb = daemon_.Heartbeats().back().body;
+  EXPECT_NE(std::find(hb["health"].begin(), hb["health"].end(),
+                      Json{{"gpu", 1}, {"kind", "gpu_lost"}}),
+            hb["health"].end())
+      << hb["health"];
+  EXPECT_EQ(daemon_.Registers().size(), 1u) << "the loss goes first";
+  // The daemon, not yet told, starts a replica on the old UUID: it waits.
+  daemon_.QueueHeartbeat(200, {{"start", {Start("50", 0, {"true"}, {"GPU-fake-n1-1"})}}});
+  ASSERT_TRUE(agent_->HeartbeatOnce(Time::FromSeconds(106)).ok());
+  EXPECT_TRUE(agent_->replicas().empty());
+  EXPECT_TRUE(Logged("start waits"));
+  const auto regs = daemon_.Registers();
+  ASSERT_EQ(regs.size(), 2u);
+  EXPECT_EQ(regs[1].body["gpus"][1]["uuid"], "GPU-replaced-1");
+  EXPECT_EQ(regs[1].body["gpus"][0]["uuid"], "GPU-fake-n1-0");
+}
+
+// An XID that drains the node (79: fallen off the bus) and the crash of a replica on that GPU,
+// seen in the same heartbeat: the replica is reported running with the XID, its exit after.
+TEST_F(AgentAloneProtocolTest, AReplicaExitWithADrainXidOnItsGpuIsHeldBack) {
+  AgentOptions o;
+  o.rediscover_interval = Duration::Millis(0);  // only the health event says it
+  MakeAgent("2xh100-80gb", o);
+  ASSERT_TRUE(agent_->Register().ok());
+  const std::string crash = dir_ + "/crash", crashed = dir_ + "/crashed";
+  daemon_.QueueHeartbeat(
+      200, {{"start",
+             {Start("60", 0,
+                    {"/bin/sh", "-c",
+                     "while [ ! -e " + crash + " ]; do sleep 0.02; done; : > " + crashed +
+                         "; exit 2"},
+                    {"GPU-fake-n1-0"})}}});
+  ASSERT_TRUE(agent_->HeartbeatOnce(Time::FromSeconds(++clock_s_)).ok());
+  HeartbeatUntilState("60", 0, "running");
+  { std::ofstream(crash) << "x"; }
+  ASSERT_TRUE(WaitUntilExitedUnreaped("60-0"));  // the next heartbeat reaps it
+  probe_->InjectXid(0, 79);
+  ASSERT_TRUE(agent_->HeartbeatOnce(Time::FromSeconds(++clock_s_)).ok());
+  Json hb = daemon_.Heartbeats().back().body;
+  EXPECT_EQ(hb["health"][0], (Json{{"gpu", 0}, {"kind", "xid"}, {"code", 79}}));
+  EXPECT_EQ((*FindReplica(hb, "60", 0))["state"], "running");
+  ASSERT_TRUE(agent_->HeartbeatOnce(Time::FromSeconds(++clock_s_)).ok());
+  hb = daemon_.Heartbeats().back().body;
+  EXPECT_EQ((*FindReplica(hb, "60", 0))["state"], "exited");
+  EXPECT_EQ((*FindReplica(hb, "60", 0))["exit_code"], 2);
+}
+
+// Two GPUs re-partitioned at once: when GPU 0's apply ends, the worker holds the probe for
+// GPU 1's. The heartbeat that takes GPU 0's result still carries its new instances (the worker
+// read them), so the daemon's repeated target for GPU 0 is not applied again and its old MIG
+// UUIDs are not admitted for a start.
+TEST_F(AgentAloneProtocolTest, AnAppliedGpuIsReportedAndNotAppliedAgainWhileTheNextIsApplied) {
+  AgentOptions o;
+  o.allow_mig_changes = true;
+  MakeAgent("2xh100-80gb:mig=3g.40gb+3g.40gb", o);
+  ASSERT_TRUE(agent_->Register().ok());
+  probe_->SetMigDelay(1, Duration::Seconds(3600));  // GPU 1's apply lasts until released
+  const std::string layout = "1g.10gb@0,2g.20gb@2,3g.40gb@4";
+  const Json targets = {{{"gpu", 0}, {"layout", layout}}, {{"gpu", 1}, {"layout", layout}}};
+  daemon_.QueueHeartbeat(200, {{"mig", targets}});
+  ASSERT_TRUE(agent_->HeartbeatOnce(Time::FromSeconds(++clock_s_)).ok());
+  ASSERT_TRUE(WaitFor([&] {
+    return probe_->mig_changes() == 1 && probe_->mig_applies_in_progress() == 1;
+  })) << "GPU 0 applied, GPU 1 being applied";
+
+  // The daemon has not seen GPU 0's new layout yet: it asks for both again, and sends a start
+  // naming GPU 0's old slice (MIG-fake-n1-0-1, destroyed by the apply).
+  daemon_.QueueHeartbeat(
+      200, {{"mig", targets}, {"start", {Start("70", 0, {"sleep", "30"}, {"MIG-fake-n1-0-1"})}}});
+  ASSERT_TRUE(agent_->HeartbeatOnce(Time::FromSeconds(++clock_s_)).ok());
+  EXPECT_EQ(Instances(daemon_.Heartbeats().back().body, 0),
+            "1g.10gb@0=MIG-fake-n1-0-3,2g.20gb@2=MIG-fake-n1-0-4,3g.40gb@4=MIG-fake-n1-0-2");
+  EXPECT_EQ(Instances(daemon_.Heartbeats().back().body, 1),
+            "3g.40gb@0=MIG-fake-n1-1-1,3g.40gb@4=MIG-fake-n1-1-2")
+      << "GPU 1 keeps its last known state until its apply ends";
+  EXPECT_FALSE(agent_->mig_applying(0)) << "GPU 0's layout submitted again";
+  EXPECT_TRUE(agent_->mig_applying(1));
+  EXPECT_TRUE(agent_->replicas().empty()) << "a start on a destroyed slice";
+
+  probe_->SetMigDelay(1, Duration::Millis(0));
+  HeartbeatUntil([](const Json& b) {
+    return Instances(b, 1) ==
+           "1g.10gb@0=MIG-fake-n1-1-3,2g.20gb@2=MIG-fake-n1-1-4,3g.40gb@4=MIG-fake-n1-1-2";
+  });
+  EXPECT_EQ(probe_->mig_changes(), 2);
+  EXPECT_EQ(LogCount("MIG layout being applied", {{"gpu", 0}}), 1);
+  EXPECT_EQ(LogCount("MIG layout being applied", {{"gpu", 1}}), 1);
+}
+
+// A replica on another GPU fails while a MIG apply holds the probe: the rediscovery its failed
+// exit calls for cannot run yet, so the exit waits for it (reported "running") instead of going
+// out before the daemon can know that its GPU was lost.
+TEST_F(AgentAloneProtocolTest, AFailedExitDuringAMigApplyWaitsForTheRediscovery) {
+  AgentOptions o;
+  o.allow_mig_changes = true;  // rediscover_interval: the default 30 s
+  MakeAgent("1xh100-80gb:mig=3g.40gb+3g.40gb,1xh100-80gb", o);
+  ASSERT_TRUE(agent_->Register().ok());
+  const std::string gone = dir_ + "/gone";
+  daemon_.QueueHeartbeat(
+      200, {{"start",
+             {Start("80", 0,
+                    {"/bin/sh", "-c", "while [ ! -e " + gone + " ]; do sleep 0.02; done; exit 1"},
+                    {"GPU-fake-n1-1"})}}});
+  ASSERT_TRUE(agent_->HeartbeatOnce(Time::FromSeconds(++clock_s_)).ok());
+  HeartbeatUntilState("80", 0, "running");
+  const size_t running_from = daemon_.Heartbeats().size() - 1;
+  probe_->SetMigDelay(0, Duration::Seconds(3600));  // until released
+  daemon_.QueueHeartbeat(200,
+                         {{"mig", {{{"gpu", 0}, {"layout", "1g.10gb@0,2g.20gb@2,3g.40gb@4"}}}}});
+  ASSERT_TRUE(agent_->HeartbeatOnce(Time::FromSeconds(++clock_s_)).ok());
+  ASSERT_TRUE(WaitFor([&] { return probe_->mig_applies_in_progress() == 1; }));
+
+  probe_->RemoveGpu(1);
+  { std::ofstream(gone) << "x"; }
+  ASSERT_TRUE(WaitUntilExitedUnreaped("80-0"));
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(agent_->HeartbeatOnce(Time::FromSeconds(++clock_s_)).ok());
+  }
+  ASSERT_TRUE(Logged("replica exited"));
+  const auto hbs = daemon_.Heartbeats();
+  for (size_t i = running_from; i < hbs.size(); ++i) {
+    const auto& hb = hbs[i];
+    const Json* r = FindReplica(hb.body, "80", 0);
+    ASSERT_NE(r, nullptr);
+    EXPECT_EQ((*r)["state"], "running") << "an exit reported before the look for a lost GPU";
+    EXPECT_FALSE(HasHealth(hb.body, {{"gpu", 1}, {"kind", "gpu_lost"}})) << "the probe was free";
+  }
+
+  probe_->SetMigDelay(0, Duration::Millis(0));  // the apply ends; the rediscovery finds the loss
+  const Json lost = HeartbeatUntil(
+      [](const Json& b) { return HasHealth(b, {{"gpu", 1}, {"kind", "gpu_lost"}}); });
+  EXPECT_EQ((*FindReplica(lost, "80", 0))["state"], "running");
+  const Json exited = HeartbeatUntilState("80", 0, "exited");
+  EXPECT_EQ((*FindReplica(exited, "80", 0))["exit_code"], 1);
+}
+
+// A GPU replaced while the daemon restarted (404): the registration that follows finds the new
+// UUID and carries it, the loss goes out in the heartbeat after it, and nothing registers again.
+TEST_F(AgentAloneProtocolTest, AChangedGpuUuidFoundByARegistrationIsRegisteredOnce) {
+  AgentOptions o;
+  o.rediscover_interval = Duration::Seconds(3600);  // no periodic rediscovery in this test
+  MakeAgent("2xh100-80gb", o);
+  ASSERT_TRUE(agent_->Register().ok());
+  ASSERT_TRUE(agent_->HeartbeatOnce(Time::FromSeconds(++clock_s_)).ok());
+  probe_->SetGpuUuid(1, "GPU-replaced-1");
+  daemon_.QueueHeartbeat(404, {{"error", {{"code", "NOT_FOUND"}, {"message", "unknown node n1"}}}});
+  ASSERT_TRUE(agent_->HeartbeatOnce(Time::FromSeconds(++clock_s_)).ok());
+  auto regs = daemon_.Registers();
+  ASSERT_EQ(regs.size(), 2u);
+  EXPECT_EQ(regs[1].body["gpus"][1]["uuid"], "GPU-replaced-1");
+  EXPECT_TRUE(HasHealth(daemon_.Heartbeats().back().body, {{"gpu", 1}, {"kind", "gpu_lost"}}));
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(agent_->HeartbeatOnce(Time::FromSeconds(++clock_s_)).ok());
+  }
+  EXPECT_EQ(daemon_.Registers().size(), 2u) << "registered again with what it had registered";
+}
+
+// A GPU that came back (a reset) and is lost again is reported lost again.
+TEST_F(AgentAloneProtocolTest, AGpuLostAgainAfterItCameBackIsReportedAgain) {
+  AgentOptions o;
+  o.rediscover_interval = Duration::Seconds(5);
+  MakeAgent("2xh100-80gb", o);
+  ASSERT_TRUE(agent_->Register().ok());
+  const Json lost = {{"gpu", 1}, {"kind", "gpu_lost"}};
+  auto reported_lost = [&](const std::string& uuid) {
+    SCOPED_TRACE(uuid);
+    const size_t before = daemon_.Heartbeats().size();
+    const int logged = LogCount("a GPU is no longer seen: reported lost", {{"uuid", uuid}});
+    HeartbeatUntil([&](const Json& b) { return HasHealth(b, lost); });
+    EXPECT_EQ(LogCount("a GPU is no longer seen: reported lost", {{"uuid", uuid}}), logged + 1);
+    // Registered again with the UUID seen now, and nothing more reported lost.
+    for (int i = 0; i < 12; ++i) {
+      ASSERT_TRUE(agent_->HeartbeatOnce(Time::FromSeconds(++clock_s_)).ok());
+    }
+    const auto hbs = daemon_.Heartbeats();
+    EXPECT_EQ(std::count_if(hbs.begin() + static_cast<ptrdiff_t>(before), hbs.end(),
+                            [&](const auto& hb) { return HasHealth(hb.body, lost); }),
+              1);
+  };
+  probe_->SetGpuUuid(1, "GPU-replaced-1");  // another board
+  reported_lost("GPU-fake-n1-1");
+  probe_->SetGpuUuid(1, "GPU-fake-n1-1");  // the first one back
+  reported_lost("GPU-replaced-1");
+  probe_->SetGpuUuid(1, "GPU-replaced-1");  // and lost again
+  reported_lost("GPU-fake-n1-1");
+  EXPECT_EQ(daemon_.Registers().size(), 4u);
 }
 
 TEST(AgentShellQuoteTest, QuotesEachArgument) {

@@ -1,8 +1,9 @@
 // Agent: applying the daemon's MIG layouts (agent_loop.h, "MIG"; docs/design/agent.md, "MIG
-// layouts").
+// layouts"). The applies themselves run on the MigWorker's thread.
 #include <algorithm>
 
 #include "agent/agent_loop.h"
+#include "agent/mig_worker.h"
 
 namespace gpupool {
 namespace {
@@ -56,12 +57,15 @@ void Agent::ApplyMig(const Json& m) {
   }
   const std::string text = m["layout"].get<std::string>();
   const uint64_t index = m["gpu"].get<uint64_t>();
-  if (index >= gpus_.size()) {
+  const GpuInfo* seen = index < kUnknownU32 ? GpuAt(static_cast<uint32_t>(index)) : nullptr;
+  if (seen == nullptr) {
     Log("warn", "MIG entry for a GPU this node lacks: skipped", {{"item", m}});
     return;
   }
   const uint32_t gpu = static_cast<uint32_t>(index);
-  const GpuInfo& g = gpus_[gpu];
+  // In progress, or its result not yet rediscovered: the daemon asks until it sees the result.
+  if (mig_applying_.count(gpu) || mig_applied_.count(gpu)) return;
+  const GpuInfo& g = *seen;
   Result<FlavorId> flavor = catalogue_.Find(g.model);
   if (!flavor.ok() || g.mig_current != MigMode::kEnabled) {
     MigRefused(gpu, text, "GPU " + std::to_string(gpu) + " is not in MIG mode");
@@ -90,23 +94,36 @@ void Agent::ApplyMig(const Json& m) {
     return;
   }
   mig_waiting_.erase(gpu);
-  const Status applied = probe_.ApplyMigLayout(gpu, model, *target);
-  // Whatever happened, report what the GPUs hold now.
-  if (Result<std::vector<GpuInfo>> seen = probe_.Discover(); seen.ok()) {
-    gpus_ = std::move(*seen);
-  } else {
-    Log("warn", "cannot discover the GPUs after a MIG change", {{"error", seen.error().message}});
+  if (!mig_worker_) mig_worker_ = std::make_unique<MigWorker>(probe_, probe_mu_);
+  mig_applying_[gpu] = text;
+  Log("info", "MIG layout being applied", {{"gpu", gpu}, {"layout", text}});
+  mig_worker_->Submit({gpu, &model, *target, text});
+}
+
+void Agent::TakeMigResults() {
+  if (!mig_worker_) return;
+  for (MigWorker::Done& d : mig_worker_->TakeDone()) {
+    mig_applying_.erase(d.gpu);
+    mig_applied_.insert(d.gpu);  // its old MIG UUIDs are gone by our hand, not lost
+    // Whatever happened, report what the GPUs hold now. The worker read them under the probe's
+    // lock right after the apply: a rediscovery here would be skipped while it applies the next
+    // GPU, and this GPU's stale layout would then be applied again (the daemon still asks for
+    // it) and its stale MIG UUIDs admitted for starts. Until a discovery is taken, the GPU stays
+    // in mig_applied_, which blocks starts and applies like mig_applying_.
+    if (d.seen.ok()) {
+      TakeDiscovery(std::move(*d.seen));
+    } else {
+      Log("warn", "cannot discover the GPUs after a MIG change",
+          {{"gpu", d.gpu}, {"error", d.seen.error().message}});
+      rediscover_now_ = true;
+    }
+    if (!d.status.ok()) {
+      MigRefused(d.gpu, d.text, d.status.error().message);
+      continue;
+    }
+    mig_errors_.erase(d.gpu);
+    Log("info", "MIG layout applied", {{"gpu", d.gpu}, {"layout", d.text}});
   }
-  if (!applied.ok()) {
-    MigRefused(gpu, text, applied.error().message);
-    return;
-  }
-  mig_errors_.erase(gpu);
-  Json uuids = Json::array();
-  if (gpu < gpus_.size()) {
-    for (const GpuInstanceInfo& gi : gpus_[gpu].gpu_instances) uuids.push_back(gi.mig_uuids);
-  }
-  Log("info", "MIG layout applied", {{"gpu", gpu}, {"layout", text}, {"mig_uuids", uuids}});
 }
 
 }  // namespace gpupool

@@ -1,5 +1,6 @@
 #include "agent/fake_probe.h"
 
+#include <chrono>
 #include <cstdio>
 
 namespace gpupool {
@@ -43,7 +44,12 @@ FakeProbe::FakeProbe(std::string node, Catalogue catalogue, std::vector<FakeGpuS
       gpus_(std::move(gpus)),
       gi_ids_(gpus_.size()),
       next_gi_id_(gpus_.size(), 1),
-      temperature_(gpus_.size(), kDefaultTemperature) {
+      temperature_(gpus_.size(), kDefaultTemperature),
+      removed_(gpus_.size(), false),
+      mig_delay_(gpus_.size(), Duration::Millis(0)) {
+  for (size_t i = 0; i < gpus_.size(); ++i) {
+    uuid_.push_back("GPU-fake-" + node_ + "-" + std::to_string(i));
+  }
   for (size_t i = 0; i < gpus_.size(); ++i) {
     for (int k = 0; gpus_[i].mig && k < gpus_[i].layout.size(); ++k) {
       gi_ids_[i].push_back(next_gi_id_[i]++);
@@ -51,15 +57,14 @@ FakeProbe::FakeProbe(std::string node, Catalogue catalogue, std::vector<FakeGpuS
   }
 }
 
-std::string FakeProbe::Uuid(uint32_t gpu) const {
-  return "GPU-fake-" + node_ + "-" + std::to_string(gpu);
-}
+std::string FakeProbe::Uuid(uint32_t gpu) const { return uuid_[gpu]; }
 
 Result<std::vector<GpuInfo>> FakeProbe::Discover() {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<GpuInfo> out;
   const uint32_t n = static_cast<uint32_t>(gpus_.size());
   for (uint32_t i = 0; i < n; ++i) {
+    if (removed_[i]) continue;
     const FakeGpuSpec& spec = gpus_[i];
     const GpuModel& model = catalogue_.model(*catalogue_.Find(spec.model));
     GpuInfo g;
@@ -85,7 +90,7 @@ Result<std::vector<GpuInfo>> FakeProbe::Discover() {
       g.gpu_instances.push_back(std::move(gi));
     }
     for (uint32_t peer = 0, link = 0; peer < n; ++peer) {
-      if (peer == i) continue;
+      if (peer == i || removed_[peer]) continue;
       g.nvlinks.push_back({link++, BusId(peer), Uuid(peer), "gpu"});
     }
     out.push_back(std::move(g));
@@ -94,8 +99,17 @@ Result<std::vector<GpuInfo>> FakeProbe::Discover() {
 }
 
 Status FakeProbe::ApplyMigLayout(uint32_t gpu, const GpuModel& model, const MigLayout& layout) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::unique_lock<std::mutex> lock(mu_);
   if (gpu >= gpus_.size()) return InvalidArgument("no fake GPU " + std::to_string(gpu));
+  ++mig_in_progress_;
+  // Waits out the delay with mu_ released (Discover and PollHealth answer meanwhile).
+  const auto until =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(mig_delay_[gpu].millis());
+  mig_delay_cv_.wait_until(lock, until, [&] { return mig_delay_[gpu] == Duration::Millis(0); });
+  --mig_in_progress_;
+  if (removed_[gpu]) {
+    return InvalidArgument("no fake GPU " + std::to_string(gpu));
+  }
   FakeGpuSpec& spec = gpus_[gpu];
   if (model.name != spec.model) {
     return InvalidArgument("fake GPU " + std::to_string(gpu) + " is a " + spec.model + ", not a " +
@@ -127,6 +141,7 @@ Result<std::vector<HealthEvent>> FakeProbe::PollHealth() {
   std::vector<HealthEvent> out;
   out.swap(pending_);
   for (uint32_t i = 0; i < gpus_.size(); ++i) {
+    if (removed_[i]) continue;
     out.push_back({i, Uuid(i), HealthEventKind::kTemperature, temperature_[i], kUnknownU32});
   }
   return out;
@@ -158,6 +173,40 @@ void FakeProbe::SetTemperature(uint32_t gpu, uint32_t celsius) {
   GP_CHECK(gpu < gpus_.size()) << "fake GPU " << gpu << " of " << gpus_.size();
   std::lock_guard<std::mutex> lock(mu_);
   temperature_[gpu] = celsius;
+}
+
+void FakeProbe::RemoveGpu(uint32_t gpu) {
+  GP_CHECK(gpu < gpus_.size()) << "fake GPU " << gpu << " of " << gpus_.size();
+  std::lock_guard<std::mutex> lock(mu_);
+  removed_[gpu] = true;
+}
+
+void FakeProbe::SetGpuUuid(uint32_t gpu, std::string uuid) {
+  GP_CHECK(gpu < gpus_.size()) << "fake GPU " << gpu << " of " << gpus_.size();
+  std::lock_guard<std::mutex> lock(mu_);
+  uuid_[gpu] = std::move(uuid);
+}
+
+void FakeProbe::SetMigDelay(Duration delay) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    mig_delay_.assign(gpus_.size(), delay);
+  }
+  mig_delay_cv_.notify_all();
+}
+
+void FakeProbe::SetMigDelay(uint32_t gpu, Duration delay) {
+  GP_CHECK(gpu < gpus_.size()) << "fake GPU " << gpu << " of " << gpus_.size();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    mig_delay_[gpu] = delay;
+  }
+  mig_delay_cv_.notify_all();
+}
+
+int FakeProbe::mig_applies_in_progress() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return mig_in_progress_;
 }
 
 void FakeProbe::SetHeartbeatLost(bool lost) {

@@ -27,6 +27,14 @@
 // PollHealth returns the injected events in injection order and clears them, then one
 // temperature reading per GPU (40 C unless set).
 //
+// Runtime changes, as hardware or an operator would make them behind the agent's back:
+// RemoveGpu (the GPU falls off the bus: Discover no longer lists it; the others keep their
+// index), SetGpuUuid (another board, or a renumbering, at that index), and ApplyMigLayout called
+// directly (a manual `nvidia-smi mig` change). SetMigDelay makes each ApplyMigLayout take that
+// long (as re-partitioning does on real GPUs) without holding the probe's mutex, so Discover and
+// PollHealth still answer meanwhile; setting it to 0 ends the waits in progress. It may be set for
+// every GPU or for one.
+//
 // Thread-safety: all methods may be called from any thread (one mutex).
 #pragma once
 
@@ -36,7 +44,10 @@
 #include <string_view>
 #include <vector>
 
+#include <condition_variable>
+
 #include "agent/gpu_probe.h"
+#include "core/time.h"
 #include "model/catalogue.h"
 #include "model/mig.h"
 
@@ -76,6 +87,14 @@ class FakeProbe : public GpuProbe {
   void InjectGpuLost(uint32_t gpu);
   void SetTemperature(uint32_t gpu, uint32_t celsius);
 
+  // Runtime changes (see the file comment). REQUIRES: gpu < gpu_count().
+  void RemoveGpu(uint32_t gpu);
+  void SetGpuUuid(uint32_t gpu, std::string uuid);
+  void SetMigDelay(Duration delay);                // every GPU
+  void SetMigDelay(uint32_t gpu, Duration delay);  // one GPU
+  // ApplyMigLayout calls in progress (waiting out the delay or applying).
+  int mig_applies_in_progress() const;
+
   // A flag the agent loop reads to simulate a node whose heartbeats stop (the probe itself
   // keeps answering).
   void SetHeartbeatLost(bool lost);
@@ -84,7 +103,7 @@ class FakeProbe : public GpuProbe {
  private:
   FakeProbe(std::string node, Catalogue catalogue, std::vector<FakeGpuSpec> gpus);
   void Push(uint32_t gpu, HealthEventKind kind, uint64_t value, uint32_t gi);
-  std::string Uuid(uint32_t gpu) const;
+  std::string Uuid(uint32_t gpu) const;  // REQUIRES: mu_ held
 
   const std::string node_;
   const Catalogue catalogue_;
@@ -96,6 +115,11 @@ class FakeProbe : public GpuProbe {
   std::vector<uint32_t> temperature_;          // guarded by mu_
   std::vector<HealthEvent> pending_;           // guarded by mu_
   bool heartbeat_lost_ = false;                // guarded by mu_
+  std::vector<bool> removed_;                  // guarded by mu_: per GPU
+  std::vector<std::string> uuid_;              // guarded by mu_: per GPU
+  std::vector<Duration> mig_delay_;            // guarded by mu_: per GPU
+  int mig_in_progress_ = 0;                    // guarded by mu_
+  std::condition_variable mig_delay_cv_;       // signalled when mig_delay_ changes
 };
 
 }  // namespace gpupool

@@ -97,6 +97,7 @@ std::string_view HealthEventKindName(HealthEventKind k) {
     case HealthEventKind::kRowRemapPending: return "row-remap-pending";
     case HealthEventKind::kTemperature: return "temperature";
     case HealthEventKind::kGpuLost: return "gpu-lost";
+    case HealthEventKind::kDeviceLost: return "device-lost";
   }
   return "?";
 }

@@ -65,6 +65,7 @@ enum class HealthEventKind : uint8_t {
   kRowRemapPending,   // a remap waits for a GPU reset
   kTemperature,       // value: degrees Celsius (a reading, not an event)
   kGpuLost,           // the GPU fell off the bus or stopped answering
+  kDeviceLost,        // a MIG device a replica used disappeared (the agent's rediscovery)
 };
 std::string_view HealthEventKindName(HealthEventKind k);
 

@@ -67,6 +67,10 @@ HealthVerdict Classify(const HealthEvent& e, const HealthThresholds& t) {
       return Verdict(HealthAction::kCordon, false, "row remap pending: reset the GPU when idle");
     case HealthEventKind::kGpuLost:
       return Verdict(HealthAction::kDrainReboot, false, "GPU lost (fell off the bus)");
+    case HealthEventKind::kDeviceLost:
+      return Verdict(HealthAction::kDrain, false,
+                     "a MIG device disappeared under a replica (GPU reset or a MIG change outside "
+                     "gpupool)");
     case HealthEventKind::kTemperature: {
       const std::string reading = "temperature " + std::to_string(e.value) + " C";
       if (e.value >= t.cordon_celsius) {

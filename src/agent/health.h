@@ -47,7 +47,7 @@ HealthVerdict ClassifyXid(uint64_t xid);
 
 // Any event -> verdict. ECC uncorrectable (value > 0): drain. Row-remap failure: drain,
 // replacement candidate. Row-remap pending: cordon (reset when idle). GPU lost: drain and
-// reboot. Temperature: by the thresholds.
+// reboot. Device lost (a MIG device gone under a replica): drain. Temperature: by the thresholds.
 HealthVerdict Classify(const HealthEvent& event, const HealthThresholds& thresholds = {});
 
 // Combines two verdicts for one GPU: the more severe action (the first on a tie),

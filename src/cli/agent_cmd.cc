@@ -18,9 +18,14 @@ constexpr const char* kAgentUsage =
     "usage: gpupool agent --server URL --token TOKEN --name NODE [--gpus nvml | --gpus fake:SPEC]\n"
     "                     [--work-dir DIR (./gpupool-agent-NODE)] [--acceptance CMD]\n"
     "                     [--fault-file PATH (fake GPUs only)] [--allow-mig-changes]\n"
+    "                     [--rediscover-interval-s SECONDS (30)]\n"
     "  --allow-mig-changes lets the daemon's MIG layouts be applied (GPU instances destroyed and\n"
     "  created) on GPUs none of this agent's replicas use; without it they are refused and "
     "reported\n"
+    "  MIG layouts are applied off the heartbeat path; no replica starts on a GPU meanwhile\n"
+    "  --rediscover-interval-s re-reads the GPUs that often (and after a failed replica exit): a\n"
+    "  lost GPU or a MIG device gone under a replica is reported as a GPU failure (the node is\n"
+    "  drained and its jobs requeued), changed UUIDs and layouts are reported; 0 turns it off\n"
     "  --server and --token default to GPUPOOL_URL and GPUPOOL_TOKEN (or the config file)\n";
 
 int UsageError(const std::string& message) {
@@ -33,7 +38,8 @@ int UsageError(const std::string& message) {
 int Agent(const std::vector<std::string>& argv) {
   Result<Args> args = Args::Parse(argv,
                                   {"server", "token", "name", "gpus", "work-dir", "acceptance",
-                                   "fault-file", "allow-mig-changes", "help"},
+                                   "fault-file", "allow-mig-changes", "rediscover-interval-s",
+                                   "help"},
                                   {"help", "allow-mig-changes"});
   if (!args.ok()) return UsageError(args.error().message);
   if (args->Has("help")) {
@@ -89,6 +95,16 @@ int Agent(const std::vector<std::string>& argv) {
   o.acceptance_command = args->Str("acceptance", "");
   o.fault_file = fault_file;
   o.allow_mig_changes = args->Has("allow-mig-changes");
+  if (args->Has("rediscover-interval-s")) {
+    const std::string text = args->Str("rediscover-interval-s", "");
+    char* end = nullptr;
+    const double secs = std::strtod(text.c_str(), &end);
+    if (text.empty() || *end != '\0' || !(secs >= 0) || secs > 86400) {
+      return UsageError("--rediscover-interval-s must be 0 to 86400 seconds, not '" + text + "'");
+    }
+    o.rediscover_interval = Duration::Millis(static_cast<int64_t>(secs * 1000 + 0.5));
+  }
+  const int64_t rediscover_ms = o.rediscover_interval.millis();
   Result<std::unique_ptr<gpupool::Agent>> agent =
       gpupool::Agent::Create(std::move(o), *probe, **executor);
   if (!agent.ok()) return UsageError(agent.error().message);
@@ -99,6 +115,7 @@ int Agent(const std::vector<std::string>& argv) {
        {"server", config->url},
        {"gpus", gpus},
        {"allow_mig_changes", args->Has("allow-mig-changes")},
+       {"rediscover_interval_ms", rediscover_ms},
        {"cgroup", (*executor)->cgroup().reason}});
   return (*agent)->Run();
 }

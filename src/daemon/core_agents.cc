@@ -494,6 +494,13 @@ void DaemonCore::AgentHealth(const CallContext& c, NodeId node, const Json& even
     } else if (kind == "row_remap_failure") {
       e.kind = HealthEventKind::kRowRemapFailure;
       e.value = 1;
+    } else if (kind == "row_remap_pending") {
+      e.kind = HealthEventKind::kRowRemapPending;
+      e.value = 1;
+    } else if (kind == "gpu_lost") {  // NVML's GPU_IS_LOST, or a GPU the agent no longer sees
+      e.kind = HealthEventKind::kGpuLost;
+    } else if (kind == "device_lost") {  // a MIG device gone under a replica
+      e.kind = HealthEventKind::kDeviceLost;
     } else if (kind == "temperature") {
       e.kind = HealthEventKind::kTemperature;
       e.value = UintOr(h, "celsius", 0);

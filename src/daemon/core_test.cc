@@ -1030,6 +1030,35 @@ TEST_F(AgentProtocolTest, Xid79DrainsAndAFailedAcceptanceKeepsANodeOut) {
   EXPECT_EQ(core_->RegisterAgent({&admin_, "", At(8)}, Json({{"node", "g3"}, {"flavor", "h100-80gb"}, {"gpus", gpus}}).dump()).status, 409);
 }
 
+// The agent's rediscovery reports a GPU it no longer sees ("gpu_lost") or a MIG device gone
+// under a replica ("device_lost"): the node drains and the job is requeued (an infrastructure
+// failure), not failed.
+TEST_F(AgentProtocolTest, ALostGpuOrDeviceDrainsTheNodeAndRequeuesItsJob) {
+  const std::string j = Submit(member_a_, 4, 1);
+  core_->Tick(At(1), false);
+  const std::string sick = NodeOf(j, 1), other = sick == "g1" ? "g2" : "g1";
+  Beat(sick, 2, {{"health", {{{"gpu", 2}, {"kind", "gpu_lost"}}}}});
+  EXPECT_EQ(Json::parse(core_->GetNode({&admin_, "", At(2)}, sick).body)["condition"], "draining");
+  EXPECT_EQ(Job(j, 2)["state"], "pending");
+  core_->Tick(At(3), false);
+  ASSERT_EQ(NodeOf(j, 3), other);
+  Beat(other, 4, {{"health", {{{"gpu", 0}, {"kind", "device_lost"}}}}});
+  EXPECT_EQ(Json::parse(core_->GetNode({&admin_, "", At(4)}, other).body)["condition"], "draining");
+  EXPECT_EQ(Job(j, 4)["state"], "pending");
+}
+
+// A row remap that waits for a GPU reset ("row_remap_pending", ignored before): the node is
+// cordoned (no new work; reset it when idle), and the job placed there keeps its place.
+TEST_F(AgentProtocolTest, ARowRemapPendingCordonsTheNodeAndKeepsItsJob) {
+  const std::string j = Submit(member_a_, 4, 1);
+  core_->Tick(At(1), false);
+  const std::string node = NodeOf(j, 1);
+  Beat(node, 2, {{"health", {{{"gpu", 3}, {"kind", "row_remap_pending"}}}}});
+  EXPECT_EQ(Json::parse(core_->GetNode({&admin_, "", At(2)}, node).body)["condition"], "cordoned");
+  EXPECT_EQ(Job(j, 2)["state"], "admitted");
+  EXPECT_EQ(NodeOf(j, 2), node);
+}
+
 TEST_F(AgentProtocolTest, AStaleAttemptIsStoppedAndNeverTakenForTheNewOne) {
   const std::string j = Submit(member_a_, 4, 1), k = Submit(member_a_, 4, 1);
   core_->Tick(At(1), false);
