@@ -12,10 +12,13 @@ namespace {
 // out in a total order.
 using Key = std::tuple<uint32_t, int64_t, int>;
 
+// Billed usage is kept per (price period, flavor), to price each at its own rate.
+using Priced = std::pair<size_t, FlavorId>;
+
 struct Acc {
   UnitMillis all = 0;
-  std::map<FlavorId, UnitMillis> billed;  // per flavor, to price each at its own rate
-  std::map<FlavorId, UnitMillis> billed_on_demand;  // the same at the on-demand price
+  std::map<Priced, UnitMillis> billed;
+  std::map<Priced, UnitMillis> billed_on_demand;  // the same at the on-demand price
 };
 
 bool AddChecked(UnitMillis& sum, UnitMillis v) { return !__builtin_add_overflow(sum, v, &sum); }
@@ -47,15 +50,35 @@ Result<std::vector<ReportRow>> Report(const std::vector<UsageInterval>& interval
 Result<std::vector<ReportRow>> Report(const std::vector<UsageInterval>& intervals,
                                       const std::vector<ReservationSpan>& reservations,
                                       const ReportQuery& query, const PriceList& prices) {
+  return Report(intervals, reservations, query, PriceHistory{{Time(), prices}});
+}
+
+Result<std::vector<ReportRow>> Report(const std::vector<UsageInterval>& intervals,
+                                      const std::vector<ReservationSpan>& reservations,
+                                      const ReportQuery& query, const PriceHistory& history) {
   if (query.to < query.from) return InvalidArgument("report: window ends before it starts");
-  for (const auto* list : {&prices.micros_per_gpu_hour, &prices.on_demand_micros_per_gpu_hour}) {
-    for (const auto& [f, p] : *list) {
-      if (p < 0 || p > PriceList::kMaxMicrosPerGpuHour) {
-        return InvalidArgument("report: price of flavor " + std::to_string(f.value()) +
-                               " out of range");
+  if (history.empty()) return InvalidArgument("report: no price list");
+  for (size_t i = 0; i < history.size(); ++i) {
+    if (i > 0 && !(history[i - 1].from < history[i].from)) {
+      return InvalidArgument("report: price lists are not in increasing order of their start");
+    }
+    const PriceList& prices = history[i].prices;
+    for (const auto* list : {&prices.micros_per_gpu_hour, &prices.on_demand_micros_per_gpu_hour}) {
+      for (const auto& [f, p] : *list) {
+        if (p < 0 || p > PriceList::kMaxMicrosPerGpuHour) {
+          return InvalidArgument("report: price of flavor " + std::to_string(f.value()) +
+                                 " out of range");
+        }
       }
     }
   }
+  // The period in force at t, and when the next one starts.
+  auto period = [&](Time t) {
+    size_t i = 0;
+    while (i + 1 < history.size() && !(t < history[i + 1].from)) ++i;
+    return i;
+  };
+  auto period_end = [&](size_t i) { return i + 1 < history.size() ? history[i + 1].from : Time::Never(); };
   std::map<ReservationId, const ReservationSpan*> spans;
   for (const ReservationSpan& r : reservations) spans.emplace(r.id, &r);
   std::map<Key, Acc> groups;
@@ -69,8 +92,15 @@ Result<std::vector<ReportRow>> Report(const std::vector<UsageInterval>& interval
     Acc& acc = groups[key];
     if (!AddChecked(acc.all, um)) return false;
     if (kind == UsageKind::kInfrastructureFailure) return true;
-    const bool od = kind == UsageKind::kOnDemand;
-    return AddChecked((od ? acc.billed_on_demand : acc.billed)[u.flavor], um);
+    auto& billed = kind == UsageKind::kOnDemand ? acc.billed_on_demand : acc.billed;
+    for (size_t i = period(s); s < e; ++i) {  // split where the prices change
+      const Time cut = std::min(e, period_end(i));
+      const UnitMillis part =
+          static_cast<UnitMillis>(u.eq.units()) * static_cast<UnitMillis>((cut - s).millis());
+      if (!AddChecked(billed[{i, u.flavor}], part)) return false;
+      s = cut;
+    }
+    return true;
   };
   for (const UsageInterval& u : intervals) {
     if (query.tenant && u.tenant != *query.tenant) continue;
@@ -112,13 +142,20 @@ Result<std::vector<ReportRow>> Report(const std::vector<UsageInterval>& interval
     st->second[s].second += u.eq.units();
     st->second[e].second -= u.eq.units();
   }
-  for (const auto& [tf, st] : steps) {
+  for (auto& [tf, st] : steps) {
+    // Price changes are breakpoints too, so that no step crosses one.
+    for (size_t i = 1; i < history.size(); ++i) {
+      if (st.begin()->first < history[i].from && history[i].from < st.rbegin()->first) {
+        st.try_emplace(history[i].from);
+      }
+    }
     int64_t a = 0, used = 0;
-    UnitMillis idle = 0;
+    std::map<size_t, UnitMillis> idle;  // by price period
     Time prev;
     bool first = true;
     for (const auto& [t, d] : st) {
-      if (!first && a > used && !AddChecked(idle, static_cast<UnitMillis>(a - used) * (t - prev).millis())) {
+      if (!first && a > used &&
+          !AddChecked(idle[period(prev)], static_cast<UnitMillis>(a - used) * (t - prev).millis())) {
         return Overflow();
       }
       a += d.first;
@@ -126,13 +163,17 @@ Result<std::vector<ReportRow>> Report(const std::vector<UsageInterval>& interval
       prev = t;
       first = false;
     }
-    if (idle == 0) continue;
     const FlavorId flavor(tf.second);
     const Key key{tf.first, query.by_flavor ? int64_t{tf.second} : -1,
                   query.by_kind ? static_cast<int>(UsageKind::kReservedIdle) : -1};
-    Acc& acc = groups[key];
-    if (!AddChecked(acc.all, idle)) return Overflow();
-    if (prices.bill_reserved_idle && !AddChecked(acc.billed[flavor], idle)) return Overflow();
+    for (const auto& [i, ms] : idle) {
+      if (ms == 0) continue;
+      Acc& acc = groups[key];
+      if (!AddChecked(acc.all, ms)) return Overflow();
+      if (history[i].prices.bill_reserved_idle && !AddChecked(acc.billed[{i, flavor}], ms)) {
+        return Overflow();
+      }
+    }
   }
   std::vector<ReportRow> rows;
   rows.reserve(groups.size());
@@ -145,7 +186,9 @@ Result<std::vector<ReportRow>> Report(const std::vector<UsageInterval>& interval
     row.gpu_hours = static_cast<double>(acc.all) / static_cast<double>(kUnitMillisPerGpuHour);
     UnitMillis cost = 0;  // micros x kUnitMillisPerGpuHour
     for (const bool od : {false, true}) {
-      for (const auto& [flavor, billed] : od ? acc.billed_on_demand : acc.billed) {
+      for (const auto& [priced, billed] : od ? acc.billed_on_demand : acc.billed) {
+        const auto& [i, flavor] = priced;
+        const PriceList& prices = history[i].prices;
         if (!AddChecked(row.billed_unit_millis, billed)) return Overflow();
         if (billed == 0) continue;
         auto p = prices.micros_per_gpu_hour.find(flavor);

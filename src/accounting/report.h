@@ -35,6 +35,15 @@ struct PriceList {
   friend bool operator==(const PriceList&, const PriceList&) = default;
 };
 
+// Price lists over time (a price change must not re-price the past). Each list applies from its
+// `from` until the next one's; usage before the first `from` is priced by the first list.
+struct PricedPeriod {
+  Time from;
+  PriceList prices;
+  friend bool operator==(const PricedPeriod&, const PricedPeriod&) = default;
+};
+using PriceHistory = std::vector<PricedPeriod>;  // `from` strictly increasing; not empty
+
 struct ReportQuery {
   Time from, to;                   // the window [from, to); intervals are clipped to it
   bool by_flavor = true;           // one row per flavor, else flavors merged
@@ -61,8 +70,16 @@ struct ReportRow {
 // window of max(0, A(t) - u(t)), A(t) the amount of its reservations in force and u(t) all it
 // holds of the flavor. So the rows other than reserved_idle sum to the integral of allocated
 // capacity, and a tenant with reservations in force pays for max(A(t), u(t)) of the flavor.
+// Each millisecond is priced by the list in force then (usage and reserved-idle alike), and a
+// row's cost is still rounded once: the exact sum over (price period, flavor) of billed unit-ms
+// x price.
 // Errors (kInvalidArgument): to < from; a price outside [0, kMaxMicrosPerGpuHour]; billed usage
-// of a flavor with no price; a sum that would overflow.
+// of a flavor with no price in its period; an empty history or one not in strictly increasing
+// order; a sum that would overflow.
+Result<std::vector<ReportRow>> Report(const std::vector<UsageInterval>& intervals,
+                                      const std::vector<ReservationSpan>& reservations,
+                                      const ReportQuery& query, const PriceHistory& history);
+// One price list for all time.
 Result<std::vector<ReportRow>> Report(const std::vector<UsageInterval>& intervals,
                                       const std::vector<ReservationSpan>& reservations,
                                       const ReportQuery& query, const PriceList& prices);

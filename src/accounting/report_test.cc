@@ -297,5 +297,64 @@ TEST(ReportTest, OnDemandUsageIsBilledAtTheOnDemandPrice) {
   EXPECT_EQ(rows[1].cost_micros, 3'000'000);   // no on-demand a100 price: the list price
 }
 
+
+TEST(ReportTest, APriceChangeDoesNotRepriceThePast) {
+  // One h100 over [0h, 4h); the price goes from 4.00 to 10.00 at 3h (and on demand from 6.00 to
+  // 7.00). Each hour is billed at the price in force then: 3 x 4.00 + 10.00 = 22.00.
+  PriceList later = Prices();
+  later.micros_per_gpu_hour[kH100] = 10'000'000;
+  PriceList first = Prices();
+  first.on_demand_micros_per_gpu_hour[kH100] = 6'000'000;
+  later.on_demand_micros_per_gpu_hour[kH100] = 7'000'000;
+  const PriceHistory history = {{H(0), first}, {H(3), later}};
+  Result<std::vector<ReportRow>> rows =
+      Report({I(0, kH100, GpuEq::Gpus(1), H(0), H(4)),
+              I(1, kH100, GpuEq::Gpus(1), H(2), H(5), UsageKind::kOnDemand)},
+             {}, {.from = H(0), .to = H(24)}, history);
+  ASSERT_TRUE(rows.ok()) << rows.error().message;
+  ASSERT_EQ(rows->size(), 2u);
+  EXPECT_EQ((*rows)[0].cost_micros, 22'000'000);
+  EXPECT_EQ((*rows)[1].cost_micros, 6'000'000 + 2 * 7'000'000);
+  // A window that ends before the change never sees the new price.
+  rows = Report({I(0, kH100, GpuEq::Gpus(1), H(0), H(4))}, {}, {.from = H(0), .to = H(3)}, history);
+  ASSERT_TRUE(rows.ok());
+  EXPECT_EQ((*rows)[0].cost_micros, 12'000'000);
+  // Usage before the first list's start is priced by the first list.
+  rows = Report({I(0, kH100, GpuEq::Gpus(1), H(0), H(1))}, {}, {.from = H(0), .to = H(1)},
+                PriceHistory{{H(10), Prices()}, {H(20), later}});
+  ASSERT_TRUE(rows.ok());
+  EXPECT_EQ((*rows)[0].cost_micros, 4'000'000);
+}
+
+TEST(ReportTest, ReservedIdleIsPricedAndBilledByTheListInForce) {
+  // The reservation holds 4 h100 over [2h, 6h); nothing uses it. At 4h the price doubles and
+  // idle reserved capacity stops being billed: 4 GPUs x 2 h x 4.00 = 32.00, then nothing.
+  PriceList later = Prices();
+  later.micros_per_gpu_hour[kH100] = 8'000'000;
+  later.bill_reserved_idle = false;
+  Result<std::vector<ReportRow>> rows = Report({}, Spans(), {.from = H(0), .to = H(24)},
+                                               PriceHistory{{H(0), Prices()}, {H(4), later}});
+  ASSERT_TRUE(rows.ok()) << rows.error().message;
+  ASSERT_EQ(rows->size(), 1u);
+  EXPECT_EQ((*rows)[0].kind, UsageKind::kReservedIdle);
+  EXPECT_TRUE((*rows)[0].unit_millis == GpuHours(16));
+  EXPECT_TRUE((*rows)[0].billed_unit_millis == GpuHours(8));
+  EXPECT_EQ((*rows)[0].cost_micros, 32'000'000);
+}
+
+TEST(ReportTest, PriceHistoryErrors) {
+  const std::vector<UsageInterval> in = {I(0, kH100, GpuEq::Gpus(1), H(0), H(1))};
+  EXPECT_FALSE(Report(in, {}, {.from = H(0), .to = H(1)}, PriceHistory{}).ok());
+  EXPECT_FALSE(
+      Report(in, {}, {.from = H(0), .to = H(1)}, PriceHistory{{H(2), Prices()}, {H(2), Prices()}}).ok());
+  // A flavor priced only in a later period is an error for usage before it.
+  PriceList no_h100 = Prices();
+  no_h100.micros_per_gpu_hour.erase(kH100);
+  EXPECT_FALSE(
+      Report(in, {}, {.from = H(0), .to = H(1)}, PriceHistory{{H(0), no_h100}, {H(1), Prices()}}).ok());
+  EXPECT_TRUE(
+      Report(in, {}, {.from = H(0), .to = H(1)}, PriceHistory{{H(0), Prices()}, {H(1), no_h100}}).ok());
+}
+
 }  // namespace
 }  // namespace gpupool
