@@ -139,6 +139,35 @@ else
   out_has '^items:'
 fi
 
+# --- pages: newest first; --limit prints one page and the cursor of the next; --cursor goes on.
+gp get jobs --limit 2 -o json
+expect_rc 0 "get jobs --limit 2 -o json"
+json "assert [j['id'] for j in d['items']] == ['$prod', '$big'] and isinstance(d['next_cursor'], str), d"
+cursor=$(python3 -c "import json; print(json.load(open('$tmp/out'))['next_cursor'])")
+gp get jobs --limit 2 --cursor "$cursor" -o json
+expect_rc 0 "get jobs --limit 2 --cursor"
+json "assert [j['id'] for j in d['items']] == ['$small'] and d['next_cursor'] is None, d"
+gp get jobs --limit 2
+expect_rc 0 "get jobs --limit 2 (table)"
+out_has "^ *$prod +serve"
+out_lacks "^ *$small "
+err_has "older jobs remain: add --cursor $cursor"
+gp get jobs --cursor "$cursor" -o json
+expect_rc 0 "get jobs --cursor (every page from there)"
+json "assert [j['id'] for j in d['items']] == ['$small'] and d['next_cursor'] is None, d"
+gp get jobs --tenant prod --limit 1 -o json
+json "assert [j['id'] for j in d['items']] == ['$prod'] and d['next_cursor'] is None, d"
+gp get jobs --limit 0
+expect_rc 2 "--limit 0"
+err_has 'from 1 to 1000'
+gp get jobs --limit 1001
+expect_rc 2 "--limit above 1000"
+gp get nodes --limit 1
+expect_rc 2 "--limit on nodes"
+gp get jobs --limit 5 --cursor bogus
+expect_rc 1 "a cursor the server did not hand out"
+err_has "next_cursor"
+
 # --- describe job: key: value lines with the reason and the placement.
 gp describe job "$big"
 expect_rc 0 "describe big"
@@ -310,6 +339,23 @@ expect_rc 1 "bad group-by (the server says why)"
 err_has "group_by"
 gp get jobs -o csv
 expect_rc 2 "-o csv outside usage"
+
+# --- more jobs than a page (1000): without --limit, get jobs fetches every page.
+python3 - "$url" "$token" << 'PY' || fail "submitting 1000 jobs"
+import json, sys, urllib.request
+url, token = sys.argv[1], sys.argv[2]
+for i in range(1000):
+    body = {"tenant": "prod", "name": f"bulk-{i}", "priority_class": "batch", "replicas": 1,
+            "resources": {"flavor": "h100-80gb", "gpus": 8}, "duration_estimate_s": 60, "command": ["true"]}
+    req = urllib.request.Request(url + "/v1/jobs", data=json.dumps(body).encode(), method="POST",
+                                 headers={"Authorization": "Bearer " + token, "Content-Type": "application/json"})
+    urllib.request.urlopen(req).read()
+PY
+gp get jobs -o json
+expect_rc 0 "get jobs over two pages"
+json "ids = [int(j['id']) for j in d['items']]; assert len(ids) == 1003 and ids == sorted(set(ids), reverse=True) and d['next_cursor'] is None, (len(ids), d['next_cursor'])"
+gp get jobs --state pending --limit 999 -o json
+json "assert len(d['items']) == 999 and isinstance(d['next_cursor'], str), len(d['items'])"
 unset GPUPOOL_URL GPUPOOL_TOKEN
 
 # --- serve refuses what it cannot do safely, with a clear message and exit 1.

@@ -145,6 +145,73 @@ const get = (path) => api('GET', path);
 const qs = (params) => new URLSearchParams(Object.entries(params).filter(([, v]) => v !== undefined && v !== '')).toString();
 
 // ---------------------------------------------------------------------------------------------
+// Long lists in pages (GET /v1/jobs, GET /v1/audit), newest first: polling re-reads the first
+// page only, and "Load more" reads the page after the oldest item loaded and keeps it.
+
+// Items per page: 50, or ?page_size=N (1..1000) in the console's address (the browser test
+// uses a small one to reach a second page quickly).
+const PAGE_SIZE = (() => {
+  const n = Number(new URLSearchParams(location.search).get('page_size'));
+  return Number.isInteger(n) && n >= 1 && n <= 1000 ? n : 50;
+})();
+
+function pagedList(path) {
+  let items = new Map();  // id -> item, for every page loaded
+  let floor = Infinity;   // the oldest id loaded
+  let more = null;        // the cursor of the page after it; null: nothing older
+  let gen = 0;            // bumped by reset: a page asked for before is dropped
+  let asked = 0;          // first pages asked for: an older one's late answer is dropped
+  const ask = (params, cursor) => get(`${path}?${qs({ ...params, limit: PAGE_SIZE, cursor })}`);
+  const lowest = (page) => (page.items.length ? Number(page.items[page.items.length - 1].id) : Infinity);
+  return {
+    list: () => [...items.values()].sort((a, b) => Number(b.id) - Number(a.id)),
+    hasMore: () => more !== null,
+    reset() { items = new Map(); floor = Infinity; more = null; ++gen; },
+    // The first page, fresh: it replaces what was loaded in its range (an item no longer there
+    // has left the filter); older items stay as they were loaded. Items that slid off the first
+    // page since the last poll stay too, so the list never has a hole. null: dropped (stale).
+    async refresh(params) {
+      const g = gen, mine = ++asked;
+      const page = await ask(params);
+      if (g !== gen || mine !== asked) return null;
+      const low = lowest(page);
+      if (page.next_cursor === null) items = new Map();
+      const fresh = new Set(page.items.map((i) => i.id));
+      for (const id of [...items.keys()]) if (Number(id) >= low && !fresh.has(id)) items.delete(id);
+      for (const i of page.items) items.set(i.id, i);
+      if (page.next_cursor === null || low <= floor) { floor = low; more = page.next_cursor; }
+      return page;
+    },
+    // The next older page; its items, or null when the list was reset or moved meanwhile.
+    async loadMore(params) {
+      const g = gen, cursor = more;
+      if (cursor === null) return [];
+      const page = await ask(params, cursor);
+      if (g !== gen || cursor !== more) return null;
+      for (const i of page.items) items.set(i.id, i);
+      floor = Math.min(floor, lowest(page));
+      more = page.next_cursor;
+      return page.items;
+    },
+    // One item read again (after the user acted on it); dropped if it no longer belongs.
+    put(item, belongs) {
+      if (!items.has(item.id)) return;
+      if (belongs) items.set(item.id, item);
+      else items.delete(item.id);
+    },
+  };
+}
+
+// The "Load more" button under a paged list. `what` ends its accessible name ("Load more
+// jobs"). While a page is out it says so and ignores clicks, but keeps the focus (a disabled
+// button would drop it).
+function loadMoreButton(what, busy, onclick) {
+  return h('div', { class: 'buttons' },
+    h('button', { type: 'button', class: 'more', 'data-key': `more-${what}`, 'aria-disabled': busy ? 'true' : undefined, onclick },
+      busy ? 'Loading…' : 'Load more', h('span', { class: 'visually-hidden' }, ` ${what}`)));
+}
+
+// ---------------------------------------------------------------------------------------------
 // Shared pieces
 
 const isAdmin = () => S.me && S.me.role === 'cluster-admin';
@@ -357,12 +424,14 @@ function viewJobs(main) {
   let shown = '';        // what the detail shows now (skip redraws that change nothing)
   let listed = '';       // likewise for the list
   let seq = 0;           // the latest refresh: an older one's late answer is dropped
+  const pages = pagedList('/v1/jobs');
+  let loading = false;   // a "Load more" page is out
   let formReady = false;
   const form = h('form', { id: 'submit-form', class: 'card', 'aria-labelledby': 'submit-title' });
   main.append(heading(isAdmin() ? 'All jobs' : 'My jobs'));
   if (writes()) main.append(form);
   main.append(h('div', { class: 'toolbar' }, field('Show', stateFilter)), list, detail);
-  stateFilter.addEventListener('change', () => { listed = ''; tick(S.view); });
+  stateFilter.addEventListener('change', () => { listed = ''; pages.reset(); tick(S.view); });
 
   const openJob = (id) => {
     open = id;
@@ -425,14 +494,20 @@ function viewJobs(main) {
         replace(form, h('p', { class: 'form-error' }, `The submit form could not load (${e.message}); retrying.`));
       }
     }
-    const jobs = (await get(`/v1/jobs?${qs({ state: stateFilter.value })}`)).items;
-    if (mine !== seq) return;
-    jobs.sort((a, b) => Number(b.id) - Number(a.id));
-    const text = JSON.stringify(jobs);
+    const page = await pages.refresh({ state: stateFilter.value });
+    if (mine !== seq || page === null) return;
+    drawList();
+    await showDetail();
+  }
+
+  function drawList() {
+    const jobs = pages.list();
+    const text = JSON.stringify([jobs, pages.hasMore(), loading]);
     if (text !== listed) {
       listed = text;
       const head = ['Id', 'Name', ...(isAdmin() ? ['Tenant'] : []), 'State', 'Resources', 'Submitted', 'Waiting because', ''];
-      replace(list, table(jobs.length === 1 ? '1 job' : `${jobs.length} jobs${jobs.length > 300 ? ', the newest 300 shown' : ''}`, head, jobs.slice(0, 300).map((j) => ({
+      const caption = `${jobs.length === 1 ? '1 job' : `${jobs.length} jobs`}, newest first${pages.hasMore() ? '; older ones under Load more' : ''}`;
+      replace(list, table(caption, head, jobs.map((j) => ({
         key: j.id,
         cells: [j.id, j.name, ...(isAdmin() ? [j.tenant] : []), badge(j.state), resources(j), when(j.submitted_at_ms),
           j.reason ? h('span', { class: 'reason' }, j.reason.message) : '',
@@ -443,9 +518,29 @@ function viewJobs(main) {
               ? h('button', { type: 'button', class: 'danger', 'data-key': `cancel-${j.id}`, onclick: () => cancelJob(j) },
                 'Cancel', h('span', { class: 'visually-hidden' }, ` job ${j.id}`))
               : null)],
-      })), stateFilter.value ? `No ${stateFilter.value} jobs.` : 'No jobs yet. Submit one above.'));
+      })), stateFilter.value ? `No ${stateFilter.value} jobs.` : 'No jobs yet. Submit one above.'),
+      pages.hasMore() ? loadMoreButton('jobs', loading, loadMore) : null);
     }
-    await showDetail();
+  }
+
+  // The next older page; the focus moves to its first job, and the count is announced.
+  async function loadMore() {
+    if (loading) return;
+    loading = true;
+    drawList();
+    let got = null;
+    try {
+      got = await pages.loadMore({ state: stateFilter.value });
+    } catch (e) {
+      failed(e);
+    } finally {
+      loading = false;
+    }
+    if (S.view === null || !list.isConnected) return;
+    drawList();
+    if (got === null) return;
+    say(got.length ? `Loaded ${got.length} older ${got.length === 1 ? 'job' : 'jobs'}.` : 'No older jobs.');
+    if (got.length) list.querySelector(`[data-key="show-${CSS.escape(got[0].id)}"]`)?.focus();
   }
 
   async function cancelJob(j) {
@@ -457,6 +552,12 @@ function viewJobs(main) {
       if (e.status !== -1) showError(`Could not cancel job ${j.id}: ${e.message}`);
       return;
     }
+    // It may sit in an older page, which polling does not re-read.
+    try {
+      const now = await get(`/v1/jobs/${j.id}`);
+      pages.put(now, !stateFilter.value || now.state === stateFilter.value);
+      if (list.isConnected) drawList();
+    } catch (e) { /* the next poll shows what it can */ }
     tick(S.view);
   }
   return { every: POLL_MS, refresh };
@@ -954,13 +1055,44 @@ async function nodeAction(n, action) {
 function viewAudit(main) {
   const box = h('div', { id: 'audit' });
   main.append(heading('Audit log'), box);
+  const pages = pagedList('/v1/audit');
+  let loading = false;
+  let drawn = '';
+  const draw = () => {
+    const items = pages.list();
+    const text = JSON.stringify([items, pages.hasMore(), loading]);
+    if (text === drawn) return;
+    drawn = text;
+    replace(box, table(`${items.length} ${items.length === 1 ? 'entry' : 'entries'}, newest first${pages.hasMore() ? '; older ones under Load more' : ''}`,
+      ['When', 'Who', 'Tenant', 'Action', 'Object', 'From'],
+      items.map((a) => ({ key: a.id, cells: [when(a.at_ms), a.principal, a.tenant || '', a.action, a.object, a.remote] })),
+      'Nothing has happened yet.'),
+    pages.hasMore() ? loadMoreButton('audit entries', loading, loadMore) : null);
+  };
+  // The next older page; the focus moves to its first row, and the count is announced.
+  async function loadMore() {
+    if (loading) return;
+    loading = true;
+    draw();
+    let got = null;
+    try {
+      got = await pages.loadMore({});
+    } catch (e) {
+      failed(e);
+    } finally {
+      loading = false;
+    }
+    if (!box.isConnected) return;
+    draw();
+    if (got === null) return;
+    say(got.length ? `Loaded ${got.length} older ${got.length === 1 ? 'entry' : 'entries'}.` : 'No older entries.');
+    const row = got.length ? box.querySelector(`tr[data-row="${CSS.escape(got[0].id)}"]`) : null;
+    if (row) { row.tabIndex = -1; row.focus(); }
+  }
   return {
     every: 5000,
     async refresh() {
-      const items = (await get('/v1/audit')).items.slice().reverse().slice(0, 500);
-      replace(box, table('Newest first (at most 500)', ['When', 'Who', 'Tenant', 'Action', 'Object', 'From'],
-        items.map((a, i) => ({ key: String(i), cells: [when(a.at_ms), a.principal, a.tenant || '', a.action, a.object, a.remote] })),
-        'Nothing has happened yet.'));
+      if (await pages.refresh({}) !== null) draw();
     },
   };
 }

@@ -1,10 +1,12 @@
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "api/auth.h"
 #include "api/decode.h"
 #include "api/openapi.h"
+#include "api/page.h"
 #include "model/demo_cluster.h"
 
 namespace gpupool {
@@ -335,6 +337,38 @@ TEST(DecodeQueries, UsageIsScopedToTheCaller) {
   }
 }
 
+// limit 1..1000 or absent (the whole list); a cursor round-trips to its position and belongs
+// to one list; anything else is refused.
+TEST(DecodeQueries, PageLimitAndCursor) {
+  using Q = std::map<std::string, std::string>;
+  Result<PageQuery> none = DecodePageQuery(Q{}, "jobs");
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(none->limit || none->before);
+  const std::string c = EncodeCursor("jobs", 42);
+  EXPECT_EQ(c.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"), std::string::npos) << c;
+  EXPECT_EQ(c.find("42"), std::string::npos) << "opaque, not the number in clear: " << c;
+  Result<PageQuery> page = DecodePageQuery(Q{{"limit", "1000"}, {"cursor", c}, {"state", "pending"}}, "jobs", {"tenant", "state"});
+  ASSERT_TRUE(page.ok()) << page.error().message;
+  EXPECT_EQ(page->limit, 1000);
+  EXPECT_EQ(page->before, 42u);
+  EXPECT_EQ(DecodePageQuery(Q{{"limit", "1"}}, "audit")->limit, 1);
+  EXPECT_FALSE(DecodePageQuery(Q{{"cursor", ""}}, "audit")->before) << "an empty cursor is the first page";
+  EXPECT_EQ(DecodePageQuery(Q{{"cursor", EncodeCursor("audit", 9223372036854775807ULL)}}, "audit")->before,
+            9223372036854775807ULL);
+  for (const Q& bad : {Q{{"limit", "0"}}, Q{{"limit", "1001"}}, Q{{"limit", "-5"}}, Q{{"limit", "10x"}}, Q{{"limit", ""}},
+                       Q{{"limit", "05"}}, Q{{"limit", "1e2"}}, Q{{"limit", "99999999999999999999"}},
+                       Q{{"cursor", "garbage!"}}, Q{{"cursor", c + "A"}}, Q{{"cursor", c.substr(1)}},
+                       Q{{"cursor", EncodeCursor("audit", 42)}},  // another list's
+                       Q{{"cursor", EncodeCursor("jobs", 0)}}, Q{{"cursor", EncodeCursor("jobs", 9223372036854775808ULL)}},
+                       Q{{"cursor", std::string(200, 'A')}}, Q{{"limt", "10"}}, Q{{"tenant", "x"}}}) {
+    Result<PageQuery> r = DecodePageQuery(bad, "jobs");
+    ASSERT_FALSE(r.ok()) << bad.begin()->first << "=" << bad.begin()->second;
+    EXPECT_EQ(r.error().code, ErrorCode::kInvalidArgument);
+  }
+  EXPECT_NE(DecodePageQuery(Q{{"limit", "0"}}, "jobs").error().message.find("from 1 to 1000"), std::string::npos);
+  EXPECT_NE(DecodePageQuery(Q{{"cursor", "x"}}, "jobs").error().message.find("next_cursor"), std::string::npos);
+}
+
 TEST(Utf8, AcceptsWellFormedRejectsTheRest) {
   EXPECT_TRUE(ValidUtf8(""));
   EXPECT_TRUE(ValidUtf8("plain ascii"));
@@ -358,6 +392,14 @@ TEST(OpenApi, DocumentsEveryRoute) {
   EXPECT_EQ(doc["paths"]["/v1/nodes/{name}/drain"]["post"]["parameters"][0]["in"], "path");
   EXPECT_EQ(doc["paths"]["/v1/jobs"]["post"]["requestBody"]["content"]["application/json"]["schema"]["$ref"],
             "#/components/schemas/JobRequest");
+  for (const char* list : {"/v1/jobs", "/v1/audit"}) {
+    std::set<std::string> params;
+    for (const Json& p : doc["paths"][list]["get"]["parameters"]) params.insert(p["name"]);
+    EXPECT_TRUE(params.count("limit") && params.count("cursor")) << list;
+    EXPECT_EQ(doc["paths"][list]["get"]["responses"]["200"]["content"]["application/json"]["schema"]["$ref"],
+              "#/components/schemas/Page");
+  }
+  EXPECT_TRUE(doc["components"]["schemas"]["Page"]["properties"].contains("next_cursor"));
 }
 
 }  // namespace

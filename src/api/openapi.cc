@@ -63,6 +63,13 @@ Json Schemas() {
                                      "cancelled", "preempted"}}}},
                 {"reason", {{"type", "object"}, {"description", "why a pending job waits"}}},
                 {"placement", {{"type", "array"}, {"items", {{"type", "object"}}}}}}}};
+  Json page = {{"type", "object"},
+               {"description", "a page of a list, newest first"},
+               {"required", {"items", "next_cursor"}},
+               {"properties",
+                {{"items", {{"type", "array"}, {"items", {{"type", "object"}}}}},
+                 {"next_cursor", {{"type", "string"}, {"nullable", true},
+                                  {"description", "pass as cursor for the next (older) page; null at the end"}}}}}};
   Json quota = {{"type", "object"},
                 {"additionalProperties", false},
                 {"required", {"guaranteed"}},
@@ -135,6 +142,7 @@ Json Schemas() {
           {"TenantRequest", tenant_request},
           {"TokenRequest", token_request},
           {"PriorityClassRequest", class_request},
+          {"Page", page},
           {"Object", {{"type", "object"}}}};
 }
 
@@ -147,7 +155,7 @@ const std::vector<RouteDoc>& ApiRoutes() {
       {"get", "/v1/openapi.json", "this document", "anyone", "", 200},
       {"get", "/v1/summary", "cluster summary (counts scoped to the caller)", "any token", "", 200},
       {"post", "/v1/jobs", "submit a job; Idempotency-Key makes retries safe", "cluster-admin, tenant-admin, member", "JobRequest", 201},
-      {"get", "/v1/jobs", "list jobs (filters: tenant, state)", "any token (own tenant)", "", 200},
+      {"get", "/v1/jobs", "list jobs, newest first (filters: tenant, state; pages: limit, cursor)", "any token (own tenant)", "", 200},
       {"get", "/v1/jobs/{id}", "a job with its pending reason and placement", "any token (own tenant)", "", 200},
       {"delete", "/v1/jobs/{id}", "cancel a job", "cluster-admin, tenant-admin, member", "", 200},
       {"get", "/v1/tenants", "list tenants with usage", "any token (own tenant)", "", 200},
@@ -165,7 +173,7 @@ const std::vector<RouteDoc>& ApiRoutes() {
       {"post", "/v1/nodes/{name}/cordon", "no new work on the node", "cluster-admin", "", 200},
       {"post", "/v1/nodes/{name}/uncordon", "make the node schedulable", "cluster-admin", "", 200},
       {"post", "/v1/nodes/{name}/drain", "cordon and requeue the node's jobs", "cluster-admin", "", 200},
-      {"get", "/v1/audit", "the audit log", "cluster-admin, tenant-admin (own tenant)", "", 200},
+      {"get", "/v1/audit", "the audit log, newest first (pages: limit, cursor)", "cluster-admin, tenant-admin (own tenant)", "", 200},
       {"post", "/v1/reservations", "reserve GPUs of a flavor for [start, end); 409 names the short interval; maintenance windows (admins)", "cluster-admin, tenant-admin, member", "ReservationRequest", 201},
       {"get", "/v1/reservations", "list reservations and maintenance windows", "any token (own tenant; maintenance for all)", "", 200},
       {"get", "/v1/reservations/{id}", "a reservation", "any token (own tenant)", "", 200},
@@ -210,6 +218,16 @@ std::string OpenApiDocument() {
       for (const char* n : {"from", "to", "tenant", "group_by", "format"}) query(n, "string");
     }
     if (path == "/v1/nodes") query("detail", "string");
+    const bool paged = (path == "/v1/jobs" || path == "/v1/audit") && std::string(r.method) == "get";
+    if (paged) {
+      params.push_back({{"name", "limit"}, {"in", "query"},
+                        {"description", "items per page; without it, the whole list (next_cursor null)"},
+                        {"schema", {{"type", "integer"}, {"minimum", 1}, {"maximum", 1000}}}});
+      params.push_back({{"name", "cursor"}, {"in", "query"},
+                        {"description", "the next_cursor of the previous page, unchanged (opaque; a position, "
+                                        "valid for this list only)"},
+                        {"schema", {{"type", "string"}, {"maxLength", 64}}}});
+    }
     if (path == "/v1/calendar") {
       for (const char* n : {"flavor", "start", "end", "step_s"}) query(n, std::string(n) == "step_s" ? "integer" : "string");
     }
@@ -224,7 +242,7 @@ std::string OpenApiDocument() {
     const bool open = path == "/healthz" || path == "/metrics" || path == "/v1/openapi.json";
     Json responses = {{std::to_string(r.success),
                        {{"description", "success"},
-                        {"content", {{"application/json", {{"schema", Ref(path.rfind("/v1/jobs/", 0) == 0 ? "Job" : "Object")}}}}}}}};
+                        {"content", {{"application/json", {{"schema", Ref(paged ? "Page" : path.rfind("/v1/jobs/", 0) == 0 ? "Job" : "Object")}}}}}}}};
     if (!open) {
       Json err = {{"content", {{"application/json", {{"schema", Ref("Error")}}}}}};
       for (auto [code, what] : {std::pair{"400", "bad input"}, {"401", "no or invalid token"},

@@ -8,6 +8,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "api/page.h"
 #include "cli/args.h"
 #include "cli/client.h"
 #include "cli/client_request.h"
@@ -22,7 +23,12 @@ constexpr const char* kConnectionFlags =
     "  $GPUPOOL_CONFIG or ~/.config/gpupool/config.yaml)  -o table|json|yaml\n";
 
 constexpr const char* kGetUsage =
-    "usage: gpupool get jobs|nodes|tenants|reservations [--tenant T] [--state S] [-o table|json|yaml]\n";
+    "usage: gpupool get jobs|nodes|tenants|reservations [--tenant T] [--state S] [-o table|json|yaml]\n"
+    "       gpupool get jobs [--limit N] [--cursor C]\n"
+    "  Jobs are listed newest first. Without --limit, every page is fetched (1000 jobs a request)\n"
+    "  and printed as one list. --limit N (1..1000) prints one page; when there are older jobs,\n"
+    "  the cursor for the next page is printed on stderr (table) or is the reply's next_cursor\n"
+    "  (json, yaml): pass it back with --cursor C, with the same --tenant and --state.\n";
 constexpr const char* kReserveUsage =
     "usage: gpupool reserve --tenant T --flavor F --gpus N --start RFC3339 --end RFC3339\n"
     "       gpupool reserve --maintenance --flavor F --gpus N --start RFC3339 --end RFC3339  (admins)\n";
@@ -143,16 +149,44 @@ Result<std::string> ReadJobFile(const std::string& path) {
   return text.str();
 }
 
+// GET /v1/jobs: one page of `limit` jobs (the reply as the server sent it, next_cursor and all),
+// or, without a limit, every page from `cursor` on, as one list whose next_cursor is null.
+Result<Json> GetJobPages(ApiClient& api, const std::string& query, const std::string& limit, std::string cursor) {
+  const std::string base = "/v1/jobs" + query + (query.empty() ? "?" : "&") + "limit=";
+  if (!limit.empty()) return api.Get(base + limit + (cursor.empty() ? "" : "&cursor=" + UrlEncode(cursor)));
+  Json items = Json::array();
+  for (;;) {
+    Result<Json> page = api.Get(base + std::to_string(kMaxPageLimit) + (cursor.empty() ? "" : "&cursor=" + UrlEncode(cursor)));
+    if (!page.ok()) return page.error();
+    if (!page->is_object() || !page->contains("items") || !(*page)["items"].is_array()) return page;
+    for (Json& j : (*page)["items"]) items.push_back(std::move(j));
+    const Json next = page->value("next_cursor", Json());
+    // A server without pages sends no next_cursor; a cursor that does not move would loop.
+    if (!next.is_string() || next.get<std::string>() == cursor) break;
+    cursor = next.get<std::string>();
+  }
+  return Json({{"items", std::move(items)}, {"next_cursor", nullptr}});
+}
+
 }  // namespace
 
 int Get(const std::vector<std::string>& argv) {
   Invocation inv("get", kGetUsage);
-  if (int rc = inv.Parse(argv, {"tenant", "state"}); rc >= 0) return rc;
+  if (int rc = inv.Parse(argv, {"tenant", "state", "limit", "cursor"}); rc >= 0) return rc;
   const auto& pos = inv.args().positional();
   if (pos.size() != 1 || Kind(pos[0]).empty()) return inv.Usage("what to get: jobs, nodes, tenants or reservations");
   const std::string kind = Kind(pos[0]);
   if (kind != "jobs" && (inv.args().Has("tenant") || inv.args().Has("state"))) {
     return inv.Usage("--tenant and --state filter jobs only");
+  }
+  if (kind != "jobs" && (inv.args().Has("limit") || inv.args().Has("cursor"))) {
+    return inv.Usage("--limit and --cursor page through jobs only");
+  }
+  const std::string limit = inv.args().Str("limit", "");
+  if (inv.args().Has("limit") && (limit.empty() || limit.size() > 4 || limit[0] == '0' ||
+                                  limit.find_first_not_of("0123456789") != std::string::npos ||
+                                  std::stoi(limit) > kMaxPageLimit)) {
+    return inv.Usage("--limit must be a whole number from 1 to " + std::to_string(kMaxPageLimit));
   }
   const std::string state = inv.args().Str("state", "");
   if (!state.empty() && state != "pending" && state != "admitted" && state != "running" &&
@@ -165,10 +199,14 @@ int Get(const std::vector<std::string>& argv) {
     const std::string v = inv.args().Str(key, "");
     if (!v.empty()) query += (query.empty() ? "?" : "&") + std::string(key) + "=" + UrlEncode(v);
   }
-  Result<Json> reply = inv.api().Get("/v1/" + kind + query);
+  Result<Json> reply = kind == "jobs" ? GetJobPages(inv.api(), query, limit, inv.args().Str("cursor", ""))
+                                      : inv.api().Get("/v1/" + kind + query);
   if (!reply.ok()) return inv.Fail(reply.error(), 1);
   if (inv.PrintedAsData(*reply)) return 0;
   const Json items = reply->is_object() && reply->contains("items") ? (*reply)["items"] : Json::array();
+  if (reply->is_object() && reply->contains("next_cursor") && (*reply)["next_cursor"].is_string()) {
+    std::cerr << "older jobs remain: add --cursor " << (*reply)["next_cursor"].get<std::string>() << "\n";
+  }
   if (kind == "jobs") PrintJobs(items, NowMillis(), std::cout);
   if (kind == "nodes") PrintNodes(items, std::cout);
   if (kind == "tenants") PrintTenants(items, std::cout);

@@ -1,9 +1,11 @@
 #include "daemon/core.h"
 
+#include <algorithm>
 #include <charconv>
 #include <nlohmann/json.hpp>
 
 #include "api/decode.h"
+#include "api/page.h"
 #include "daemon/reply.h"
 #include "policy/calendar/calendars.h"
 #include "policy/quota/quota.h"
@@ -340,8 +342,15 @@ Reply DaemonCore::GetJob(const CallContext& c, const std::string& id) {
   return JsonReply(200, JobJson(*state_, *j));
 }
 
-Reply DaemonCore::ListJobs(const CallContext& c, const std::string& tenant, const std::string& st) {
+Reply DaemonCore::ListJobs(const CallContext& c, const std::map<std::string, std::string>& query) {
   if (c.principal == nullptr) return Unauthenticated();
+  Result<PageQuery> page = DecodePageQuery(query, "jobs", {"tenant", "state"});
+  if (!page.ok()) return Err(page.error());
+  const auto param = [&query](const char* key) {
+    const auto it = query.find(key);
+    return it == query.end() ? std::string() : it->second;
+  };
+  const std::string tenant = param("tenant"), st = param("state");
   if (!st.empty()) {
     bool known = false;
     for (JobState s : {JobState::kPending, JobState::kAdmitted, JobState::kRunning, JobState::kSucceeded,
@@ -359,14 +368,26 @@ Reply DaemonCore::ListJobs(const CallContext& c, const std::string& tenant, cons
     if (!t.ok() || !c.principal->Sees(*t)) return Err(NotFound("unknown tenant '" + tenant + "'"));
     filter = *t;
   }
+  // Newest first. Ids only grow, so the jobs older than the cursor are the map's entries before
+  // it: walk back from there until the page is full and one more match shows there is a next.
+  const std::map<JobId, Job>& jobs = state_->jobs();
+  auto it = page->before ? jobs.lower_bound(JobId(*page->before)) : jobs.end();
   Json items = Json::array();
-  for (const auto& [id, j] : state_->jobs()) {
+  uint64_t last = 0;  // the last job returned: the cursor names only what the caller was shown
+  bool more = false;
+  while (it != jobs.begin()) {
+    const Job& j = (--it)->second;
     if (!c.principal->Sees(j.spec.tenant)) continue;
     if (filter.valid() && j.spec.tenant != filter) continue;
     if (!st.empty() && JobStateName(j.state) != st) continue;
+    if (page->limit && items.size() == static_cast<size_t>(*page->limit)) {
+      more = true;
+      break;
+    }
     items.push_back(JobJson(*state_, j));
+    last = j.id.value();
   }
-  return JsonReply(200, {{"items", items}});
+  return JsonReply(200, {{"items", items}, {"next_cursor", more ? Json(EncodeCursor("jobs", last)) : Json(nullptr)}});
 }
 
 Reply DaemonCore::CancelJob(const CallContext& c, const std::string& id) {
@@ -709,19 +730,39 @@ Reply DaemonCore::RevokeToken(const CallContext& c, const std::string& id) {
   return JsonReply(200, {{"id", id}, {"revoked", true}});
 }
 
-Reply DaemonCore::ListAudit(const CallContext& c) {
+Reply DaemonCore::ListAudit(const CallContext& c, const std::map<std::string, std::string>& query) {
   if (c.principal == nullptr) return Unauthenticated();
   if (c.principal->role != Role::kClusterAdmin && c.principal->role != Role::kTenantAdmin) {
     return Forbidden("read the audit log");
   }
+  Result<PageQuery> page = DecodePageQuery(query, "audit");
+  if (!page.ok()) return Err(page.error());
+  // A tenant admin sees the entries of its tenant. Audit writes each entry as a compact dump,
+  // so a line without `"tenant":"NAME"` is not one of them and is skipped unparsed; the
+  // candidates are parsed and checked.
+  const std::string tenant = c.principal->admin() ? "" : state_->tenant(c.principal->tenant).name;
+  const std::string needle = "\"tenant\":" + Json(tenant).dump();
+  // Entry n (from 1) is audit_[n - 1]; newest first, from the one before the cursor.
+  uint64_t n = audit_.size();
+  if (page->before) n = std::min<uint64_t>(n, *page->before - 1);
   Json items = Json::array();
-  for (const std::string& line : audit_) {
+  uint64_t last = 0;
+  bool more = false;
+  for (; n > 0; --n) {
+    const std::string& line = audit_[n - 1];
+    if (!c.principal->admin() && line.find(needle) == std::string::npos) continue;
     Json j = Json::parse(line, nullptr, false);
     if (j.is_discarded()) continue;
-    if (!c.principal->admin() && j.value("tenant", "") != state_->tenant(c.principal->tenant).name) continue;
-    items.push_back(j);
+    if (!c.principal->admin() && j.value("tenant", "") != tenant) continue;
+    if (page->limit && items.size() == static_cast<size_t>(*page->limit)) {
+      more = true;
+      break;
+    }
+    j["id"] = std::to_string(n);
+    items.push_back(std::move(j));
+    last = n;
   }
-  return JsonReply(200, {{"items", items}});
+  return JsonReply(200, {{"items", items}, {"next_cursor", more ? Json(EncodeCursor("audit", last)) : Json(nullptr)}});
 }
 
 // Pending and active jobs per tenant, in one pass.

@@ -58,7 +58,11 @@ class DaemonCore {
 
   Reply SubmitJob(const CallContext& c, const std::string& body, const std::string& idempotency_key);
   Reply GetJob(const CallContext& c, const std::string& id);
-  Reply ListJobs(const CallContext& c, const std::string& tenant, const std::string& state);
+  // GET /v1/jobs?tenant&state&limit&cursor and GET /v1/audit?limit&cursor: newest first, a page
+  // at a time with a next_cursor (api/page.h; docs/design/daemon.md, "Lists and pages"). Without
+  // limit, the whole list. A page walks the ordered jobs (the audit log) back from the cursor,
+  // so its cost grows with the page, and with the items that other filters or scopes skip.
+  Reply ListJobs(const CallContext& c, const std::map<std::string, std::string>& query);
   Reply CancelJob(const CallContext& c, const std::string& id);
   Reply ListTenants(const CallContext& c);
   Reply GetTenant(const CallContext& c, const std::string& name);
@@ -75,7 +79,7 @@ class DaemonCore {
   Reply CreateToken(const CallContext& c, const std::string& body);
   Reply ListTokens(const CallContext& c);
   Reply RevokeToken(const CallContext& c, const std::string& id);
-  Reply ListAudit(const CallContext& c);
+  Reply ListAudit(const CallContext& c, const std::map<std::string, std::string>& query = {});
 
   // Reservations and maintenance windows (DESIGN.md §5). Creation books the flavor's calendar
   // and applies the event in the same loop turn: no double booking, however many requests race.

@@ -4,9 +4,11 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <random>
 
+#include "api/page.h"
 #include "burst/sim_provider.h"
 #include "daemon/config.h"
 #include "daemon/core.h"
@@ -76,7 +78,7 @@ class CoreTest : public ::testing::Test {
   // Pending reasons are derived (the next cycle recomputes them), not journaled: left out.
   std::string Snapshot(DaemonCore& core) {
     const CallContext c = As(admin_);
-    Json jobs = Json::parse(core.ListJobs(c, "", "").body);
+    Json jobs = Json::parse(core.ListJobs(c, {}).body);
     for (Json& j : jobs["items"]) j.erase("reason");
     return jobs.dump() + core.ListTenants(c).body + core.ListNodes(c).body +
            core.ListTokens(c).body + core.ListAudit(c).body + core.ListPriorityClasses(c).body;
@@ -151,7 +153,7 @@ TEST_F(CoreTest, BadInputChangesNothing) {
   // Bytes that are not UTF-8 outside the JSON body (a header; a path segment echoed in the error).
   EXPECT_EQ(core_->SubmitJob(As(members_["research"]), Job("research"), "key\xFE").status, 400);
   EXPECT_EQ(core_->GetNode(As(admin_), "node\xFE\xC3").status, 404);
-  EXPECT_EQ(core_->ListJobs(As(admin_), "", "finished").status, 400);
+  EXPECT_EQ(core_->ListJobs(As(admin_), {{"state", "finished"}}).status, 400);
   EXPECT_EQ(core_->CreateToken(As(admin_), R"({"name": ")" + std::string(129, 'n') + R"(", "role": "cluster-admin"})").status, 400);
   EXPECT_EQ(core_->staged(), staged);
   EXPECT_EQ(Snapshot(*core_), before);
@@ -162,8 +164,8 @@ TEST_F(CoreTest, OtherTenantsJobsAreNotFoundAndNeverListed) {
   const std::string id = Json::parse(r.body)["id"];
   EXPECT_EQ(core_->GetJob(As(members_["product"]), id).status, 404);
   EXPECT_EQ(core_->CancelJob(As(members_["product"]), id).status, 404);
-  EXPECT_EQ(Json::parse(core_->ListJobs(As(members_["product"]), "", "").body)["items"].size(), 0u);
-  EXPECT_EQ(core_->ListJobs(As(members_["product"]), "research", "").status, 404);
+  EXPECT_EQ(Json::parse(core_->ListJobs(As(members_["product"]), {}).body)["items"].size(), 0u);
+  EXPECT_EQ(core_->ListJobs(As(members_["product"]), {{"tenant", "research"}}).status, 404);
   EXPECT_EQ(core_->GetTenant(As(members_["product"]), "research").status, 404);
   EXPECT_EQ(Json::parse(core_->ListTenants(As(members_["product"])).body)["items"].size(), 1u);
   EXPECT_EQ(core_->GetJob(As(viewers_["research"]), id).status, 200);
@@ -245,15 +247,157 @@ TEST_F(CoreTest, EveryMutationIsAudited) {
   ASSERT_EQ(core_->SubmitJob(As(members_["product"]), Job("product"), "").status, 201);
   ASSERT_EQ(core_->NodeAction(As(admin_), "h100-1", "cordon").status, 200);
   const Json all = Json::parse(core_->ListAudit(As(admin_)).body)["items"];
-  ASSERT_EQ(all.size(), 3u);
-  EXPECT_EQ(all[0]["action"], "job.submit");
-  EXPECT_EQ(all[0]["principal"], "research-bob");
-  EXPECT_EQ(all[0]["remote"], "127.0.0.1");
-  EXPECT_EQ(all[2]["action"], "node.cordon");
+  ASSERT_EQ(all.size(), 3u);  // newest first
+  EXPECT_EQ(all[2]["action"], "job.submit");
+  EXPECT_EQ(all[2]["principal"], "research-bob");
+  EXPECT_EQ(all[2]["remote"], "127.0.0.1");
+  EXPECT_EQ(all[2]["id"], "1");
+  EXPECT_EQ(all[0]["action"], "node.cordon");
+  EXPECT_EQ(all[0]["id"], "3");
   const Json research = Json::parse(core_->ListAudit(As(tadmin)).body)["items"];
   ASSERT_EQ(research.size(), 1u) << "a tenant admin sees its tenant's entries only";
   EXPECT_EQ(research[0]["tenant"], "research");
   EXPECT_EQ(core_->ListAudit(As(members_["research"])).status, 403);
+}
+
+// Reads every page of a list, newest first, calling `between` after each page (to add items
+// meanwhile). Returns the ids in the order served; `pages` gets how many pages there were.
+std::vector<std::string> ReadPages(const std::function<Reply(const std::map<std::string, std::string>&)>& list,
+                                   std::map<std::string, std::string> query, int* pages = nullptr,
+                                   const std::function<void()>& between = {}) {
+  std::vector<std::string> ids;
+  int n = 0;
+  for (;;) {
+    const Reply r = list(query);
+    EXPECT_EQ(r.status, 200) << r.body;
+    if (r.status != 200 || ++n > 1000) break;
+    const Json page = Json::parse(r.body);
+    EXPECT_LE(page["items"].size(), static_cast<size_t>(std::stoi(query.at("limit"))));
+    for (const Json& j : page["items"]) ids.push_back(j["id"]);
+    if (page["next_cursor"].is_null()) break;
+    EXPECT_FALSE(page["items"].empty()) << "a page with a next_cursor has items";
+    query["cursor"] = page["next_cursor"];
+    if (between) between();
+  }
+  if (pages) *pages = n;
+  return ids;
+}
+
+std::vector<std::string> Descending(uint64_t from, uint64_t to, uint64_t step = 1) {
+  std::vector<std::string> out;
+  for (uint64_t i = from; i >= to && i <= from; i -= step) out.push_back(std::to_string(i));
+  return out;
+}
+
+// 25 jobs in pages of 7, with 3 new jobs submitted after every page: each of the 25 is listed
+// exactly once, newest first, and the new ones only at the head of a fresh first page.
+TEST_F(CoreTest, JobPagesCoverTheSetOnceWhileJobsArrive) {
+  for (int i = 0; i < 25; ++i) {
+    const char* tenant = i % 2 ? "research" : "product";
+    ASSERT_EQ(core_->SubmitJob(As(members_[tenant]), Job(tenant, 1, "old"), "").status, 201);
+  }
+  const auto list = [&](const std::map<std::string, std::string>& q) { return core_->ListJobs(As(admin_), q); };
+  int pages = 0;
+  const std::vector<std::string> ids = ReadPages(list, {{"limit", "7"}}, &pages, [&] {
+    for (int i = 0; i < 3; ++i) ASSERT_EQ(core_->SubmitJob(As(members_["research"]), Job("research", 1, "new"), "").status, 201);
+  });
+  EXPECT_EQ(ids, Descending(25, 1));
+  EXPECT_EQ(pages, 4);  // 7 + 7 + 7 + 4
+  const Json head = Json::parse(list({{"limit", "10"}}).body);
+  EXPECT_EQ(head["items"][0]["id"], "34") << "9 new jobs, on top";
+  EXPECT_EQ(head["items"][9]["id"], "25");
+  // Exactly one page's worth left: the last page says there is no next.
+  const Json exact = Json::parse(list({{"limit", "34"}}).body);
+  EXPECT_EQ(exact["items"].size(), 34u);
+  EXPECT_TRUE(exact["next_cursor"].is_null());
+  // Without a limit, the whole list, newest first, as before pagination (in the old order's reverse).
+  const Json all = Json::parse(list({}).body);
+  EXPECT_EQ(all["items"].size(), 34u);
+  EXPECT_EQ(all["items"][0]["id"], "34");
+  EXPECT_TRUE(all["next_cursor"].is_null());
+}
+
+// Filters and scopes hold across pages; a cursor names only the last job the caller was shown,
+// never a skipped job of another tenant.
+TEST_F(CoreTest, JobPagesKeepFiltersAndScope) {
+  for (int i = 0; i < 20; ++i) {
+    const char* tenant = i % 4 == 0 ? "research" : "product";  // research: 1, 5, 9, 13, 17
+    ASSERT_EQ(core_->SubmitJob(As(members_[tenant]), Job(tenant, 1), "").status, 201);
+  }
+  ASSERT_EQ(core_->CancelJob(As(members_["product"]), "2").status, 200);
+  ASSERT_EQ(core_->CancelJob(As(members_["product"]), "19").status, 200);
+  const auto as = [&](const Principal& p) {
+    return [&, p](const std::map<std::string, std::string>& q) { return core_->ListJobs(As(p), q); };
+  };
+  EXPECT_EQ(ReadPages(as(members_["research"]), {{"limit", "2"}}), Descending(17, 1, 4));
+  EXPECT_EQ(ReadPages(as(admin_), {{"limit", "2"}, {"tenant", "research"}}), Descending(17, 1, 4));
+  EXPECT_EQ(ReadPages(as(viewers_["product"]), {{"limit", "1"}, {"state", "cancelled"}}),
+            (std::vector<std::string>{"19", "2"}));
+  // research's first page of 2 ends at job 13; product's jobs 12..10 lie between it and job 9,
+  // which the page looks at to know there is a next page: the cursor still says 13.
+  const Json first = Json::parse(core_->ListJobs(As(members_["research"]), {{"limit", "2"}}).body);
+  EXPECT_EQ(first["next_cursor"], EncodeCursor("jobs", 13));
+  // The same cursor in product's hands is a position and nothing more: product's jobs below 13.
+  const Json theirs = Json::parse(core_->ListJobs(As(members_["product"]), {{"limit", "3"}, {"cursor", first["next_cursor"]}}).body);
+  std::vector<std::string> got;
+  for (const Json& j : theirs["items"]) {
+    got.push_back(j["id"]);
+    EXPECT_EQ(j["tenant"], "product");
+  }
+  EXPECT_EQ(got, (std::vector<std::string>{"12", "11", "10"}));
+  EXPECT_EQ(core_->ListJobs(As(members_["product"]), {{"limit", "3"}, {"tenant", "research"}, {"cursor", first["next_cursor"]}}).status, 404);
+}
+
+TEST_F(CoreTest, BadPagesAreRefusedAndChangeNothing) {
+  for (int i = 0; i < 3; ++i) ASSERT_EQ(core_->SubmitJob(As(members_["research"]), Job("research", 1), "").status, 201);
+  const std::string before = Snapshot(*core_);
+  const size_t staged = core_->staged();
+  using Q = std::map<std::string, std::string>;
+  for (const Q& q : {Q{{"limit", "0"}}, Q{{"limit", "1001"}}, Q{{"limit", "ten"}}, Q{{"cursor", "bogus"}},
+                     Q{{"cursor", EncodeCursor("audit", 2)}}, Q{{"limit", "5"}, {"page", "2"}}}) {
+    const Reply jobs = core_->ListJobs(As(members_["research"]), q);
+    EXPECT_EQ(jobs.status, 400) << jobs.body;
+    EXPECT_EQ(Json::parse(jobs.body)["error"]["code"], "invalid_argument");
+  }
+  EXPECT_EQ(core_->ListAudit(As(admin_), {{"cursor", EncodeCursor("jobs", 2)}}).status, 400);
+  EXPECT_EQ(core_->ListAudit(As(admin_), {{"limit", "-1"}}).status, 400);
+  EXPECT_EQ(core_->ListAudit(As(admin_), {{"state", "pending"}}).status, 400);
+  EXPECT_EQ(core_->ListAudit(As(members_["research"]), {{"limit", "0"}}).status, 403) << "the role is checked first";
+  EXPECT_EQ(core_->ListJobs({nullptr, "", Time::FromMillis(1)}, {{"limit", "0"}}).status, 401);
+  EXPECT_EQ(core_->ListJobs(As(admin_), {{"limit", "1000"}}).status, 200);
+  // A cursor beyond every job is a position like any other: the jobs below it.
+  EXPECT_EQ(Json::parse(core_->ListJobs(As(admin_), {{"limit", "2"}, {"cursor", EncodeCursor("jobs", 1000000)}}).body)["items"][0]["id"], "3");
+  EXPECT_EQ(core_->staged(), staged);
+  EXPECT_EQ(Snapshot(*core_), before);
+}
+
+// The audit log in pages: every entry once, newest first, while entries keep coming; a tenant
+// admin's pages hold its tenant's entries only, and its cursors survive a restart.
+TEST_F(CoreTest, AuditPagesCoverTheLogOnceAndKeepTheScope) {
+  const Principal tadmin{"research-admin", Role::kTenantAdmin, *core_->state().FindTenant("research"), ""};
+  for (int i = 0; i < 12; ++i) {
+    const char* tenant = i % 3 ? "product" : "research";  // research: entries 1, 4, 7, 10
+    ASSERT_EQ(core_->SubmitJob(As(members_[tenant]), Job(tenant, 1), "").status, 201);
+  }
+  const auto as = [&](const Principal& p) {
+    return [&, p](const std::map<std::string, std::string>& q) { return core_->ListAudit(As(p), q); };
+  };
+  int pages = 0;
+  EXPECT_EQ(ReadPages(as(admin_), {{"limit", "5"}}, &pages, [&] {
+              ASSERT_EQ(core_->SubmitJob(As(members_["product"]), Job("product", 1), "").status, 201);
+            }),
+            Descending(12, 1));
+  EXPECT_EQ(pages, 3);
+  EXPECT_EQ(ReadPages(as(tadmin), {{"limit", "3"}}), Descending(10, 1, 3));
+  const Json first = Json::parse(core_->ListAudit(As(tadmin), {{"limit", "3"}}).body);
+  for (const Json& e : first["items"]) EXPECT_EQ(e["tenant"], "research");
+  ASSERT_TRUE(core_->Flush().ok());
+  core_.reset();
+  core_ = Open();
+  const Json rest = Json::parse(core_->ListAudit(As(tadmin), {{"limit", "3"}, {"cursor", first["next_cursor"]}}).body);
+  ASSERT_EQ(rest["items"].size(), 1u);
+  EXPECT_EQ(rest["items"][0]["id"], "1");
+  EXPECT_TRUE(rest["next_cursor"].is_null());
 }
 
 TEST(DaemonConfig, ParsesAClusterAndRejectsUnknownKeys) {

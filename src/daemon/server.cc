@@ -221,9 +221,6 @@ void Routes(httplib::Server& srv, Loop& loop, Metrics& metrics) {
   r.Add("POST", "/v1/jobs", "/v1/jobs", [](DaemonCore& c, C ctx, R req) {
     return c.SubmitJob(ctx, req.body, req.get_header_value("Idempotency-Key"));
   });
-  r.Add("GET", "/v1/jobs", "/v1/jobs", [](DaemonCore& c, C ctx, R req) {
-    return c.ListJobs(ctx, req.get_param_value("tenant"), req.get_param_value("state"));
-  });
   r.Add("GET", "/v1/jobs/" + id, "/v1/jobs/{id}", [](DaemonCore& c, C ctx, R req) { return c.GetJob(ctx, req.matches[1]); });
   r.Add("DELETE", "/v1/jobs/" + id, "/v1/jobs/{id}", [](DaemonCore& c, C ctx, R req) { return c.CancelJob(ctx, req.matches[1]); });
   r.Add("GET", "/v1/tenants", "/v1/tenants", [](DaemonCore& c, C ctx, R) { return c.ListTenants(ctx); });
@@ -250,7 +247,6 @@ void Routes(httplib::Server& srv, Loop& loop, Metrics& metrics) {
       return c.NodeAction(ctx, req.matches[1], a);
     });
   }
-  r.Add("GET", "/v1/audit", "/v1/audit", [](DaemonCore& c, C ctx, R) { return c.ListAudit(ctx); });
   r.Add("POST", "/v1/reservations", "/v1/reservations", [](DaemonCore& c, C ctx, R req) {
     return c.CreateReservation(ctx, req.body);
   });
@@ -267,6 +263,8 @@ void Routes(httplib::Server& srv, Loop& loop, Metrics& metrics) {
     for (const auto& [k, v] : req.params) q[k] = v;
     return q;
   };
+  r.Add("GET", "/v1/jobs", "/v1/jobs", [query](DaemonCore& c, C ctx, R req) { return c.ListJobs(ctx, query(req)); });
+  r.Add("GET", "/v1/audit", "/v1/audit", [query](DaemonCore& c, C ctx, R req) { return c.ListAudit(ctx, query(req)); });
   r.Add("GET", "/v1/availability", "/v1/availability", [query](DaemonCore& c, C ctx, R req) {
     return c.Availability(ctx, query(req));
   });

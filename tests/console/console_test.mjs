@@ -302,6 +302,49 @@ try {
     'the audit log lists submits, cancels, reservations, cordons and revocations');
   await shot('10-operator-audit');
 
+  // --- Pages: 3 items a page (?page_size=3). "Load more" asks for the next page by its cursor
+  // and keeps it across polls; a new job lands on top and nothing loaded goes missing.
+  const allJobs = (await apiAs(adminToken, 'GET', '/v1/jobs')).body.items.map((j) => j.id);
+  check(allJobs.length >= 6, `enough jobs for two pages of 3 (${allJobs.length})`);
+  const listAsked = [];
+  const onRequest = (r) => { if (r.url().includes('/v1/jobs?')) listAsked.push(new URL(r.url()).searchParams); };
+  page.on('request', onRequest);
+  await page.goto(url + '/?page_size=3#/jobs');
+  await loaded('jobs');
+  const jobRows = () => page.locator('#job-list tbody tr').evaluateAll((trs) => trs.map((tr) => tr.dataset.row));
+  const firstPage = await jobRows();
+  check(firstPage.join() === allJobs.slice(0, 3).join(), `the jobs view shows the newest 3 jobs first (${firstPage})`);
+  await page.getByRole('button', { name: 'Load more jobs' }).focus();
+  await page.keyboard.press('Enter');
+  await page.waitForFunction(() => document.querySelectorAll('#job-list tbody tr').length === 6);
+  const twoPages = await jobRows();
+  check(twoPages.join() === allJobs.slice(0, 6).join(), `Load more adds the next 3 older jobs, none twice (${twoPages})`);
+  check(listAsked.some((q) => q.get('limit') === '3' && q.get('cursor')), 'Load more asks for the next page with the cursor');
+  check(await page.evaluate(() => document.activeElement?.dataset?.key) === `show-${twoPages[3]}`,
+    'focus moves to the first job loaded');
+  listAsked.length = 0;
+  await page.waitForTimeout(2500);  // at least one poll
+  check(listAsked.length >= 1 && listAsked.every((q) => q.get('limit') === '3' && !q.get('cursor')),
+    `polling re-reads the first page only (${listAsked.length} polls)`);
+  check((await jobRows()).join() === twoPages.join(), 'and the page loaded with Load more stays');
+  const newer = await apiAs(product.token, 'POST', '/v1/jobs', {
+    tenant: 'product', name: 'on-top', priority_class: 'batch', replicas: 1,
+    resources: { flavor: 'h100-80gb', gpus: 1 }, duration_estimate_s: 60, command: ['true'],
+  });
+  check(newer.status === 201, 'a new job is submitted while pages are loaded');
+  await page.locator(`#job-list tr[data-row="${newer.body.id}"]`).waitFor();
+  const withNew = await jobRows();
+  check(withNew.join() === [newer.body.id, ...twoPages].join(),
+    `the new job lands on top, and the job that slid off the first page stays (${withNew})`);
+  page.off('request', onRequest);
+  await shot('10b-operator-jobs-pages');
+  await go('audit');
+  check(await page.locator('#audit tbody tr').count() === 3, 'the audit log shows a first page of 3');
+  await page.getByRole('button', { name: 'Load more audit entries' }).click();
+  await page.waitForFunction(() => document.querySelectorAll('#audit tbody tr').length === 6);
+  const auditIds = await page.locator('#audit tbody tr').evaluateAll((trs) => trs.map((tr) => Number(tr.dataset.row)));
+  check(auditIds.every((id, i) => i === 0 || id < auditIds[i - 1]), `the audit log's next page is older, none twice (${auditIds})`);
+
   // --- Daylight saving: Berlin, where Sunday 25 October 2026 has 25 hours.
   const berlin = await browser.newContext({ timezoneId: 'Europe/Berlin', locale: 'en-GB', viewport: { width: 1280, height: 900 } });
   const bp = await berlin.newPage();

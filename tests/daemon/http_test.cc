@@ -188,6 +188,17 @@ TEST_F(DaemonHttp, IsolationMatrix) {
       check("post /v1/jobs", who, target, Expect(who, target, 201, 201, 201, 403), "POST", "/v1/jobs",
             JobBody(target, "p" + std::to_string(++serial), 1));
       check("get /v1/jobs", who, target, Expect(who, target, 200, 200, 200, 200), "GET", "/v1/jobs?tenant=" + target);
+      check("get /v1/jobs", who, target, Expect(who, target, 200, 200, 200, 200), "GET",
+            "/v1/jobs?limit=1&tenant=" + target);
+      // A cursor from a listing of the target's jobs is only a position: whoever presents it
+      // gets their own jobs below it, never the target's.
+      const Json cursor = Call(c, "GET", "/v1/jobs?limit=1&tenant=" + target, tokens_["admin"]).body["next_cursor"];
+      EXPECT_TRUE(cursor.is_string()) << target << " has more than one job here";
+      Response paged = check("get /v1/jobs", who, target, Expect(who, target, 200, 200, 200, 200, false), "GET",
+                             "/v1/jobs?limit=5&cursor=" + (cursor.is_string() ? cursor.get<std::string>() : ""));
+      if (who.rfind("alpha-", 0) == 0) {
+        for (const Json& j : paged.body["items"]) EXPECT_EQ(j["tenant"], "alpha") << who << " with " << target << "'s cursor";
+      }
       check("get /v1/tenants/{name}", who, target, Expect(who, target, 200, 200, 200, 200), "GET", "/v1/tenants/" + target);
       check("patch /v1/tenants/{name}", who, target, Expect(who, target, 200, 403, 403, 403), "PATCH",
             "/v1/tenants/" + target, R"({"weight": 1})");
@@ -225,6 +236,14 @@ TEST_F(DaemonHttp, IsolationMatrix) {
     check("get /v1/tokens", who, "-", Expect(who, "alpha", 200, 200, 200, 200), "GET", "/v1/tokens");
     check("get /v1/nodes", who, "-", Expect(who, "alpha", 200, 200, 200, 200), "GET", "/v1/nodes");
     check("get /v1/audit", who, "-", Expect(who, "alpha", 200, 200, 403, 403), "GET", "/v1/audit");
+    // The admin's cursor (a position among every tenant's entries) in a tenant admin's hands.
+    const Json audit_cursor = Call(c, "GET", "/v1/audit?limit=1", tokens_["admin"]).body["next_cursor"];
+    ASSERT_TRUE(audit_cursor.is_string());
+    Response audit = check("get /v1/audit", who, "-", Expect(who, "alpha", 200, 200, 403, 403), "GET",
+                           "/v1/audit?limit=3&cursor=" + audit_cursor.get<std::string>());
+    if (who == "alpha-admin") {
+      for (const Json& a : audit.body["items"]) EXPECT_EQ(a["tenant"], "alpha") << a.dump();
+    }
     check("get /v1/reservations", who, "-", Expect(who, "alpha", 200, 200, 200, 200), "GET", "/v1/reservations");
     check("get /v1/availability", who, "-", Expect(who, "alpha", 200, 200, 200, 200), "GET",
           "/v1/availability?flavor=h100-80gb&gpus=2&duration_s=3600");
@@ -258,8 +277,8 @@ TEST_F(DaemonHttp, IsolationMatrix) {
   for (const RouteDoc& r : ApiRoutes()) {
     EXPECT_TRUE(covered.count(std::string(r.method) + " " + r.path)) << "the matrix misses " << r.method << " " << r.path;
   }
-  EXPECT_EQ(checked, 7 * (2 * 17 + 17) + 3)
-      << "7 callers x (2 targets x 17 tenant-scoped + 17 cluster-wide requests), the node agent for another node "
+  EXPECT_EQ(checked, 7 * (2 * 19 + 18) + 3)
+      << "7 callers x (2 targets x 19 tenant-scoped + 18 cluster-wide requests), the node agent for another node "
          "(register, heartbeat), and a node agent for a node that does not exist (register)";
 }
 
@@ -350,7 +369,7 @@ TEST_F(DaemonHttp, AuditRecordsPrincipalActionObjectTimeAndRemote) {
   ASSERT_EQ(r.status, 201);
   const Json items = Call(c, "GET", "/v1/audit", tokens_["admin"]).body["items"];
   ASSERT_FALSE(items.empty());
-  const Json& last = items.back();
+  const Json& last = items.front();  // newest first
   EXPECT_EQ(last["principal"], "alpha-member");
   EXPECT_EQ(last["action"], "job.submit");
   EXPECT_EQ(last["object"], r.body["id"]);
@@ -401,6 +420,9 @@ TEST_F(DaemonHttp, BadInputIsA4xxAndChangesNothing) {
       {"non-numeric job id", "GET", "/v1/jobs/abc", "", 404},
       {"unknown node", "POST", "/v1/nodes/nope/cordon", "", 404},
       {"unknown route", "GET", "/v1/nothing", "", 404},
+      {"limit 0", "GET", "/v1/jobs?limit=0", "", 400},
+      {"limit above the maximum", "GET", "/v1/audit?limit=1001", "", 400},
+      {"forged cursor", "GET", "/v1/jobs?limit=5&cursor=am9iczox%21", "", 400},
   };
   for (const Bad& b : table) {
     httplib::Headers h;
@@ -414,6 +436,70 @@ TEST_F(DaemonHttp, BadInputIsA4xxAndChangesNothing) {
   }
   EXPECT_EQ(count(), before) << "a rejected request must change nothing (jobs, audit)";
   EXPECT_EQ(Call(c, "GET", "/healthz", "").status, 200) << "still alive";
+}
+
+// Pages over HTTP: each job once while new ones arrive (on top), the limit's bounds, refused
+// cursors, and another tenant's cursors, which are positions and nothing more.
+TEST_F(DaemonHttp, PagesCoverTheListOnceAndCursorsAreOnlyPositions) {
+  httplib::Client c = daemon_->Client();
+  const std::string member = tokens_["alpha-member"];
+  for (int i = 0; i < 7; ++i) {
+    ASSERT_EQ(Call(c, "POST", "/v1/jobs", member, JobBody("alpha", "page-" + std::to_string(i), 1)).status, 201);
+  }
+  const Json all = Call(c, "GET", "/v1/jobs?tenant=alpha", member).body;
+  ASSERT_TRUE(all["next_cursor"].is_null()) << "no limit: the whole list";
+  std::vector<std::string> want;
+  for (const Json& j : all["items"]) want.push_back(j["id"]);
+  ASSERT_GE(want.size(), 8u);
+  for (size_t i = 1; i < want.size(); ++i) EXPECT_GT(std::stoull(want[i - 1]), std::stoull(want[i])) << "newest first";
+  std::vector<std::string> got;
+  std::string cursor;
+  int pages = 0;
+  do {
+    Response r = Call(c, "GET", "/v1/jobs?limit=3" + (cursor.empty() ? "" : "&cursor=" + cursor), member);
+    ASSERT_EQ(r.status, 200) << r.body.dump();
+    ASSERT_LE(r.body["items"].size(), 3u);
+    for (const Json& j : r.body["items"]) got.push_back(j["id"]);
+    cursor = r.body["next_cursor"].is_null() ? "" : r.body["next_cursor"].get<std::string>();
+    ++pages;
+    ASSERT_EQ(Call(c, "POST", "/v1/jobs", member, JobBody("alpha", "between", 1)).status, 201);
+  } while (!cursor.empty() && pages < 1000);
+  EXPECT_EQ(got, want) << "every job once, in order, none of those submitted between pages";
+  EXPECT_EQ(pages, static_cast<int>((want.size() + 2) / 3));
+  const Json head = Call(c, "GET", "/v1/jobs?limit=" + std::to_string(pages), member).body;
+  for (const Json& j : head["items"]) EXPECT_EQ(j["name"], "between") << "new jobs are on top";
+  EXPECT_EQ(Call(c, "GET", "/v1/jobs?limit=1000", member).status, 200);
+
+  // beta's cursors, of jobs and of the audit log, in alpha's hands: alpha's own items below
+  // that position, nothing of beta's.
+  for (int i = 0; i < 2; ++i) ASSERT_EQ(Call(c, "POST", "/v1/jobs", tokens_["beta-member"], JobBody("beta", "b", 1)).status, 201);
+  const Json beta_jobs = Call(c, "GET", "/v1/jobs?limit=1", tokens_["beta-member"]).body;
+  const Json beta_audit = Call(c, "GET", "/v1/audit?limit=1", tokens_["beta-admin"]).body;
+  ASSERT_TRUE(beta_jobs["next_cursor"].is_string() && beta_audit["next_cursor"].is_string());
+  const uint64_t beta_newest = std::stoull(beta_jobs["items"][0]["id"].get<std::string>());
+  Response mine = Call(c, "GET", "/v1/jobs?limit=50&cursor=" + beta_jobs["next_cursor"].get<std::string>(), member);
+  ASSERT_EQ(mine.status, 200);
+  ASSERT_FALSE(mine.body["items"].empty());
+  for (const Json& j : mine.body["items"]) {
+    EXPECT_EQ(j["tenant"], "alpha");
+    EXPECT_LT(std::stoull(j["id"].get<std::string>()), beta_newest);
+  }
+  Response log = Call(c, "GET", "/v1/audit?limit=50&cursor=" + beta_audit["next_cursor"].get<std::string>(), tokens_["alpha-admin"]);
+  ASSERT_EQ(log.status, 200);
+  ASSERT_FALSE(log.body["items"].empty());
+  for (const Json& a : log.body["items"]) EXPECT_EQ(a["tenant"], "alpha") << a.dump();
+  EXPECT_EQ(log.body.dump().find("beta"), std::string::npos) << log.body.dump();
+
+  // Refusals: 400 with the error shape, whatever the list.
+  const std::string jobs_cursor = beta_jobs["next_cursor"], audit_cursor = beta_audit["next_cursor"];
+  for (const std::string& bad : std::vector<std::string>{"/v1/jobs?limit=0", "/v1/jobs?limit=1001", "/v1/jobs?limit=abc", "/v1/jobs?limit=",
+                                "/v1/jobs?cursor=not-a-cursor", "/v1/jobs?limit=2&cursor=" + audit_cursor,
+                                "/v1/audit?cursor=" + jobs_cursor, "/v1/audit?limit=-3", "/v1/jobs?limit=2&colour=red"}) {
+    Response r = Call(c, "GET", bad, tokens_["alpha-admin"]);
+    EXPECT_EQ(r.status, 400) << bad << ": " << r.body.dump();
+    EXPECT_EQ(r.body["error"]["code"], "invalid_argument") << bad;
+    EXPECT_FALSE(r.body["error"]["message"].get<std::string>().empty()) << bad;
+  }
 }
 
 TEST_F(DaemonHttp, IdempotencyKeyOverHttp) {
