@@ -514,11 +514,22 @@ std::string MicrosToDecimal(int64_t micros) {
   return std::to_string(micros / 1'000'000) + "." + std::string(6 - frac.size(), '0') + frac;
 }
 
-Result<PriceList> DecodePriceList(const State& state, std::string_view body) {
+Result<PriceList> DecodePriceList(const State& state, std::string_view body,
+                                  std::optional<Time>* effective_from) {
   Result<Json> parsed = ParseObject(body);
   if (!parsed.ok()) return parsed.error();
   const Json& j = *parsed;
-  GP_RETURN_IF_ERROR(OnlyFields(j, {"flavors", "bill_reserved_idle"}, ""));
+  if (effective_from != nullptr) {
+    GP_RETURN_IF_ERROR(OnlyFields(j, {"flavors", "bill_reserved_idle", "effective_from"}, ""));
+    if (auto it = j.find("effective_from"); it != j.end() && !it->is_null()) {
+      if (!it->is_string()) return InvalidArgument("'effective_from' must be an RFC 3339 string");
+      Result<Time> t = ParseRfc3339(it->get<std::string>());
+      if (!t.ok()) return InvalidArgument("'effective_from': " + t.error().message);
+      *effective_from = *t;
+    }
+  } else {
+    GP_RETURN_IF_ERROR(OnlyFields(j, {"flavors", "bill_reserved_idle"}, ""));
+  }
   PriceList out;
   if (j.contains("bill_reserved_idle")) {
     Result<bool> b = Bool(j, "bill_reserved_idle", "");

@@ -85,8 +85,11 @@ Result<UsageQuery> DecodeUsageQuery(const State& state, const Principal& caller,
 //   {"flavors": {"h100-80gb": {"per_gpu_hour": "4.10", "on_demand_per_gpu_hour": 9.8}},
 //    "bill_reserved_idle": true}
 // Prices are currency per GPU-hour, a decimal string (exact) or a number, with at most six
-// decimals, in [0, 1e6]. Every key is checked; unknown flavors and fields are errors.
-Result<PriceList> DecodePriceList(const State& state, std::string_view body);
+// decimals, in [0, 1e6]. Every key is checked; unknown flavors and fields are errors. With
+// `effective_from` non-null, the field "effective_from" (RFC 3339: when the list takes effect;
+// null: not given) is accepted too and stored there when present.
+Result<PriceList> DecodePriceList(const State& state, std::string_view body,
+                                  std::optional<Time>* effective_from = nullptr);
 // The same shape back, prices as decimal strings with six decimals.
 std::string PriceListToJson(const State& state, const PriceList& prices);
 // One price (JSON text of a string or number, as in a price list) in micros; `where` names it.

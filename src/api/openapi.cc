@@ -131,7 +131,8 @@ Json Schemas() {
                                       {"additionalProperties", false},
                                       {"required", {"per_gpu_hour"}},
                                       {"properties", {{"per_gpu_hour", price}, {"on_demand_per_gpu_hour", price}}}}}}},
-                       {"bill_reserved_idle", {{"type", "boolean"}}}}}};
+                       {"bill_reserved_idle", {{"type", "boolean"}}},
+                       {"effective_from", {{"oneOf", {rfc3339, {{"type", "null"}}}}}}}}};
   return {{"Error", error},
           {"PriceList", price_list},
           {"ReservationRequest", reservation_request},
@@ -185,8 +186,8 @@ const std::vector<RouteDoc>& ApiRoutes() {
       {"post", "/v1/agents/{node}/heartbeat", "a node agent's heartbeat: replica states, logs, health; answers what to start, stop and forget", "cluster-admin; node-agent (the node of its name)", "Object", 200},
       {"get", "/v1/jobs/{id}/logs", "the last stdout and stderr of each replica, as its agent sent them", "any token (own tenant)", "", 200},
       {"get", "/v1/burst", "on-demand nodes (provisioning, ready, released) with their cost, and each tenant's burst policy and spend in its budget window", "any token (own tenant)", "", 200},
-      {"get", "/v1/prices", "the price list per flavor per GPU-hour", "any token", "", 200},
-      {"put", "/v1/prices", "replace the price list", "cluster-admin", "PriceList", 200},
+      {"get", "/v1/prices", "the price list in force per flavor per GPU-hour, with `history`: every list and when it takes effect", "any token", "", 200},
+      {"put", "/v1/prices", "a new price list from `effective_from` (now if absent, never in the past) on; usage before it keeps its prices", "cluster-admin", "PriceList", 200},
   };
   return routes;
 }

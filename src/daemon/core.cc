@@ -85,7 +85,7 @@ Result<std::unique_ptr<DaemonCore>> DaemonCore::Open(std::unique_ptr<Journal> jo
 Status DaemonCore::Replay(const std::vector<Record>& records) {
   state_ = std::make_unique<State>();
   ledger_ = Ledger();
-  prices_ = PriceList();
+  prices_.clear();
   fleet_.clear();
   burst_requests_seen_ = 0;
   tokens_ = TokenStore();
@@ -182,9 +182,10 @@ Status DaemonCore::ApplyRecord(const Record& r) {
   if (r.kind == "agent") return ApplyAgentRecord(j);
   if (r.kind == "replica_exit") return ApplyReplicaExitRecord(j);
   if (r.kind == "prices") {
-    Result<PriceList> p = DecodePriceList(*state_, r.body);
+    std::optional<Time> from;
+    Result<PriceList> p = DecodePriceList(*state_, r.body, &from);
     if (!p.ok()) return p.error();
-    prices_ = std::move(p).value();
+    ApplyPrices(std::move(p).value(), from);
     return Ok();
   }
   if (r.kind == "audit") {
@@ -933,21 +934,56 @@ Reply DaemonCore::Usage(const CallContext& c, const std::map<std::string, std::s
                                     {"cost", MicrosToDecimal(total_cost)}}}});
 }
 
+void DaemonCore::ApplyPrices(PriceList list, std::optional<Time> from) {
+  if (!from) {
+    prices_ = {{Time(), std::move(list)}};
+    return;
+  }
+  std::erase_if(prices_, [&](const PricedPeriod& p) { return !(p.from < *from); });
+  prices_.push_back({*from, std::move(list)});
+}
+
+namespace {
+
+Json PeriodJson(const State& state, const PricedPeriod& p) {
+  Json j = Json::parse(PriceListToJson(state, p.prices));
+  j["effective_from"] = p.from == Time() ? Json(nullptr) : Json(Rfc3339(p.from));
+  return j;
+}
+
+}  // namespace
+
 Reply DaemonCore::GetPrices(const CallContext& c) {
   if (c.principal == nullptr) return Unauthenticated();
-  return {200, PriceListToJson(*state_, prices_)};
+  // The list in force now, and every list with when it takes effect (null: since the start).
+  Json now = Json::parse(PriceListToJson(*state_, PriceList()));
+  Json history = Json::array();
+  for (const PricedPeriod& p : prices_) {
+    if (!(c.now < p.from)) now = PeriodJson(*state_, p);
+    history.push_back(PeriodJson(*state_, p));
+  }
+  now["history"] = std::move(history);
+  return JsonReply(200, now);
 }
 
 Reply DaemonCore::SetPrices(const CallContext& c, const std::string& body) {
   if (c.principal == nullptr) return Unauthenticated();
   if (!c.principal->admin()) return Forbidden("set prices");
-  Result<PriceList> p = DecodePriceList(*state_, body);
+  std::optional<Time> from;
+  Result<PriceList> p = DecodePriceList(*state_, body, &from);
   if (!p.ok()) return Err(p.error());
-  prices_ = std::move(p).value();
-  const std::string text = PriceListToJson(*state_, prices_);
-  (void)Stage("prices", text);
-  Audit(c, "prices.set", "prices");
-  return {200, text};
+  if (from && *from < c.now) {
+    return Err(InvalidArgument("'effective_from' is in the past (" + Rfc3339(*from) +
+                               "): a price change never re-prices usage already recorded"));
+  }
+  // Without effective_from the change takes effect now; usage before now keeps its prices.
+  const PricedPeriod period{from.value_or(c.now), std::move(p).value()};
+  Json record = PeriodJson(*state_, period);
+  const Record r{0, "prices", record.dump()};
+  if (Status s = ApplyRecord(r); !s.ok()) return Err(s.error());
+  if (Status s = Stage(r.kind, r.body); !s.ok()) return Err(s.error());
+  Audit(c, "prices.set", "prices from " + Rfc3339(period.from));
+  return JsonReply(200, record);
 }
 
 Reply DaemonCore::Summary(const CallContext& c) {

@@ -130,7 +130,9 @@ class DaemonCore {
 
   const State& state() const { return *state_; }
   const Ledger& ledger() const { return ledger_; }
-  const PriceList& prices() const { return prices_; }
+  // Price lists over time, oldest first (a price change takes effect from a time on, and never
+  // re-prices what was used before it).
+  const PriceHistory& price_history() const { return prices_; }
   size_t staged() const { return staged_.size(); }
   const Plan& last_plan() const { return last_plan_; }
   int64_t cycles() const { return cycles_; }
@@ -193,13 +195,16 @@ class DaemonCore {
   void BurstTick(Time now);
   Status ApplyBurstRecord(const std::string& kind, const nlohmann::json& j);
   // The price list with each offered flavor's on-demand price filled in where the list has none.
-  PriceList BillingPrices() const;
+  PriceHistory BillingPrices() const;
+  // A "prices" record: a list in force from `from` on (later scheduled lists are dropped), or,
+  // without `from` (bootstrap, and records written before price history), for all time.
+  void ApplyPrices(PriceList list, std::optional<Time> from);
 
   std::unique_ptr<Journal> journal_;
   SchedulerConfig config_;
   std::unique_ptr<State> state_;
   Ledger ledger_;    // rebuilt from the journal's events on every replay
-  PriceList prices_;  // the last "prices" record
+  PriceHistory prices_;  // the "prices" records, applied in order
   std::map<TenantId, BurstPolicy> burst_policies_;
   std::map<FlavorId, OnDemandOffer> burst_offers_;
   std::unique_ptr<Provider> provider_;  // null: no burst

@@ -32,10 +32,14 @@ Status DaemonCore::EnableBurst(const BurstSettings& settings, std::unique_ptr<Pr
   return Ok();
 }
 
-PriceList DaemonCore::BillingPrices() const {
-  PriceList p = prices_;
-  for (const auto& [f, o] : burst_offers_) p.on_demand_micros_per_gpu_hour.try_emplace(f, o.micros_per_gpu_hour);
-  return p;
+PriceHistory DaemonCore::BillingPrices() const {
+  PriceHistory h = prices_.empty() ? PriceHistory{{Time(), PriceList()}} : prices_;
+  for (PricedPeriod& period : h) {
+    for (const auto& [f, o] : burst_offers_) {
+      period.prices.on_demand_micros_per_gpu_hour.try_emplace(f, o.micros_per_gpu_hour);
+    }
+  }
+  return h;
 }
 
 Status DaemonCore::ApplyBurstRecord(const std::string& kind, const Json& j) {

@@ -600,6 +600,58 @@ TEST_F(CoreTest, UsageReconcilesWithAllocatedCapacityAndSurvivesRestart) {
   EXPECT_EQ(core_->GetPrices(As(admin_, end)).body, prices);
 }
 
+TEST_F(CoreTest, APriceChangeNeverRepricesThePastAndSurvivesRestart) {
+  auto put = [&](int64_t ms, const std::string& price, const std::string& from = "") {
+    std::string body = R"({"flavors": {"h100-80gb": {"per_gpu_hour": ")" + price + "\"}}";
+    if (!from.empty()) body += R"(, "effective_from": ")" + from + "\"";
+    return core_->SetPrices(As(admin_, ms), body + "}");
+  };
+  auto usage = [&](int64_t from, int64_t to) {
+    return core_->Usage(As(admin_, to), {{"from", Rfc3339(Time::FromMillis(from))},
+                                          {"to", Rfc3339(Time::FromMillis(to))},
+                                          {"group_by", "none"}});
+  };
+  ASSERT_EQ(put(2000, "2.00").status, 200);
+  ASSERT_EQ(core_->SubmitJob(As(members_["research"]), Job("research"), "").status, 201);
+  for (int64_t t : {2100, 2200}) core_->Tick(Time::FromMillis(t), true);  // 8 GPUs for 600 s
+  const int64_t change = 302'200;
+  const Reply before = usage(0, change);
+  ASSERT_EQ(before.status, 200) << before.body;
+  ASSERT_EQ(put(change, "5.00").status, 200);
+  // The past keeps its price, byte for byte; what comes after is billed at the new one.
+  EXPECT_EQ(usage(0, change).body, before.body);
+  for (int64_t t : {400'000, 700'000}) core_->Tick(Time::FromMillis(t), true);
+  const Json after = Json::parse(usage(change, 700'000).body);
+  const double hours = after["total"]["gpu_hours"].get<double>();
+  EXPECT_GT(hours, 0);
+  EXPECT_NEAR(std::stod(after["total"]["cost"].get<std::string>()), hours * 5.0, 1e-5);
+  const Json old = Json::parse(before.body);
+  EXPECT_NEAR(std::stod(old["total"]["cost"].get<std::string>()),
+              old["total"]["gpu_hours"].get<double>() * 2.0, 1e-5);
+  // A change cannot be back-dated: 400, and nothing changes.
+  const std::string prices = core_->GetPrices(As(admin_, 700'000)).body;
+  const Reply past = put(700'000, "1.00", Rfc3339(Time::FromMillis(600'000)));
+  EXPECT_EQ(past.status, 400) << past.body;
+  EXPECT_EQ(core_->GetPrices(As(admin_, 700'000)).body, prices);
+  // A change scheduled for later shows in the history and takes effect then.
+  ASSERT_EQ(put(700'000, "7.00", Rfc3339(Time::FromMillis(1'000'000))).status, 200);
+  const Json now = Json::parse(core_->GetPrices(As(admin_, 800'000)).body);
+  EXPECT_EQ(now["flavors"]["h100-80gb"]["per_gpu_hour"], "5.000000");
+  ASSERT_EQ(now["history"].size(), 3u);
+  EXPECT_EQ(now["history"][2]["effective_from"], Rfc3339(Time::FromMillis(1'000'000)));
+  EXPECT_EQ(Json::parse(core_->GetPrices(As(admin_, 1'000'000)).body)["flavors"]["h100-80gb"]["per_gpu_hour"],
+            "7.000000");
+  // The history is journaled: the same prices and bills after a restart.
+  const std::string all = usage(0, 700'000).body;
+  const std::string history = core_->GetPrices(As(admin_, 800'000)).body;
+  ASSERT_TRUE(core_->Flush().ok());
+  core_.reset();
+  core_ = Open();
+  EXPECT_EQ(core_->GetPrices(As(admin_, 800'000)).body, history);
+  EXPECT_EQ(usage(0, 700'000).body, all);
+  EXPECT_EQ(usage(0, change).body, before.body);
+}
+
 // Burst to on-demand through the core, with the simulated provider: a job that waited past
 // max_wait gets an on-demand node, runs there billed at the on-demand price, the idle node goes
 // back after the idle timeout, and the fleet survives a restart. A budget too small refuses
