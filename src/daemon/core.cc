@@ -91,6 +91,7 @@ Status DaemonCore::Replay(const std::vector<Record>& records) {
   tokens_ = TokenStore();
   deleted_.clear();
   idempotency_.clear();
+  idempotency_order_.clear();
   audit_.clear();
   for (const Record& r : records) {
     Status s = Ok();
@@ -142,7 +143,8 @@ Status DaemonCore::ApplyRecord(const Record& r) {
     if (!e.ok()) return e.error();
     GP_RETURN_IF_ERROR(ApplyEvent(*e));
     if (j.contains("idempotency")) {
-      idempotency_[j["idempotency"].get<std::string>()] = std::get<JobSubmitted>(*e).id;
+      const JobSubmitted& submitted = std::get<JobSubmitted>(*e);
+      RememberIdempotency(j["idempotency"].get<std::string>(), submitted.id, submitted.at);
     }
     return Ok();
   }
@@ -295,16 +297,31 @@ Result<std::string> DaemonCore::IssueToken(const Principal& p, Time now) {
   return secret;
 }
 
+void DaemonCore::RememberIdempotency(const std::string& key, JobId job, Time at) {
+  idempotency_[key] = {job, at};
+  idempotency_order_.emplace_back(at, key);
+}
+
+void DaemonCore::ExpireIdempotency(Time now) {
+  while (!idempotency_order_.empty() && !(now < idempotency_order_.front().first + kIdempotencyWindow)) {
+    const auto& [at, key] = idempotency_order_.front();
+    auto it = idempotency_.find(key);
+    if (it != idempotency_.end() && it->second.at == at) idempotency_.erase(it);  // not re-used since
+    idempotency_order_.pop_front();
+  }
+}
+
 Reply DaemonCore::SubmitJob(const CallContext& c, const std::string& body, const std::string& key) {
   if (c.principal == nullptr) return Unauthenticated();
   if (key.size() > 128) return Err(InvalidArgument("Idempotency-Key is longer than 128 characters"));
   if (!ValidUtf8(key)) return Err(InvalidArgument("Idempotency-Key is not valid UTF-8"));
   // Keys are scoped to the token (as payment APIs scope them to the API key).
   const std::string idem = key.empty() ? "" : c.principal->token_id + "\n" + key;
+  ExpireIdempotency(c.now);
   if (!idem.empty()) {
     auto it = idempotency_.find(idem);
     if (it != idempotency_.end()) {
-      const Job& j = *state_->FindJob(it->second);
+      const Job& j = *state_->FindJob(it->second.job);
       return JsonReply(201, {{"id", std::to_string(j.id.value())},
                              {"state", std::string(JobStateName(j.state))},
                              {"replayed", true}});
@@ -323,7 +340,7 @@ Reply DaemonCore::SubmitJob(const CallContext& c, const std::string& body, const
   }
   const JobSubmitted e{state_->NextJobId(), *spec, c.now};
   if (Status s = ApplyAndStage(e, idem); !s.ok()) return Err(s.error());
-  if (!idem.empty()) idempotency_[idem] = e.id;
+  if (!idem.empty()) RememberIdempotency(idem, e.id, e.at);
   Audit(c, "job.submit", std::to_string(e.id.value()));
   return JsonReply(201, {{"id", std::to_string(e.id.value())}, {"state", "pending"}});
 }
@@ -1006,6 +1023,7 @@ Reply DaemonCore::Summary(const CallContext& c) {
 }
 
 void DaemonCore::Tick(Time now, bool simulate_executor) {
+  ExpireIdempotency(now);
   // Before jobs end below: a node whose last job ends now was busy until now.
   if (provider_) TrackBurstUse(*state_, fleet_, now);
   if (simulate_executor) {

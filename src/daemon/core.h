@@ -8,6 +8,7 @@
 // "not found", never "forbidden", so ids leak nothing.
 #pragma once
 
+#include <deque>
 #include <map>
 #include <optional>
 #include <memory>
@@ -133,6 +134,10 @@ class DaemonCore {
   // Price lists over time, oldest first (a price change takes effect from a time on, and never
   // re-prices what was used before it).
   const PriceHistory& price_history() const { return prices_; }
+  // Idempotency keys are remembered this long after their submit (as payment APIs keep theirs
+  // for a day); a retry after that makes a new job.
+  static constexpr Duration kIdempotencyWindow = Duration::Hours(24);
+  size_t idempotency_keys() const { return idempotency_.size(); }
   size_t staged() const { return staged_.size(); }
   const Plan& last_plan() const { return last_plan_; }
   int64_t cycles() const { return cycles_; }
@@ -239,7 +244,16 @@ class DaemonCore {
   Duration heartbeat_timeout_ = Duration::Seconds(10);
   TokenStore tokens_;
   std::set<TenantId> deleted_;                // tombstones: ids are never reused
-  std::map<std::string, JobId> idempotency_;  // principal name + key -> job
+  // Idempotency keys (token id + key -> the job and when it was submitted), kept for
+  // kIdempotencyWindow after the submit, oldest first in idempotency_order_.
+  struct IdempotentSubmit {
+    JobId job;
+    Time at;
+  };
+  void RememberIdempotency(const std::string& key, JobId job, Time at);
+  void ExpireIdempotency(Time now);
+  std::map<std::string, IdempotentSubmit> idempotency_;
+  std::deque<std::pair<Time, std::string>> idempotency_order_;
   std::vector<std::string> audit_;            // JSON lines, in order
   std::vector<Record> staged_;
   Plan last_plan_;

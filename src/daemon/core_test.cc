@@ -138,6 +138,43 @@ TEST_F(CoreTest, IdempotencyKeyDedupesAcrossRestarts) {
   EXPECT_EQ(core_->state().jobs().size(), 2u);
 }
 
+TEST_F(CoreTest, IdempotencyKeysAreForgottenADayAfterTheirSubmit) {
+  constexpr int64_t kDay = 24 * 3'600'000;
+  auto submit = [&](int64_t ms, const std::string& key) {
+    return Json::parse(core_->SubmitJob(As(members_["research"], ms), Job("research"), key).body);
+  };
+  const Json a = submit(2000, "daily");
+  const Json o = submit(3000, "other");
+  // A retry within the day is the same job, also after a restart.
+  EXPECT_EQ(submit(2000 + kDay - 1, "daily")["id"], a["id"]);
+  EXPECT_EQ(submit(2000 + kDay - 1, "other")["id"], o["id"]);
+  ASSERT_TRUE(core_->Flush().ok());
+  core_.reset();
+  core_ = Open();
+  EXPECT_EQ(core_->idempotency_keys(), 2u);
+  EXPECT_EQ(submit(2000 + kDay - 1, "daily")["id"], a["id"]);
+  // A day after the submit the key is forgotten: the memory is freed at the next tick, and the
+  // same key makes a new job, which it then names for a day.
+  core_->Tick(Time::FromMillis(2000 + kDay), false);
+  EXPECT_EQ(core_->idempotency_keys(), 1u);  // "other" is a second younger
+  const Json b = submit(2000 + kDay, "daily");
+  EXPECT_NE(b["id"], a["id"]);
+  EXPECT_FALSE(b.contains("replayed"));
+  EXPECT_EQ(submit(2000 + kDay + 1, "daily")["id"], b["id"]);
+  core_->Tick(Time::FromMillis(3000 + kDay), false);
+  EXPECT_EQ(core_->idempotency_keys(), 1u);
+  // After a restart the journal's old keys are forgotten the same way.
+  ASSERT_TRUE(core_->Flush().ok());
+  core_.reset();
+  core_ = Open();
+  EXPECT_EQ(submit(3000 + kDay + 1, "daily")["id"], b["id"]);
+  const Json o2 = submit(3000 + kDay + 1, "other");
+  EXPECT_NE(o2["id"], o["id"]);
+  EXPECT_FALSE(o2.contains("replayed"));
+  core_->Tick(Time::FromMillis(2000 + 3 * kDay), false);
+  EXPECT_EQ(core_->idempotency_keys(), 0u);
+}
+
 TEST_F(CoreTest, BadInputChangesNothing) {
   const std::string before = Snapshot(*core_);
   const size_t staged = core_->staged();
