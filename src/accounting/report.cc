@@ -73,10 +73,10 @@ Result<std::vector<ReportRow>> Report(const std::vector<UsageInterval>& interval
     }
   }
   // The period in force at t, and when the next one starts.
-  auto period = [&](Time t) {
-    size_t i = 0;
-    while (i + 1 < history.size() && !(t < history[i + 1].from)) ++i;
-    return i;
+  auto period = [&](Time t) -> size_t {
+    auto after = std::upper_bound(history.begin() + 1, history.end(), t,
+                                  [](Time x, const PricedPeriod& p) { return x < p.from; });
+    return static_cast<size_t>(after - history.begin()) - 1;
   };
   auto period_end = [&](size_t i) { return i + 1 < history.size() ? history[i + 1].from : Time::Never(); };
   std::map<ReservationId, const ReservationSpan*> spans;

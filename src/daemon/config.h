@@ -12,7 +12,7 @@
 //     - name: research
 //       weight: 2
 //       quotas: {h100-80gb: {guaranteed: 16, borrow_limit: 8}}
-//   prices:                         # same fields as PUT /v1/prices; used at bootstrap
+//   prices:                         # PUT /v1/prices's fields but effective_from; all time
 //     flavors: {h100-80gb: {per_gpu_hour: "2.99", on_demand_per_gpu_hour: "6.98"}}
 //     bill_reserved_idle: true
 //   burst:                          # optional: on-demand capacity (docs/design/burst.md)

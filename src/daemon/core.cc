@@ -145,6 +145,7 @@ Status DaemonCore::ApplyRecord(const Record& r) {
     if (j.contains("idempotency")) {
       const JobSubmitted& submitted = std::get<JobSubmitted>(*e);
       RememberIdempotency(j["idempotency"].get<std::string>(), submitted.id, submitted.at);
+      ExpireIdempotency(submitted.at);  // replay holds one day of keys too
     }
     return Ok();
   }
@@ -320,7 +321,9 @@ Reply DaemonCore::SubmitJob(const CallContext& c, const std::string& body, const
   ExpireIdempotency(c.now);
   if (!idem.empty()) {
     auto it = idempotency_.find(idem);
-    if (it != idempotency_.end()) {
+    // The queue is in submit order; with a clock that stepped back it may hold an entry past
+    // its day behind a younger one, so the day is checked here too.
+    if (it != idempotency_.end() && c.now < it->second.at + kIdempotencyWindow) {
       const Job& j = *state_->FindJob(it->second.job);
       return JsonReply(201, {{"id", std::to_string(j.id.value())},
                              {"state", std::string(JobStateName(j.state))},
@@ -956,8 +959,15 @@ void DaemonCore::ApplyPrices(PriceList list, std::optional<Time> from) {
     prices_ = {{Time(), std::move(list)}};
     return;
   }
-  std::erase_if(prices_, [&](const PricedPeriod& p) { return !(p.from < *from); });
-  prices_.push_back({*from, std::move(list)});
+  // In order of `from`; a list with the same start replaces the one there, and changes
+  // scheduled later stay scheduled.
+  auto at = std::lower_bound(prices_.begin(), prices_.end(), *from,
+                             [](const PricedPeriod& p, Time t) { return p.from < t; });
+  if (at != prices_.end() && at->from == *from) {
+    at->prices = std::move(list);
+  } else {
+    prices_.insert(at, {*from, std::move(list)});
+  }
 }
 
 namespace {
@@ -972,12 +982,14 @@ Json PeriodJson(const State& state, const PricedPeriod& p) {
 
 Reply DaemonCore::GetPrices(const CallContext& c) {
   if (c.principal == nullptr) return Unauthenticated();
-  // The list in force now, and every list with when it takes effect (null: since the start).
+  // The list in force now, as reports price now (before the first list's start, the first
+  // list), and every list with when it takes effect (null: since the start).
   Json now = Json::parse(PriceListToJson(*state_, PriceList()));
+  now["effective_from"] = nullptr;
   Json history = Json::array();
-  for (const PricedPeriod& p : prices_) {
-    if (!(c.now < p.from)) now = PeriodJson(*state_, p);
-    history.push_back(PeriodJson(*state_, p));
+  for (size_t i = 0; i < prices_.size(); ++i) {
+    if (i == 0 || !(c.now < prices_[i].from)) now = PeriodJson(*state_, prices_[i]);
+    history.push_back(PeriodJson(*state_, prices_[i]));
   }
   now["history"] = std::move(history);
   return JsonReply(200, now);

@@ -141,7 +141,11 @@ TEST_F(CoreTest, IdempotencyKeyDedupesAcrossRestarts) {
 TEST_F(CoreTest, IdempotencyKeysAreForgottenADayAfterTheirSubmit) {
   constexpr int64_t kDay = 24 * 3'600'000;
   auto submit = [&](int64_t ms, const std::string& key) {
-    return Json::parse(core_->SubmitJob(As(members_["research"], ms), Job("research"), key).body);
+    const Reply r = core_->SubmitJob(As(members_["research"], ms), Job("research"), key);
+    EXPECT_EQ(r.status, 201) << r.body;
+    const Json j = Json::parse(r.body);
+    EXPECT_TRUE(j.contains("id")) << r.body;
+    return j;
   };
   const Json a = submit(2000, "daily");
   const Json o = submit(3000, "other");
@@ -687,6 +691,21 @@ TEST_F(CoreTest, APriceChangeNeverRepricesThePastAndSurvivesRestart) {
   EXPECT_EQ(core_->GetPrices(As(admin_, 800'000)).body, history);
   EXPECT_EQ(usage(0, 700'000).body, all);
   EXPECT_EQ(usage(0, change).body, before.body);
+  // Before the first list's start, the first list is in force (as reports price it).
+  EXPECT_EQ(Json::parse(core_->GetPrices(As(admin_, 1000)).body)["flavors"]["h100-80gb"]["per_gpu_hour"],
+            "2.000000");
+  // A change made now keeps the one scheduled after it.
+  ASSERT_EQ(put(900'000, "6.00").status, 200);
+  const Json h = Json::parse(core_->GetPrices(As(admin_, 950'000)).body);
+  EXPECT_EQ(h["flavors"]["h100-80gb"]["per_gpu_hour"], "6.000000");
+  EXPECT_EQ(h["history"].size(), 4u);
+  EXPECT_EQ(Json::parse(core_->GetPrices(As(admin_, 1'000'000)).body)["flavors"]["h100-80gb"]["per_gpu_hour"],
+            "7.000000");
+  // The same start again replaces the scheduled list.
+  ASSERT_EQ(put(950'000, "8.00", Rfc3339(Time::FromMillis(1'000'000))).status, 200);
+  const Json r = Json::parse(core_->GetPrices(As(admin_, 1'000'000)).body);
+  EXPECT_EQ(r["flavors"]["h100-80gb"]["per_gpu_hour"], "8.000000");
+  EXPECT_EQ(r["history"].size(), 4u);
 }
 
 // Burst to on-demand through the core, with the simulated provider: a job that waited past
