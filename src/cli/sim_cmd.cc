@@ -1,4 +1,5 @@
 // `gpupool sim replay|packing`: trace-driven simulation (issue 3).
+#include <algorithm>
 #include <unistd.h>
 
 #include <chrono>
@@ -290,14 +291,29 @@ int Sweep(const Args& args, ReplayOptions opt, const std::vector<TraceJob>& jobs
   return 0;
 }
 
+constexpr const char* kReplayUsage =
+    "usage: gpupool sim replay --jobs JOBS.csv --tenants TENANTS.csv [--policy fgd] [--partitioned]\n"
+    "                          [--capacity-scale X] [--json F] [--csv F] [--svg F] [--no-estimates]\n"
+    "                          [--no-timing] [--burst FILE.yaml [--burst-budgets A,B,C]]\n"
+    "  Replays a trace through the scheduler with a virtual clock: per-tenant JCT and waits, pooled\n"
+    "  or (--partitioned) each tenant alone on its guarantee. docs/design/simulator.md.\n";
+
+bool WantsHelp(const std::vector<std::string>& argv) {
+  return std::any_of(argv.begin(), argv.end(), [](const std::string& a) { return a == "--help" || a == "-h"; });
+}
+
 int Replay(const std::vector<std::string>& argv) {
+  if (WantsHelp(argv)) {
+    std::cout << kReplayUsage;
+    return 0;
+  }
   Result<Args> args =
       Args::Parse(argv,
                   {"jobs", "tenants", "policy", "partitioned", "capacity-scale", "json", "csv",
                    "svg", "no-estimates", "no-timing", "burst", "burst-budgets"},
                   {"partitioned", "no-estimates", "no-timing"});
   if (!args.ok()) {
-    std::cerr << "gpupool sim replay: " << args.error().message << "\n";
+    std::cerr << "gpupool sim replay: " << args.error().message << "\n" << kReplayUsage;
     return 2;
   }
   if (!args->Has("jobs") || !args->Has("tenants")) {
@@ -412,9 +428,10 @@ int Replay(const std::vector<std::string>& argv) {
 }  // namespace
 
 int Sim(const std::vector<std::string>& argv) {
-  if (argv.empty()) {
-    std::cerr << "usage: gpupool sim replay|packing [FLAGS]\n";
-    return 2;
+  if (argv.empty() || argv[0] == "--help" || argv[0] == "-h" || argv[0] == "help") {
+    (argv.empty() ? std::cerr : std::cout)
+        << "usage: gpupool sim replay|packing [FLAGS]   (gpupool sim replay --help, gpupool sim packing --help)\n";
+    return argv.empty() ? 2 : 0;
   }
   std::vector<std::string> rest(argv.begin() + 1, argv.end());
   if (argv[0] == "replay") return Replay(rest);
