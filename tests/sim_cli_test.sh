@@ -50,8 +50,10 @@ sed 's/max_gpus: 128/max_gpus: 0/' "$burst" > "$tmp/bad-burst.yaml"
 [ $? -eq 2 ] && grep -q "max_gpus" "$tmp/err" || fail "bad burst file: $(cat "$tmp/err")"
 # Help: usage on stdout, exit 0, for both experiments; a flag without its value shows it too.
 for e in packing replay; do
-  "$bin" sim $e --help > "$tmp/out" 2>&1 || fail "sim $e --help exits non-zero: $(cat "$tmp/out")"
-  grep -q "^usage: gpupool sim $e" "$tmp/out" || fail "sim $e --help: $(cat "$tmp/out")"
+  for h in --help -h; do
+    "$bin" sim $e $h > "$tmp/out" 2>&1 || fail "sim $e $h exits non-zero: $(cat "$tmp/out")"
+    grep -q "^usage: gpupool sim $e" "$tmp/out" || fail "sim $e $h: $(cat "$tmp/out")"
+  done
 done
 "$bin" sim packing --nodes 2> "$tmp/err" >/dev/null
 [ $? -eq 2 ] && grep -q "needs a value" "$tmp/err" && grep -q "^usage:" "$tmp/err" || fail "flag without value"

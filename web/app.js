@@ -423,7 +423,6 @@ function viewJobs(main) {
   let open = null;       // id of the job shown in detail
   let shown = '';        // what the detail shows now (skip redraws that change nothing)
   let listed = '';       // likewise for the list
-  let seq = 0;           // the latest refresh: an older one's late answer is dropped
   const pages = pagedList('/v1/jobs');
   let loading = false;   // a "Load more" page is out
   let formReady = false;
@@ -484,7 +483,6 @@ function viewJobs(main) {
   }
 
   async function refresh() {
-    const mine = ++seq;
     if (writes() && !formReady) {
       try {
         await buildSubmitForm(form, openJob);
@@ -495,7 +493,7 @@ function viewJobs(main) {
       }
     }
     const page = await pages.refresh({ state: stateFilter.value });
-    if (mine !== seq || page === null) return;
+    if (page === null) return;  // a later refresh or a reset superseded it
     drawList();
     await showDetail();
   }

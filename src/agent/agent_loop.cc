@@ -816,6 +816,15 @@ void Agent::ApplyReply(const Json& reply) {
   });
   each("mig", &Agent::ApplyMig);
   each("start", &Agent::StartReplica);
+  // A held start the daemon no longer sends (cancelled, placed elsewhere) is forgotten.
+  std::erase_if(start_held_, [&](const auto& e) {
+    if (!reply.contains("start") || !reply["start"].is_array()) return true;
+    return std::none_of(reply["start"].begin(), reply["start"].end(), [&](const Json& s) {
+      const std::optional<std::string> job = JobOf(s);
+      const std::optional<int64_t> index = ReplicaOf(s);
+      return job && index && KeyOf(*job, *index) == e.first;
+    });
+  });
 }
 
 void Agent::StartReplica(const Json& s) {

@@ -154,6 +154,7 @@ class Agent {
   const std::optional<nlohmann::json>& acceptance_result() const { return acceptance_; }
   // Whether a MIG layout is being applied to GPU `gpu` (submitted, and its result or the GPUs
   // as they are after it not yet taken).
+  size_t held_starts() const { return start_held_.size(); }  // starts waiting, as last sent
   bool mig_applying(uint32_t gpu) const {
     return mig_applying_.count(gpu) > 0 || mig_applied_.count(gpu) > 0;
   }
@@ -255,7 +256,7 @@ class Agent {
   std::vector<GpuInfo> gpus_;  // the last Discover (registration, or a rediscovery)
   std::map<uint32_t, nlohmann::json> mig_errors_;  // by GPU: {"gpu", "layout", "error"}
   std::map<uint32_t, std::string> mig_waiting_;    // by GPU: the layout waiting for idle (logged)
-  std::map<uint32_t, std::string> mig_applying_;   // by GPU: the layout the worker applies
+  std::set<uint32_t> mig_applying_;                // GPUs the worker applies a layout to
   std::set<uint32_t> mig_applied_;  // GPUs whose MIG UUIDs we changed since the last Discover
   std::optional<Time> next_rediscover_;
   bool rediscover_now_ = false;

@@ -181,6 +181,21 @@ class AgentAloneProtocolTest : public ::testing::Test {
             {"devices", devices}};
   }
   // Heartbeats until the replica's report has `state`; returns that heartbeat's body.
+  // Starts replica 0 of `job` on `device`, running until the returned file appears and then
+  // exiting with `code`; returns once the daemon was told it runs.
+  std::string RunReplicaUntilSignal(const std::string& job, const std::string& device, int code = 1) {
+    const std::string signal = dir_ + "/signal-" + job;
+    daemon_.QueueHeartbeat(
+        200, {{"start",
+               {Start(job, 0,
+                      {"/bin/sh", "-c",
+                       "while [ ! -e " + signal + " ]; do sleep 0.02; done; exit " + std::to_string(code)},
+                      {device})}}});
+    EXPECT_TRUE(agent_->HeartbeatOnce(Time::FromSeconds(++clock_s_)).ok());
+    HeartbeatUntilState(job, 0, "running");
+    return signal;
+  }
+
   Json HeartbeatUntilState(const std::string& job, int replica, const std::string& state) {
     return HeartbeatUntil([&](const Json& b) {
       const Json* r = FindReplica(b, job, replica);
@@ -804,6 +819,8 @@ TEST_F(AgentAloneProtocolTest, MigApplyDoesNotBlockHeartbeatsNorAdmitStartsOnIts
   EXPECT_FALSE(agent_->mig_applying(0));
   EXPECT_EQ(probe_->mig_changes(), 1);
   EXPECT_EQ(daemon_.Heartbeats().back().body["mig_errors"], Json::array());
+  // The held start was not sent again: nothing is kept for it.
+  EXPECT_EQ(agent_->held_starts(), 0u);
   // The daemon's start now names the new slice: it runs.
   daemon_.QueueHeartbeat(200, {{"start", {Start("20", 0, {"sleep", "30"}, {"MIG-fake-n1-0-3"})}}});
   ASSERT_TRUE(agent_->HeartbeatOnce(Time::FromSeconds(++clock_s_)).ok());
@@ -816,14 +833,7 @@ TEST_F(AgentAloneProtocolTest, MigApplyDoesNotBlockHeartbeatsNorAdmitStartsOnIts
 TEST_F(AgentAloneProtocolTest, AGpuThatVanishesIsReportedLostBeforeItsReplicasExit) {
   MakeAgent("2xh100-80gb");
   ASSERT_TRUE(agent_->Register().ok());
-  const std::string gone = dir_ + "/gone";
-  daemon_.QueueHeartbeat(
-      200, {{"start",
-             {Start("30", 0,
-                    {"/bin/sh", "-c", "while [ ! -e " + gone + " ]; do sleep 0.02; done; exit 1"},
-                    {"GPU-fake-n1-1"})}}});
-  ASSERT_TRUE(agent_->HeartbeatOnce(Time::FromSeconds(++clock_s_)).ok());
-  HeartbeatUntilState("30", 0, "running");
+  const std::string gone = RunReplicaUntilSignal("30", "GPU-fake-n1-1");
   probe_->RemoveGpu(1);
   { std::ofstream(gone) << "x"; }
   ASSERT_TRUE(WaitUntilExitedUnreaped("30-0"));
@@ -926,16 +936,7 @@ TEST_F(AgentAloneProtocolTest, AReplicaExitWithADrainXidOnItsGpuIsHeldBack) {
   o.rediscover_interval = Duration::Millis(0);  // only the health event says it
   MakeAgent("2xh100-80gb", o);
   ASSERT_TRUE(agent_->Register().ok());
-  const std::string crash = dir_ + "/crash", crashed = dir_ + "/crashed";
-  daemon_.QueueHeartbeat(
-      200, {{"start",
-             {Start("60", 0,
-                    {"/bin/sh", "-c",
-                     "while [ ! -e " + crash + " ]; do sleep 0.02; done; : > " + crashed +
-                         "; exit 2"},
-                    {"GPU-fake-n1-0"})}}});
-  ASSERT_TRUE(agent_->HeartbeatOnce(Time::FromSeconds(++clock_s_)).ok());
-  HeartbeatUntilState("60", 0, "running");
+  const std::string crash = RunReplicaUntilSignal("60", "GPU-fake-n1-0", 2);
   { std::ofstream(crash) << "x"; }
   ASSERT_TRUE(WaitUntilExitedUnreaped("60-0"));  // the next heartbeat reaps it
   probe_->InjectXid(0, 79);
@@ -999,14 +1000,7 @@ TEST_F(AgentAloneProtocolTest, AFailedExitDuringAMigApplyWaitsForTheRediscovery)
   o.allow_mig_changes = true;  // rediscover_interval: the default 30 s
   MakeAgent("1xh100-80gb:mig=3g.40gb+3g.40gb,1xh100-80gb", o);
   ASSERT_TRUE(agent_->Register().ok());
-  const std::string gone = dir_ + "/gone";
-  daemon_.QueueHeartbeat(
-      200, {{"start",
-             {Start("80", 0,
-                    {"/bin/sh", "-c", "while [ ! -e " + gone + " ]; do sleep 0.02; done; exit 1"},
-                    {"GPU-fake-n1-1"})}}});
-  ASSERT_TRUE(agent_->HeartbeatOnce(Time::FromSeconds(++clock_s_)).ok());
-  HeartbeatUntilState("80", 0, "running");
+  const std::string gone = RunReplicaUntilSignal("80", "GPU-fake-n1-1");
   const size_t running_from = daemon_.Heartbeats().size() - 1;
   probe_->SetMigDelay(0, Duration::Seconds(3600));  // until released
   daemon_.QueueHeartbeat(200,

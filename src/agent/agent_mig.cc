@@ -64,7 +64,7 @@ void Agent::ApplyMig(const Json& m) {
   }
   const uint32_t gpu = static_cast<uint32_t>(index);
   // In progress, or its result not yet rediscovered: the daemon asks until it sees the result.
-  if (mig_applying_.count(gpu) || mig_applied_.count(gpu)) return;
+  if (mig_applying(gpu)) return;
   const GpuInfo& g = *seen;
   Result<FlavorId> flavor = catalogue_.Find(g.model);
   if (!flavor.ok() || g.mig_current != MigMode::kEnabled) {
@@ -95,7 +95,7 @@ void Agent::ApplyMig(const Json& m) {
   }
   mig_waiting_.erase(gpu);
   if (!mig_worker_) mig_worker_ = std::make_unique<MigWorker>(probe_, probe_mu_);
-  mig_applying_[gpu] = text;
+  mig_applying_.insert(gpu);
   Log("info", "MIG layout being applied", {{"gpu", gpu}, {"layout", text}});
   mig_worker_->Submit({gpu, &model, *target, text});
 }

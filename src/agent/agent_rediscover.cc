@@ -38,7 +38,7 @@ std::string Agent::StartBlocked(const std::vector<std::string>& devices) {
       if (options_.rediscover_interval > Duration::Millis(0)) rediscover_now_ = true;
       return "device " + d + " is not on this node (any more)";
     }
-    if (mig_applying_.count(g->index) || mig_applied_.count(g->index)) {
+    if (mig_applying(g->index)) {
       return "GPU " + std::to_string(g->index) + " is being re-partitioned";
     }
   }

@@ -10,6 +10,10 @@ Result<Args> Args::Parse(const std::vector<std::string>& argv, const std::set<st
   Args a;
   for (size_t i = 0; i < argv.size(); ++i) {
     const std::string& s = argv[i];
+    if (s == "-h" && known.count("help")) {  // the one short flag: help, where a command has it
+      a.flags_["help"] = "";
+      continue;
+    }
     if (s.rfind("--", 0) != 0) {
       a.positional_.push_back(s);
       continue;

@@ -13,7 +13,8 @@ namespace gpupool::cli {
 
 class Args {
  public:
-  // `known` lists the accepted flags; `booleans` those that take no value.
+  // `known` lists the accepted flags; `booleans` those that take no value. A command that knows
+  // "help" (as a boolean) also gets it from `-h`.
   static Result<Args> Parse(const std::vector<std::string>& argv, const std::set<std::string>& known,
                             const std::set<std::string>& booleans = {});
 

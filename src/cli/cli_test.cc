@@ -16,6 +16,9 @@ TEST(Args, ParsesFlagsAndRejectsUnknownOnes) {
   EXPECT_EQ(a->positional(), std::vector<std::string>{"x"});
   EXPECT_FALSE(Args::Parse({"--bogus", "1"}, {"hours"}).ok());
   EXPECT_FALSE(Args::Parse({"--hours"}, {"hours"}).ok());
+  // -h is --help for a command that knows help, and a positional for one that does not.
+  EXPECT_TRUE(Args::Parse({"-h"}, {"help"}, {"help"})->Has("help"));
+  EXPECT_EQ(Args::Parse({"-h"}, {"hours"})->positional(), std::vector<std::string>{"-h"});
 }
 
 TEST(Args, NumbersAreCheckedForFormAndRange) {

@@ -76,16 +76,14 @@ int Demo(const std::vector<std::string>& argv) {
   static constexpr const char* kUsage =
       "usage: gpupool demo [--hours H (8)] [--policy P (fgd)] [--seed S (7)] [--every MINUTES (60)]\n"
       "  Schedules a generated day of work on a small demo cluster and prints what happened.\n";
-  for (const std::string& a : argv) {
-    if (a == "--help" || a == "-h") {
-      std::cout << kUsage;
-      return 0;
-    }
-  }
-  Result<Args> args = Args::Parse(argv, {"hours", "policy", "seed", "every"}, {});
+  Result<Args> args = Args::Parse(argv, {"hours", "policy", "seed", "every", "help"}, {"help"});
   if (!args.ok()) {
     std::cerr << "gpupool demo: " << args.error().message << "\n" << kUsage;
     return 2;
+  }
+  if (args->Has("help")) {
+    std::cout << kUsage;
+    return 0;
   }
   Result<int64_t> hours = args->Int("hours", 8, 1, 24 * 14);
   Result<int64_t> seed = args->Int("seed", 7, 0, INT64_MAX);

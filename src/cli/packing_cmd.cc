@@ -198,19 +198,17 @@ int Packing(const std::vector<std::string>& argv) {
       "  The FGD paper's packing experiment: unallocated GPU % by arrived workload per policy\n"
       "  (random, dotprod, clustering, packing, bestfit, fgd, gpupool), beside the published\n"
       "  figures. --offline adds a hindsight reference. docs/design/simulator.md.\n";
-  for (const std::string& a : argv) {
-    if (a == "--help" || a == "-h") {
-      std::cout << kUsage;
-      return 0;
-    }
-  }
   Result<Args> args = Args::Parse(
       argv, {"nodes", "pods", "policy", "seeds", "json", "csv", "svg", "threads", "published",
-             "no-timing", "offline"},
-      {"no-timing", "offline"});
+             "no-timing", "offline", "help"},
+      {"no-timing", "offline", "help"});
   if (!args.ok()) {
     std::cerr << "gpupool sim packing: " << args.error().message << "\n" << kUsage;
     return 2;
+  }
+  if (args->Has("help")) {
+    std::cout << kUsage;
+    return 0;
   }
   if (!args->Has("nodes") || !args->Has("pods")) {
     std::cerr << "gpupool sim packing: --nodes and --pods are required\n" << kUsage;

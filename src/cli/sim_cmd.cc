@@ -1,5 +1,4 @@
 // `gpupool sim replay|packing`: trace-driven simulation (issue 3).
-#include <algorithm>
 #include <unistd.h>
 
 #include <chrono>
@@ -298,23 +297,19 @@ constexpr const char* kReplayUsage =
     "  Replays a trace through the scheduler with a virtual clock: per-tenant JCT and waits, pooled\n"
     "  or (--partitioned) each tenant alone on its guarantee. docs/design/simulator.md.\n";
 
-bool WantsHelp(const std::vector<std::string>& argv) {
-  return std::any_of(argv.begin(), argv.end(), [](const std::string& a) { return a == "--help" || a == "-h"; });
-}
-
 int Replay(const std::vector<std::string>& argv) {
-  if (WantsHelp(argv)) {
-    std::cout << kReplayUsage;
-    return 0;
-  }
   Result<Args> args =
       Args::Parse(argv,
                   {"jobs", "tenants", "policy", "partitioned", "capacity-scale", "json", "csv",
-                   "svg", "no-estimates", "no-timing", "burst", "burst-budgets"},
-                  {"partitioned", "no-estimates", "no-timing"});
+                   "svg", "no-estimates", "no-timing", "burst", "burst-budgets", "help"},
+                  {"partitioned", "no-estimates", "no-timing", "help"});
   if (!args.ok()) {
     std::cerr << "gpupool sim replay: " << args.error().message << "\n" << kReplayUsage;
     return 2;
+  }
+  if (args->Has("help")) {
+    std::cout << kReplayUsage;
+    return 0;
   }
   if (!args->Has("jobs") || !args->Has("tenants")) {
     std::cerr << "gpupool sim replay: --jobs and --tenants are required\n";

@@ -299,15 +299,15 @@ Result<std::string> DaemonCore::IssueToken(const Principal& p, Time now) {
 }
 
 void DaemonCore::RememberIdempotency(const std::string& key, JobId job, Time at) {
-  idempotency_[key] = {job, at};
+  idempotency_[key] = job;
   idempotency_order_.emplace_back(at, key);
 }
 
 void DaemonCore::ExpireIdempotency(Time now) {
   while (!idempotency_order_.empty() && !(now < idempotency_order_.front().first + kIdempotencyWindow)) {
-    const auto& [at, key] = idempotency_order_.front();
-    auto it = idempotency_.find(key);
-    if (it != idempotency_.end() && it->second.at == at) idempotency_.erase(it);  // not re-used since
+    // A key re-used after its day names a younger job, which stays.
+    auto it = idempotency_.find(idempotency_order_.front().second);
+    if (it != idempotency_.end() && !IdempotencyLive(it->second, now)) idempotency_.erase(it);
     idempotency_order_.pop_front();
   }
 }
@@ -323,8 +323,8 @@ Reply DaemonCore::SubmitJob(const CallContext& c, const std::string& body, const
     auto it = idempotency_.find(idem);
     // The queue is in submit order; with a clock that stepped back it may hold an entry past
     // its day behind a younger one, so the day is checked here too.
-    if (it != idempotency_.end() && c.now < it->second.at + kIdempotencyWindow) {
-      const Job& j = *state_->FindJob(it->second.job);
+    if (it != idempotency_.end() && IdempotencyLive(it->second, c.now)) {
+      const Job& j = *state_->FindJob(it->second);
       return JsonReply(201, {{"id", std::to_string(j.id.value())},
                              {"state", std::string(JobStateName(j.state))},
                              {"replayed", true}});
@@ -984,12 +984,12 @@ Reply DaemonCore::GetPrices(const CallContext& c) {
   if (c.principal == nullptr) return Unauthenticated();
   // The list in force now, as reports price now (before the first list's start, the first
   // list), and every list with when it takes effect (null: since the start).
-  Json now = Json::parse(PriceListToJson(*state_, PriceList()));
-  now["effective_from"] = nullptr;
+  Json now = prices_.empty() ? PeriodJson(*state_, {Time(), PriceList()}) : Json();
   Json history = Json::array();
   for (size_t i = 0; i < prices_.size(); ++i) {
-    if (i == 0 || !(c.now < prices_[i].from)) now = PeriodJson(*state_, prices_[i]);
-    history.push_back(PeriodJson(*state_, prices_[i]));
+    Json p = PeriodJson(*state_, prices_[i]);
+    if (i == 0 || !(c.now < prices_[i].from)) now = p;
+    history.push_back(std::move(p));
   }
   now["history"] = std::move(history);
   return JsonReply(200, now);

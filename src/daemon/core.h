@@ -201,7 +201,8 @@ class DaemonCore {
   Status ApplyBurstRecord(const std::string& kind, const nlohmann::json& j);
   // The price list with each offered flavor's on-demand price filled in where the list has none.
   PriceHistory BillingPrices() const;
-  // A "prices" record: a list in force from `from` on (later scheduled lists are dropped), or,
+  // A "prices" record: a list in force from `from` on (one with the same start is replaced, later
+  // ones stay scheduled), or,
   // without `from` (bootstrap, and records written before price history), for all time.
   void ApplyPrices(PriceList list, std::optional<Time> from);
 
@@ -244,15 +245,14 @@ class DaemonCore {
   Duration heartbeat_timeout_ = Duration::Seconds(10);
   TokenStore tokens_;
   std::set<TenantId> deleted_;                // tombstones: ids are never reused
-  // Idempotency keys (token id + key -> the job and when it was submitted), kept for
-  // kIdempotencyWindow after the submit, oldest first in idempotency_order_.
-  struct IdempotentSubmit {
-    JobId job;
-    Time at;
-  };
+  // Idempotency keys (token id + key -> job), kept for kIdempotencyWindow after the job's
+  // submit time, in submit order in idempotency_order_.
   void RememberIdempotency(const std::string& key, JobId job, Time at);
   void ExpireIdempotency(Time now);
-  std::map<std::string, IdempotentSubmit> idempotency_;
+  bool IdempotencyLive(JobId job, Time now) const {
+    return now < state_->FindJob(job)->submitted + kIdempotencyWindow;
+  }
+  std::map<std::string, JobId> idempotency_;
   std::deque<std::pair<Time, std::string>> idempotency_order_;
   std::vector<std::string> audit_;            // JSON lines, in order
   std::vector<Record> staged_;
