@@ -22,6 +22,7 @@
 #include "api/auth.h"
 #include "burst/provider.h"
 #include "daemon/config.h"
+#include "daemon/job_history.h"
 #include "policy/quota/quota.h"
 #include "scheduler/config.h"
 #include "scheduler/plan.h"
@@ -131,6 +132,7 @@ class DaemonCore {
 
   const State& state() const { return *state_; }
   const Ledger& ledger() const { return ledger_; }
+  const JobHistory& history() const { return history_; }
   // Price lists over time, oldest first (a price change takes effect from a time on, and never
   // re-prices what was used before it).
   const PriceHistory& price_history() const { return prices_; }
@@ -172,9 +174,9 @@ class DaemonCore {
   Status StageTenant(const Tenant& t);
   // Requeues every job with a replica on the node, whole gangs (JobLost: the lost time is
   // infrastructure's); returns how many. Drains, silent agents, health and burst releases.
-  int RequeueJobsOn(NodeId id, Time now);
-  // Sets the node's condition, then RequeueJobsOn.
-  void RequeueNode(NodeId id, NodeCondition to, Time now);
+  int RequeueJobsOn(NodeId id, Time now, RequeueCause cause, const std::string& detail);
+  // Sets the node's condition (with `detail` as its reason), then RequeueJobsOn.
+  void RequeueNode(NodeId id, NodeCondition to, Time now, RequeueCause cause, const std::string& detail);
   // Nodes whose agent has been silent longer than the timeout become unreachable.
   void CheckHeartbeats(Time now);
   struct AgentState;
@@ -210,6 +212,7 @@ class DaemonCore {
   SchedulerConfig config_;
   std::unique_ptr<State> state_;
   Ledger ledger_;    // rebuilt from the journal's events on every replay
+  JobHistory history_;  // likewise: each job's events, for GET /v1/jobs/{id}
   PriceHistory prices_;  // the "prices" records, applied in order
   std::map<TenantId, BurstPolicy> burst_policies_;
   std::map<FlavorId, OnDemandOffer> burst_offers_;

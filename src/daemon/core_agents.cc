@@ -247,15 +247,15 @@ Status DaemonCore::ApplyAgentRecord(const Json& j) {
   return Ok();
 }
 
-int DaemonCore::RequeueJobsOn(NodeId id, Time now) {
+int DaemonCore::RequeueJobsOn(NodeId id, Time now, RequeueCause cause, const std::string& detail) {
   const std::vector<JobId> on_node = state_->node(id).Jobs();  // a copy: JobLost changes the index
-  for (JobId jid : on_node) GP_CHECK(ApplyAndStage(JobLost{jid, now}).ok());
+  for (JobId jid : on_node) GP_CHECK(ApplyAndStage(JobLost{jid, now, cause, detail}).ok());
   return static_cast<int>(on_node.size());
 }
 
-void DaemonCore::RequeueNode(NodeId id, NodeCondition to, Time now) {
-  if (state_->node(id).condition != to) GP_CHECK(ApplyAndStage(NodeConditionChanged{id, to, now}).ok());
-  RequeueJobsOn(id, now);
+void DaemonCore::RequeueNode(NodeId id, NodeCondition to, Time now, RequeueCause cause, const std::string& detail) {
+  if (state_->node(id).condition != to) GP_CHECK(ApplyAndStage(NodeConditionChanged{id, to, now, detail}).ok());
+  RequeueJobsOn(id, now, cause, detail);
 }
 
 namespace {
@@ -405,7 +405,10 @@ Status DaemonCore::AgentReplicas(const CallContext& c, NodeId node, const Json& 
     const bool ok = code.ok() && *code == 0 && signal == 0;
     forget.push_back(key);
     if (!ok) {  // one failed replica fails the job; the others are told to stop
-      GP_CHECK(ApplyAndStage(JobFinished{*jid, JobState::kFailed, c.now}).ok());
+      const std::string why = "replica " + std::to_string(ri) + " on " + state_->node(node).name +
+                              (signal ? " was killed by signal " + std::to_string(signal)
+                                      : " exited with code " + (code.ok() ? std::to_string(*code) : std::string("?")));
+      GP_CHECK(ApplyAndStage(JobFinished{*jid, JobState::kFailed, c.now, why}).ok());
       Log("info", "job failed", {{"job", key["job"].get<std::string>()}, {"replica", std::to_string(ri)},
                                  {"exit_code", code.ok() ? std::to_string(*code) : "?"}, {"signal", std::to_string(signal)}});
     } else {
@@ -515,7 +518,7 @@ void DaemonCore::AgentHealth(const CallContext& c, NodeId node, const Json& even
         {{"node", name}, {"action", std::string(HealthActionName(worst.action))}, {"reason", worst.reason}});
   }
   if (worst.action >= HealthAction::kDrain) {
-    RequeueNode(node, NodeCondition::kDraining, c.now);
+    RequeueNode(node, NodeCondition::kDraining, c.now, RequeueCause::kNodeUnhealthy, "node " + name + ": " + worst.reason);
     Audit(c, "node.drain", name + ": " + worst.reason);
   } else if (worst.action == HealthAction::kCordon && state_->node(node).condition == NodeCondition::kReady) {
     GP_CHECK(ApplyAndStage(NodeConditionChanged{node, NodeCondition::kCordoned, c.now}).ok());
@@ -596,7 +599,8 @@ void DaemonCore::CheckHeartbeats(Time now) {
     }
     Log("warn", "node agent silent: node unreachable, its jobs requeued",
         {{"node", n.name}, {"silent_ms", std::to_string((now - *a.last_heartbeat).millis())}});
-    RequeueNode(id, NodeCondition::kUnreachable, now);
+    RequeueNode(id, NodeCondition::kUnreachable, now, RequeueCause::kNodeLost,
+                "node " + n.name + "'s agent was silent for " + ToString(now - *a.last_heartbeat));
   }
 }
 
