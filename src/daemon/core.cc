@@ -223,9 +223,14 @@ Status DaemonCore::ApplyEvent(const Event& e) {
   history_.Observe(*state_, e);
   // The exited replicas of an attempt are forgotten when it stops holding resources (the next
   // attempt starts with none, and a finished job keeps no entry).
-  if (const auto* f = std::get_if<JobFinished>(&e)) exits_.erase(f->id);
-  if (const auto* l = std::get_if<JobLost>(&e)) exits_.erase(l->id);
-  if (const auto* p = std::get_if<JobPreempted>(&e)) exits_.erase(p->id);
+  JobId ended;
+  if (const auto* f = std::get_if<JobFinished>(&e)) ended = f->id;
+  if (const auto* l = std::get_if<JobLost>(&e)) ended = l->id;
+  if (const auto* p = std::get_if<JobPreempted>(&e)) ended = p->id;
+  if (ended.valid()) {
+    exits_.erase(ended);
+    started_.erase(ended);
+  }
   if (const auto* n = std::get_if<NodeConditionChanged>(&e); n && n->condition == NodeCondition::kRetired) {
     for (BurstNode& b : fleet_) {
       if (b.node == n->node && !b.released) b.released = n->at;
@@ -608,7 +613,10 @@ Json DaemonCore::NodeView(const CallContext& c, const Node& n, bool detail, bool
               {"shared_gpus", shared},
               {"free_whole_gpus", whole_free},
               {"block", n.block},
-              {"nvlink_domain", n.nvlink_domain}};
+              {"nvlink_domain", n.nvlink_domain},
+              {"labels", n.labels},
+              {"dedicated_to", n.dedicated_to.valid() ? Json(state_->tenant(n.dedicated_to).name) : Json(nullptr)}};
+  if (!n.condition_reason.empty()) out["condition_reason"] = n.condition_reason;
   if (detail) {
     Json jobs = Json::array();
     for (JobId id : n.Jobs()) {
@@ -633,6 +641,7 @@ Json DaemonCore::DevicesView(const CallContext& c, const Node& n) const {
   for (size_t i = 0; i < n.gpus.size(); ++i) {
     const Gpu& g = n.gpus[i];
     Json d = {{"index", i}, {"mode", std::string(GpuModeName(g.mode))}, {"healthy", g.healthy}};
+    if (!g.healthy && !g.health_reason.empty()) d["health_reason"] = g.health_reason;
     // The node agent's refusal of the MIG layout the scheduler chose (operators only).
     if (auto a = agents_.find(n.id); a != agents_.end() && c.principal->admin()) {
       if (auto e = a->second.mig_error.find(static_cast<int>(i)); e != a->second.mig_error.end()) d["mig_error"] = e->second;
@@ -1064,6 +1073,10 @@ void DaemonCore::Tick(Time now, bool simulate_executor) {
     for (const Event& e : events) GP_CHECK(ApplyAndStage(e).ok());
   }
   if (provider_) BurstJoin(now);  // nodes that are ready take work in this cycle
+  if (start_deadline_ && !simulate_executor) {
+    MarkNodesWithoutAgents(now);
+    CheckStartDeadlines(now);
+  }
   if (!state_->pending().empty()) {
     last_plan_ = Schedule(*state_, config_, now);
     ++cycles_;

@@ -121,6 +121,11 @@ class DaemonCore {
   Reply AgentHeartbeat(const CallContext& c, const std::string& node, const std::string& body);
   Reply JobLogs(const CallContext& c, const std::string& id);
   void SetHeartbeat(Duration interval, Duration timeout);
+  // Node agents run the jobs (core_starts.cc): from the next Tick, a node without a registered
+  // agent is not_ready, and a placement not started within `start_deadline` is withdrawn (the
+  // job requeued with the cause, the node marked). Without this call (the simulated executor,
+  // tests of the API alone) neither happens.
+  void SetAgentExecutor(Duration start_deadline);
 
   // One scheduling cycle at `now`, and the simulated executor: admitted jobs start, running jobs
   // end after their estimate (demo).
@@ -179,6 +184,12 @@ class DaemonCore {
   void RequeueNode(NodeId id, NodeCondition to, Time now, RequeueCause cause, const std::string& detail);
   // Nodes whose agent has been silent longer than the timeout become unreachable.
   void CheckHeartbeats(Time now);
+  // With agents as the executor (core_starts.cc): ready nodes no agent registered for become
+  // not_ready; placements not started by their deadline are withdrawn.
+  void MarkNodesWithoutAgents(Time now);
+  void CheckStartDeadlines(Time now);
+  // Why `node` has not started its replicas of `job`, for the job's events and the node.
+  std::string WhyNotStarted(const Job& job, NodeId node) const;
   struct AgentState;
   // Parts of AgentHeartbeat (core_agents.cc). Replica reports: job states, and the stop and
   // forget lists; `occupied` gets the (job, replica) keys the agent holds for the current
@@ -243,6 +254,11 @@ class DaemonCore {
   Status ApplyReplicaExitRecord(const nlohmann::json& j);
   // Replicas that exited 0, of attempts still holding GPUs; journaled ("replica_exit").
   std::map<JobId, std::set<int>> exits_;
+  // Replicas of the current attempt an agent has reported running (memory only: every
+  // heartbeat reports them again); forgotten with exits_.
+  std::map<JobId, std::set<int>> started_;
+  std::optional<Duration> start_deadline_;  // set: agents are the executor
+  std::optional<Time> deadlines_from_;      // the first tick with agents as the executor
   std::map<JobId, std::map<int, ReplicaLogs>> logs_;
   Duration heartbeat_interval_ = Duration::Seconds(1);
   Duration heartbeat_timeout_ = Duration::Seconds(10);

@@ -204,7 +204,8 @@ Reply DaemonCore::RegisterAgent(const CallContext& c, const std::string& body) {
   if (!passed) {
     to = NodeCondition::kUnhealthy;
     Log("warn", "node failed its acceptance test", {{"node", name}, {"output", output}});
-  } else if (n.condition == NodeCondition::kUnreachable || n.condition == NodeCondition::kUnhealthy) {
+  } else if (n.condition == NodeCondition::kUnreachable || n.condition == NodeCondition::kUnhealthy ||
+             n.condition == NodeCondition::kNotReady) {
     to = NodeCondition::kReady;  // back, and (where configured) passed its acceptance test again
   }
   if (to != n.condition) {
@@ -397,6 +398,7 @@ Status DaemonCore::AgentReplicas(const CallContext& c, NodeId node, const Json& 
     }
     occupied.insert({jid->value(), ri});
     if (st == "running") {
+      started_[*jid].insert(ri);
       if (job->state == JobState::kAdmitted) GP_CHECK(ApplyAndStage(JobStarted{*jid, c.now}).ok());
       continue;
     }

@@ -94,6 +94,111 @@ TEST_F(CoreTest, CancelAndDrainSayWhoAndWhy) {
   EXPECT_EQ(cancelled["events"].back()["message"], "cancelled by research-bob");
 }
 
+// --- the start deadline ----------------------------------------------------------------
+
+TEST_F(CoreTest, NodesWithoutAnAgentAreNotReadyAndTakeNoWork) {
+  core_->SetAgentExecutor(Duration::Minutes(2));
+  ASSERT_EQ(core_->SubmitJob(As(members_["research"]), Job("research"), "").status, 201);
+  core_->Tick(At(3), false);
+  const Json node = Json::parse(core_->GetNode(As(admin_), "h100-0").body);
+  EXPECT_EQ(node["condition"], "not_ready");
+  EXPECT_EQ(node["condition_reason"], "no node agent has registered for it");
+  const Json pending = Json::parse(core_->GetJob(As(admin_), "1").body);
+  EXPECT_EQ(pending["state"], "pending");
+  EXPECT_NE(pending["reason"]["message"].get<std::string>().find("not_ready"), std::string::npos) << pending.dump();
+  // Its agent registers: ready, and the job goes there.
+  Json gpus = Json::array();
+  for (int i = 0; i < 8; ++i) gpus.push_back({{"index", i}, {"uuid", "GPU-h100-0-" + std::to_string(i)}});
+  ASSERT_EQ(core_->RegisterAgent(As(admin_, 4000), Json({{"node", "h100-0"}, {"flavor", "h100-80gb"}, {"gpus", gpus}}).dump()).status, 200);
+  EXPECT_EQ(Json::parse(core_->GetNode(As(admin_, 4000), "h100-0").body)["condition"], "ready");
+  core_->Tick(At(5), false);
+  const Json placed = Json::parse(core_->GetJob(As(admin_, 5000), "1").body);
+  EXPECT_EQ(placed["state"], "admitted");
+  EXPECT_EQ(placed["placement"][0]["node"], "h100-0");
+}
+
+class StartDeadlineTest : public AgentProtocolTest {
+ protected:
+  void SetUp() override {
+    AgentProtocolTest::SetUp();
+    core_->SetAgentExecutor(Duration::Minutes(2));
+    core_->SetHeartbeat(Duration::Seconds(1), Duration::Hours(1));  // silence is not the point here
+  }
+};
+
+TEST_F(StartDeadlineTest, APlacementItsAgentNeverStartsIsWithdrawnWithTheNodeNamed) {
+  const std::string j = Submit(member_a_, 4, 1);
+  core_->Tick(At(1), false);
+  const std::string node = NodeOf(j, 1), other = node == "g1" ? "g2" : "g1";
+  Beat(node, 2);  // the agent is there, but never reports the replica
+  core_->Tick(At(100), false);
+  EXPECT_EQ(Job(j, 100)["state"], "admitted") << "within the deadline";
+  core_->Tick(At(121), false);
+  const Json job = Job(j, 121);
+  const std::string why = "node " + node + "'s agent did not start it within 120s";
+  bool requeued = false;
+  for (const Json& e : job["events"]) {
+    if (e["type"] == "requeued") {
+      requeued = true;
+      EXPECT_EQ(e["reason"], "start_timeout");
+      EXPECT_EQ(e["message"], "requeued (start_timeout): " + why);
+    }
+  }
+  EXPECT_TRUE(requeued) << job.dump();
+  // The node is cordoned with the reason; the job went to the other node in the same tick.
+  const Json n = Json::parse(core_->GetNode({&admin_, "", At(121)}, node).body);
+  EXPECT_EQ(n["condition"], "cordoned");
+  EXPECT_EQ(n["condition_reason"], why);
+  EXPECT_EQ(NodeOf(j, 121), other);
+  EXPECT_EQ(job["state"], "admitted");
+}
+
+TEST_F(StartDeadlineTest, ARunningReportBeatsTheDeadline) {
+  const std::string j = Submit(member_a_, 4, 1);
+  core_->Tick(At(1), false);
+  const std::string node = NodeOf(j, 1);
+  const Json start = StartOf(Beat(node, 2), j);
+  ASSERT_TRUE(start.is_object());
+  Beat(node, 3, {{"replicas", {Report(start, "running")}}});
+  core_->Tick(At(300), false);
+  EXPECT_EQ(Job(j, 300)["state"], "running");
+  EXPECT_EQ(NodeOf(j, 300), node);
+}
+
+TEST_F(StartDeadlineTest, AGangWithOneReplicaNeverStartedIsWithdrawnWhole) {
+  const std::string j = Submit(member_a_, 4, 1, /*replicas=*/2);
+  core_->Tick(At(1), false);
+  const Json placed = Job(j, 1);
+  ASSERT_EQ(placed["placement"].size(), 2u);
+  const std::string first = placed["placement"][0]["node"], second = placed["placement"][1]["node"];
+  ASSERT_NE(first, second);
+  const Json start = StartOf(Beat(first, 2), j);
+  Beat(first, 3, {{"replicas", {Report(start, "running")}}});
+  Beat(second, 3);
+  EXPECT_EQ(Job(j, 3)["state"], "running") << "one replica runs";
+  core_->Tick(At(122), false);
+  const Json job = Job(j, 122);
+  EXPECT_EQ(job["events"].back()["type"], "requeued") << job.dump();
+  EXPECT_EQ(job["events"].back()["message"], "requeued (start_timeout): node " + second + "'s agent did not start it within 120s");
+  EXPECT_EQ(job["state"], "pending") << "the only other node is cordoned now";
+}
+
+TEST_F(StartDeadlineTest, AMigLayoutTheAgentRefusesIsNamed) {
+  const MigPlacement placed = PlaceMigJob();
+  ASSERT_FALSE(::testing::Test::HasFailure());
+  Beat("m1", 4, {{"mig_errors", {{{"gpu", 0}, {"layout", placed.target}, {"error", "MIG changes are off"}}}}});
+  core_->Tick(At(123), false);
+  const Json job = Job(placed.job, 123);
+  EXPECT_EQ(job["state"], "pending");
+  const std::string why = "MIG layout refused by the agent of node m1: GPU 0 not given MIG layout '" + placed.target +
+                          "': MIG changes are off";
+  EXPECT_EQ(job["events"].back()["message"], "requeued (start_timeout): " + why);
+  EXPECT_EQ(job["reason"]["code"], "requeued");
+  const Json n = Json::parse(core_->GetNode({&admin_, "", At(123)}, "m1").body);
+  EXPECT_EQ(n["condition"], "cordoned");
+  EXPECT_EQ(n["condition_reason"], why);
+}
+
 TEST(JobHistoryBounds, AJobRequeuedWithoutEndKeepsItsFirstAndLastEvents) {
   State s = DemoCluster();
   JobHistory h;
