@@ -209,7 +209,14 @@ Reply DaemonCore::RegisterAgent(const CallContext& c, const std::string& body) {
     to = NodeCondition::kReady;  // back, and (where configured) passed its acceptance test again
   }
   if (to != n.condition) {
-    if (Status s = ApplyAndStage(NodeConditionChanged{*id, to, c.now}); !s.ok()) return Err(s.error());
+    const std::string why = passed ? "" : "failed its acceptance test: " + output;
+    if (Status s = ApplyAndStage(NodeConditionChanged{*id, to, c.now, why}); !s.ok()) return Err(s.error());
+  }
+  // A node that registers and passes its acceptance test (after a reset or a reboot) has its
+  // GPUs back in service.
+  for (size_t i = 0; passed && i < state_->node(*id).gpus.size(); ++i) {
+    if (state_->node(*id).gpus[i].healthy) continue;
+    if (Status s = ApplyAndStage(GpuHealthChanged{*id, static_cast<uint16_t>(i), true, c.now}); !s.ok()) return Err(s.error());
   }
   agent.last_heartbeat = c.now;
   agents_[*id] = std::move(agent);
@@ -481,8 +488,10 @@ std::map<std::pair<JobId, int>, DaemonCore::ReplicaLogs> DaemonCore::AgentLogs(N
 }
 
 void DaemonCore::AgentHealth(const CallContext& c, NodeId node, const Json& events) {
-  // The worst verdict of this heartbeat decides.
+  // The worst verdict of this heartbeat decides for the node; each GPU with a verdict of drain
+  // or worse is marked unhealthy with its own reason (describe node says why).
   HealthVerdict worst;
+  std::map<uint16_t, HealthVerdict> by_gpu;
   for (const Json& h : events) {
     if (!h.is_object()) continue;
     HealthEvent e;
@@ -512,9 +521,17 @@ void DaemonCore::AgentHealth(const CallContext& c, NodeId node, const Json& even
     } else {
       continue;
     }
-    worst = Worse(worst, Classify(e));
+    const HealthVerdict v = Classify(e);
+    worst = Worse(worst, v);
+    if (e.gpu < state_->node(node).gpus.size()) by_gpu[static_cast<uint16_t>(e.gpu)] = Worse(by_gpu[static_cast<uint16_t>(e.gpu)], v);
   }
   const std::string& name = state_->node(node).name;
+  for (const auto& [gpu, v] : by_gpu) {
+    const Gpu& g = state_->node(node).gpus[gpu];
+    if (v.action < HealthAction::kDrain || (!g.healthy && g.health_reason == v.reason)) continue;
+    GP_CHECK(ApplyAndStage(GpuHealthChanged{node, gpu, false, c.now,
+                                            v.reason + " (" + std::string(HealthActionName(v.action)) + ")"}).ok());
+  }
   if (worst.action != HealthAction::kNone) {
     Log(worst.action == HealthAction::kWatch ? "info" : "warn", "GPU health event",
         {{"node", name}, {"action", std::string(HealthActionName(worst.action))}, {"reason", worst.reason}});
@@ -523,7 +540,7 @@ void DaemonCore::AgentHealth(const CallContext& c, NodeId node, const Json& even
     RequeueNode(node, NodeCondition::kDraining, c.now, RequeueCause::kNodeUnhealthy, "node " + name + ": " + worst.reason);
     Audit(c, "node.drain", name + ": " + worst.reason);
   } else if (worst.action == HealthAction::kCordon && state_->node(node).condition == NodeCondition::kReady) {
-    GP_CHECK(ApplyAndStage(NodeConditionChanged{node, NodeCondition::kCordoned, c.now}).ok());
+    GP_CHECK(ApplyAndStage(NodeConditionChanged{node, NodeCondition::kCordoned, c.now, worst.reason}).ok());
   }
 }
 

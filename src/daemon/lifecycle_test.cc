@@ -199,6 +199,43 @@ TEST_F(StartDeadlineTest, AMigLayoutTheAgentRefusesIsNamed) {
   EXPECT_EQ(n["condition_reason"], why);
 }
 
+// --- health, as describe node shows it ----------------------------------------------------
+
+TEST_F(AgentProtocolTest, AnXidMarksItsGpuUnhealthyAndDescribeNodeSaysWhy) {
+  const std::string j = Submit(member_a_, 4, 1);
+  core_->Tick(At(1), false);
+  const std::string sick = NodeOf(j, 1);
+  Beat(sick, 2, {{"health", {{{"gpu", 1}, {"kind", "xid"}, {"code", 48}}, {{"gpu", 3}, {"kind", "xid"}, {"code", 13}}}}});
+  Json n = Json::parse(core_->GetNode({&admin_, "", At(2)}, sick).body);
+  EXPECT_EQ(n["condition"], "draining");
+  EXPECT_NE(n["condition_reason"].get<std::string>().find("XID 48"), std::string::npos) << n.dump();
+  EXPECT_EQ(n["healthy_gpus"], 3) << "GPU 1 is out, GPU 3's application error is not a fault";
+  EXPECT_FALSE(n["devices"][1]["healthy"]);
+  EXPECT_NE(n["devices"][1]["health_reason"].get<std::string>().find("XID 48"), std::string::npos) << n["devices"][1];
+  EXPECT_TRUE(n["devices"][3]["healthy"]);
+  EXPECT_FALSE(n["devices"][3].contains("health_reason"));
+  // The job's event says why it moved.
+  EXPECT_EQ(Job(j, 2)["events"].back()["reason"], "node_unhealthy");
+  // A failed acceptance test is the node's reason; passing it again brings the GPUs back.
+  ASSERT_EQ(Register(sick, 3, /*passed=*/false).status, 200);
+  n = Json::parse(core_->GetNode({&admin_, "", At(3)}, sick).body);
+  EXPECT_EQ(n["condition"], "unhealthy");
+  EXPECT_EQ(n["condition_reason"], "failed its acceptance test: dcgmi diag: FAIL");
+  EXPECT_FALSE(n["devices"][1]["healthy"]);
+  ASSERT_EQ(Register(sick, 4).status, 200);
+  n = Json::parse(core_->GetNode({&admin_, "", At(4)}, sick).body);
+  EXPECT_EQ(n["healthy_gpus"], 4);
+  // The fault survives a restart (GpuHealthChanged is journaled with its reason).
+}
+
+TEST_F(AgentProtocolTest, AGpusFaultAndItsReasonSurviveARestart) {
+  Beat("g1", 2, {{"health", {{{"gpu", 2}, {"kind", "ecc"}, {"count", 3}}}}});
+  const std::string before = core_->GetNode({&admin_, "", At(2)}, "g1").body;
+  EXPECT_FALSE(Json::parse(before)["devices"][2]["healthy"]);
+  Restart();
+  EXPECT_EQ(core_->GetNode({&admin_, "", At(2)}, "g1").body, before);
+}
+
 TEST(JobHistoryBounds, AJobRequeuedWithoutEndKeepsItsFirstAndLastEvents) {
   State s = DemoCluster();
   JobHistory h;
