@@ -231,6 +231,9 @@ Status DaemonCore::ApplyEvent(const Event& e) {
     exits_.erase(ended);
     started_.erase(ended);
   }
+  // A removed node's agent is forgotten: its heartbeats answer 404, and its name may register
+  // anew as a new node.
+  if (const auto* r = std::get_if<NodeRemoved>(&e)) agents_.erase(r->node);
   if (const auto* n = std::get_if<NodeConditionChanged>(&e); n && n->condition == NodeCondition::kRetired) {
     for (BurstNode& b : fleet_) {
       if (b.node == n->node && !b.released) b.released = n->at;
@@ -676,7 +679,7 @@ Reply DaemonCore::ListNodes(const CallContext& c, bool devices) {
   if (c.principal == nullptr) return Unauthenticated();
   Json items = Json::array();
   for (const Node& n : state_->nodes()) {
-    if (SeesNode(c, n)) items.push_back(NodeView(c, n, false, devices));
+    if (!n.removed && SeesNode(c, n)) items.push_back(NodeView(c, n, false, devices));
   }
   return JsonReply(200, {{"items", items}});
 }
@@ -705,6 +708,25 @@ Reply DaemonCore::NodeAction(const CallContext& c, const std::string& name, cons
   Audit(c, "node." + action, name);
   return JsonReply(200, {{"name", name}, {"condition", std::string(NodeConditionName(to))},
                          {"requeued_jobs", requeued}});
+}
+
+Reply DaemonCore::DeleteNode(const CallContext& c, const std::string& name) {
+  if (c.principal == nullptr) return Unauthenticated();
+  Result<NodeId> id = state_->FindNode(name);
+  if (!id.ok() || !SeesNode(c, state_->node(*id))) return Err(NotFound("no node '" + name + "'"));
+  if (!c.principal->admin()) return Forbidden("delete nodes");
+  const Node& n = state_->node(*id);
+  if (n.condition != NodeCondition::kDraining) {
+    return Err(FailedPrecondition("node " + name + " is " + std::string(NodeConditionName(n.condition)) +
+                                  ": drain it first (gpupool drain " + name + "), then delete it once it is empty"));
+  }
+  if (const std::vector<JobId> jobs = n.Jobs(); !jobs.empty()) {
+    return Err(FailedPrecondition("node " + name + " still holds " + std::to_string(jobs.size()) +
+                                  " job(s); delete it once they have left"));
+  }
+  if (Status s = ApplyAndStage(NodeRemoved{*id, c.now}); !s.ok()) return Err(s.error());
+  Audit(c, "node.delete", name);
+  return JsonReply(200, {{"name", name}, {"deleted", true}});
 }
 
 Reply DaemonCore::CreateToken(const CallContext& c, const std::string& body) {

@@ -236,6 +236,36 @@ TEST_F(AgentProtocolTest, AGpusFaultAndItsReasonSurviveARestart) {
   EXPECT_EQ(core_->GetNode({&admin_, "", At(2)}, "g1").body, before);
 }
 
+// --- removing a node ----------------------------------------------------------------------
+
+TEST_F(AgentProtocolTest, ADrainedEmptyNodeCanBeDeletedAndItsNameRegisteredAgain) {
+  const std::string j = Submit(member_a_, 4, 1);
+  core_->Tick(At(1), false);
+  const std::string node = NodeOf(j, 1);
+  const CallContext admin{&admin_, "", At(2)};
+  Reply r = core_->DeleteNode(admin, node);
+  EXPECT_EQ(r.status, 409);
+  EXPECT_NE(r.body.find("drain it first"), std::string::npos) << r.body;
+  EXPECT_EQ(core_->DeleteNode({&member_a_, "", At(2)}, node).status, 403) << "it runs their job, so they see it; admins only";
+  ASSERT_EQ(core_->NodeAction(admin, node, "cordon").status, 200);
+  EXPECT_EQ(core_->DeleteNode(admin, node).status, 409) << "cordoned is not drained";
+  ASSERT_EQ(core_->NodeAction(admin, node, "drain").status, 200);
+  // Drained: its job moved to the other node, so it is empty.
+  r = core_->DeleteNode(admin, node);
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(core_->GetNode(admin, node).status, 404);
+  EXPECT_EQ(Json::parse(core_->ListNodes(admin).body)["items"].size(), 1u);
+  EXPECT_EQ(core_->AgentHeartbeat(admin, node, "{}").status, 404) << "its agent is gone with it";
+  EXPECT_EQ(core_->DeleteNode(admin, node).status, 404);
+  // Jobs that ran there keep naming it in their events.
+  EXPECT_NE(Job(j, 3)["events"][1]["message"].get<std::string>().find(node), std::string::npos);
+  Restart();
+  EXPECT_EQ(core_->GetNode({&admin_, "", At(4)}, node).status, 404) << "the removal is journaled";
+  ASSERT_EQ(Register(node, 5).status, 200) << "the name is free for a new node";
+  EXPECT_EQ(Json::parse(core_->GetNode({&admin_, "", At(5)}, node).body)["condition"], "ready");
+  EXPECT_EQ(Json::parse(core_->ListNodes({&admin_, "", At(5)}).body)["items"].size(), 2u);
+}
+
 TEST(JobHistoryBounds, AJobRequeuedWithoutEndKeepsItsFirstAndLastEvents) {
   State s = DemoCluster();
   JobHistory h;
