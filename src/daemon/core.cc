@@ -569,8 +569,12 @@ Reply DaemonCore::ListPriorityClasses(const CallContext& c) {
   if (c.principal == nullptr) return Unauthenticated();
   Json items = Json::array();
   for (const PriorityClass& pc : state_->priority_classes()) {
-    items.push_back({{"name", pc.name}, {"value", pc.value}, {"preemptible", pc.preemptible},
-                     {"may_borrow", pc.may_borrow}, {"grace_period_s", pc.grace_period.seconds()}});
+    Json item = {{"name", pc.name}, {"value", pc.value}, {"preemptible", pc.preemptible},
+                 {"may_borrow", pc.may_borrow}, {"grace_period_s", pc.grace_period.seconds()},
+                 {"default", pc.is_default}};
+    // The minimum runtime before preemption: the class's own, or the scheduler's.
+    item["min_runtime_s"] = pc.min_runtime.value_or(config_.preemption.min_runtime).seconds();
+    items.push_back(std::move(item));
   }
   return JsonReply(200, {{"items", items}});
 }
