@@ -1,6 +1,7 @@
 #include "api/decode.h"
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <nlohmann/json.hpp>
@@ -84,11 +85,57 @@ bool ValidName(const std::string& s) {
 
 }  // namespace
 
-Result<Tenant> DecodeTenantRequest(const State& state, std::string_view body, const Tenant* base) {
+namespace {
+
+bool LabelChar(char c, bool key) {
+  return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.' || (key && c == '/');
+}
+
+// A label key (1..253 characters: letters, digits, '-', '_', '.', '/') or value (0..63, no '/').
+Status CheckLabelPart(const std::string& s, bool key, const std::string& where) {
+  const size_t max = key ? 253 : 63;
+  if ((key && s.empty()) || s.size() > max || !std::all_of(s.begin(), s.end(), [key](char c) { return LabelChar(c, key); })) {
+    return InvalidArgument(where + ": '" + s.substr(0, 64) + "' is not a label " + (key ? "key" : "value") +
+                           " (letters, digits, '-', '_', '.'" + (key ? ", '/'" : "") + "; at most " +
+                           std::to_string(max) + ")");
+  }
+  return Ok();
+}
+
+// A list of "key=value" labels, sorted.
+Result<std::vector<std::string>> LabelList(const Json& j, const char* field) {
+  const Json& l = j[field];
+  if (!l.is_array() || l.size() > 64) return InvalidArgument(std::string("'") + field + "' must be a list of at most 64 key=value");
+  std::vector<std::string> out;
+  for (const Json& e : l) {
+    if (!e.is_string()) return InvalidArgument(std::string("'") + field + "' must be a list of key=value strings");
+    const std::string text = e.get<std::string>();
+    const size_t eq = text.find('=');
+    if (eq == std::string::npos) return InvalidArgument(std::string("'") + field + "': '" + text.substr(0, 64) + "' is not key=value");
+    GP_RETURN_IF_ERROR(CheckLabelPart(text.substr(0, eq), true, field));
+    GP_RETURN_IF_ERROR(CheckLabelPart(text.substr(eq + 1), false, field));
+    out.push_back(text);
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+}  // namespace
+
+Result<Tenant> DecodeTenantRequest(const State& state, std::string_view body, const Tenant* base,
+                                   bool* allow_overcommit) {
   Result<Json> parsed = ParseObject(body);
   if (!parsed.ok()) return parsed.error();
   const Json& j = *parsed;
-  GP_RETURN_IF_ERROR(OnlyFields(j, {"name", "weight", "quotas", "limits", "allow_gpu_cotenancy"}, ""));
+  GP_RETURN_IF_ERROR(OnlyFields(j, {"name", "weight", "quotas", "limits", "allow_gpu_cotenancy", "required_labels",
+                                    "allowed_labels", "allow_overcommit"}, ""));
+  if (j.contains("allow_overcommit")) {
+    if (allow_overcommit == nullptr) return InvalidArgument("unknown field 'allow_overcommit'");
+    Result<bool> b = Bool(j, "allow_overcommit", "");
+    if (!b.ok()) return b.error();
+    *allow_overcommit = *b;
+  }
   Tenant t = base ? *base : Tenant();
   if (base == nullptr || j.contains("name")) {
     Result<std::string> name = Str(j, "name", "", 63);
@@ -155,6 +202,12 @@ Result<Tenant> DecodeTenantRequest(const State& state, std::string_view body, co
       (std::string(key) == "max_duration_s" ? t.limits.max_duration : t.limits.default_duration) =
           *v == 0 ? Duration::Infinite() : Duration::Seconds(*v);
     }
+  }
+  for (const char* field : {"required_labels", "allowed_labels"}) {
+    if (!j.contains(field)) continue;
+    Result<std::vector<std::string>> labels = LabelList(j, field);
+    if (!labels.ok()) return labels.error();
+    (std::string(field) == "required_labels" ? t.required_labels : t.allowed_labels) = std::move(*labels);
   }
   if (j.contains("allow_gpu_cotenancy")) {
     Result<bool> b = Bool(j, "allow_gpu_cotenancy", "");
@@ -610,6 +663,70 @@ bool ValidUtf8(std::string_view s) {
 
 namespace {
 
+// node_selector: [{"key", "operator": In|NotIn|Exists|DoesNotExist, "values"}], at most 16, each
+// In or Exists within the tenant's allowed_labels when it has any.
+Result<std::vector<LabelRequirement>> NodeSelector(const Json& j, const Tenant& tenant) {
+  const Json& sel = j["node_selector"];
+  if (!sel.is_array() || sel.size() > 16) return InvalidArgument("'node_selector' must be a list of at most 16 requirements");
+  std::vector<LabelRequirement> out;
+  for (size_t i = 0; i < sel.size(); ++i) {
+    const std::string where = "node_selector[" + std::to_string(i) + "]";
+    const Json& r = sel[i];
+    if (!r.is_object()) return InvalidArgument("'" + where + "' must be an object");
+    GP_RETURN_IF_ERROR(OnlyFields(r, {"key", "operator", "values"}, where + "."));
+    LabelRequirement req;
+    Result<std::string> key = Str(r, "key", where + ".", 253);
+    if (!key.ok()) return key.error();
+    GP_RETURN_IF_ERROR(CheckLabelPart(*key, true, where));
+    req.key = *key;
+    Result<std::string> op = Str(r, "operator", where + ".", 16);
+    if (!op.ok()) return op.error();
+    bool known = false;
+    for (SelectorOp o : {SelectorOp::kIn, SelectorOp::kNotIn, SelectorOp::kExists, SelectorOp::kDoesNotExist}) {
+      if (SelectorOpName(o) == *op) {
+        req.op = o;
+        known = true;
+      }
+    }
+    if (!known) return InvalidArgument("'" + where + ".operator' must be In, NotIn, Exists or DoesNotExist");
+    const bool with_values = req.op == SelectorOp::kIn || req.op == SelectorOp::kNotIn;
+    if (with_values) {
+      if (!r.contains("values") || !r["values"].is_array() || r["values"].empty() || r["values"].size() > 64) {
+        return InvalidArgument("'" + where + ".values' must list 1 to 64 values for " + *op);
+      }
+      for (const Json& v : r["values"]) {
+        if (!v.is_string()) return InvalidArgument("'" + where + ".values' must be strings");
+        GP_RETURN_IF_ERROR(CheckLabelPart(v.get<std::string>(), false, where));
+        req.values.push_back(v.get<std::string>());
+      }
+      std::sort(req.values.begin(), req.values.end());
+      req.values.erase(std::unique(req.values.begin(), req.values.end()), req.values.end());
+    } else if (r.contains("values") && !(r["values"].is_array() && r["values"].empty())) {
+      return InvalidArgument("'" + where + "': " + *op + " takes no values");
+    }
+    // The tenant's whitelist: what In and Exists may ask for.
+    if (!tenant.allowed_labels.empty() && (req.op == SelectorOp::kIn || req.op == SelectorOp::kExists)) {
+      const auto allowed = [&](const std::string& label) {
+        return std::binary_search(tenant.allowed_labels.begin(), tenant.allowed_labels.end(), label);
+      };
+      const auto key_allowed = [&] {
+        return std::any_of(tenant.allowed_labels.begin(), tenant.allowed_labels.end(),
+                           [&](const std::string& l) { return l.rfind(req.key + "=", 0) == 0; });
+      };
+      for (const std::string& v : req.values) {
+        if (!allowed(req.key + "=" + v)) {
+          return Error{ErrorCode::kPermissionDenied, "tenant " + tenant.name + " may not select nodes by " + req.key + "=" + v};
+        }
+      }
+      if (req.op == SelectorOp::kExists && !key_allowed()) {
+        return Error{ErrorCode::kPermissionDenied, "tenant " + tenant.name + " may not select nodes by " + req.key};
+      }
+    }
+    out.push_back(std::move(req));
+  }
+  return out;
+}
+
 // The job's priority_class, or the class marked default when it names none.
 Result<PriorityClassId> JobPriorityClass(const State& state, const Json& j) {
   if (!j.contains("priority_class")) {
@@ -635,7 +752,7 @@ Result<JobSpec> DecodeJobRequest(const State& state, const Principal& caller, st
   const Json& j = *parsed;
   GP_RETURN_IF_ERROR(OnlyFields(j, {"tenant", "name", "priority_class", "replicas", "resources",
                                      "duration_estimate_s", "command", "topology", "cpu_milli",
-                                     "memory_mib", "checkpointable", "reservation"}, ""));
+                                     "memory_mib", "checkpointable", "reservation", "node_selector"}, ""));
   JobSpec spec;
   Result<std::string> tenant = Str(j, "tenant", "");
   if (!tenant.ok()) return tenant.error();
@@ -648,11 +765,18 @@ Result<JobSpec> DecodeJobRequest(const State& state, const Principal& caller, st
   Result<PriorityClassId> pcid = JobPriorityClass(state, j);
   if (!pcid.ok()) return pcid.error();
   spec.priority_class = *pcid;
-  Result<int64_t> replicas = Int(j, "replicas", 1, 1024, "");
-  if (!replicas.ok()) return replicas.error();
-  spec.replicas = static_cast<uint16_t>(*replicas);
+  if (j.contains("replicas")) {  // one replica unless asked
+    Result<int64_t> replicas = Int(j, "replicas", 1, 1024, "");
+    if (!replicas.ok()) return replicas.error();
+    spec.replicas = static_cast<uint16_t>(*replicas);
+  }
   // Without an estimate, the tenant's default_duration_s (State::ValidateSpec fills it in).
   const Tenant& ten = state.tenant(spec.tenant);
+  if (j.contains("node_selector")) {
+    Result<std::vector<LabelRequirement>> sel = NodeSelector(j, ten);
+    if (!sel.ok()) return sel.error();
+    spec.node_selector = std::move(*sel);
+  }
   if (j.contains("duration_estimate_s")) {
     Result<int64_t> dur = Int(j, "duration_estimate_s", 1, 365 * 86400, "");
     if (!dur.ok()) return dur.error();

@@ -28,7 +28,10 @@ Result<JobSpec> DecodeJobRequest(const State& state, const Principal& caller, st
 // {"name", "weight": >0, "quotas": {FLAVOR: {"guaranteed", "borrow_limit", "lend_limit"}},
 //  "limits": {"max_replicas", "max_job_gpus", "default_duration_s", "max_duration_s"},
 //  "allow_gpu_cotenancy"}. GPU amounts are numbers of GPUs, exact to 1/7000 GPU.
-Result<Tenant> DecodeTenantRequest(const State& state, std::string_view body, const Tenant* base);
+// `allow_overcommit` (POST and PATCH only; nullptr refuses the field) receives the request's
+// "allow_overcommit": guarantees above capacity are then accepted (and audited) by the caller.
+Result<Tenant> DecodeTenantRequest(const State& state, std::string_view body, const Tenant* base,
+                                   bool* allow_overcommit = nullptr);
 
 // POST /v1/priority-classes: {"name", "value", "preemptible", "may_borrow", "grace_period_s"}.
 Result<PriorityClass> DecodePriorityClassRequest(std::string_view body);

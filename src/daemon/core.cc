@@ -6,6 +6,7 @@
 
 #include "api/decode.h"
 #include "api/page.h"
+#include "daemon/log.h"
 #include "daemon/reply.h"
 #include "policy/calendar/calendars.h"
 #include "policy/quota/quota.h"
@@ -67,6 +68,15 @@ Json JobJson(const State& s, const JobHistory& history, const Principal& caller,
   if (HoldsResources(j.state)) out["admitted_as"] = std::string(AdmissionKindName(j.admitted_as));
   if (j.state == JobState::kRunning) out["started_at_ms"] = j.started.millis();
   if (j.spec.reservation.valid()) out["reservation"] = std::to_string(j.spec.reservation.value());
+  if (!j.spec.node_selector.empty()) {
+    Json sel = Json::array();
+    for (const LabelRequirement& r : j.spec.node_selector) {
+      Json e = {{"key", r.key}, {"operator", std::string(SelectorOpName(r.op))}};
+      if (!r.values.empty()) e["values"] = r.values;
+      sel.push_back(std::move(e));
+    }
+    out["node_selector"] = sel;
+  }
   return out;
 }
 
@@ -449,8 +459,9 @@ Reply DaemonCore::ListTenants(const CallContext& c) {
   Json items = Json::array();
   const QuotaBook book(*state_, c.now);  // one book and one pass over the jobs for the whole list
   const auto counts = JobCounts(*state_);
+  const std::vector<GuaranteeCheck> over = GuaranteeOvercommits(*state_, c.now);
   for (const Tenant& t : state_->tenants()) {
-    if (c.principal->Sees(t.id) && !deleted_.count(t.id)) items.push_back(TenantView(t, book, counts));
+    if (c.principal->Sees(t.id) && !deleted_.count(t.id)) items.push_back(TenantView(t, book, counts, over));
   }
   return JsonReply(200, {{"items", items}});
 }
@@ -461,8 +472,43 @@ const Tenant* DaemonCore::VisibleTenant(const CallContext& c, const std::string&
   return &state_->tenant(*t);
 }
 
+Json DaemonCore::TenantView(const Tenant& t, Time now) const {
+  return TenantView(t, QuotaBook(*state_, now), JobCounts(*state_), GuaranteeOvercommits(*state_, now));
+}
+
+namespace {
+
+std::string Gpus(GpuEq q) { return ToString(q); }
+
+// "h100-80gb: guarantees would be 124 of 64 GPUs"
+std::string OverrunText(const State& s, const GuaranteeCheck& c, bool would) {
+  std::string out = s.catalogue().model(c.flavor).name + ": guarantees " + (would ? "would be " : "are ") +
+                    Gpus(c.guaranteed) + " of " + Gpus(c.capacity) + " GPUs";
+  if (c.reserved > GpuEq()) {
+    out += ", and reservations hold " + Gpus(c.reserved) + " at " + Rfc3339(c.reserved_at) + " (at most " +
+           Gpus(Max(GpuEq(), c.capacity - c.reserved)) + " can be guaranteed)";
+  }
+  return out;
+}
+
+}  // namespace
+
+Status DaemonCore::CheckGuarantees(const CallContext& c, const Tenant& t, bool allow_overcommit) {
+  const std::vector<GuaranteeCheck> over = GuaranteeOverruns(*state_, t, c.now);
+  if (over.empty()) return Ok();
+  std::string text;
+  for (const GuaranteeCheck& g : over) text += (text.empty() ? "" : "; ") + OverrunText(*state_, g, true);
+  if (!allow_overcommit) {
+    return Error{ErrorCode::kConflict, text + "; to promise more than the pool holds, send \"allow_overcommit\": true"};
+  }
+  Audit(c, "tenant.overcommit", t.name + ": " + text);
+  Log("warn", "guarantees above capacity, allowed by the request", {{"tenant", t.name}, {"detail", text}});
+  return Ok();
+}
+
 Json DaemonCore::TenantView(const Tenant& t, const QuotaBook& book,
-                            const std::map<TenantId, std::pair<int, int>>& counts) const {
+                            const std::map<TenantId, std::pair<int, int>>& counts,
+                            const std::vector<GuaranteeCheck>& overcommits) const {
   const Catalogue& cat = state_->catalogue();
   auto gpus = [](GpuEq q) { return q.ToGpus(); };
   Json quotas = Json::object();
@@ -487,14 +533,24 @@ Json DaemonCore::TenantView(const Tenant& t, const QuotaBook& book,
   if (t.limits.max_job_gpu_eq > GpuEq()) limits["max_job_gpus"] = gpus(t.limits.max_job_gpu_eq);
   if (t.limits.default_duration != Duration::Infinite()) limits["default_duration_s"] = t.limits.default_duration.seconds();
   if (t.limits.max_duration != Duration::Infinite()) limits["max_duration_s"] = t.limits.max_duration.seconds();
-  return {{"name", t.name},
-          {"weight", t.weight_milli / 1000.0},
-          {"quotas", quotas},
-          {"limits", limits},
-          {"allow_gpu_cotenancy", t.allow_gpu_cotenancy},
-          {"usage", usage},
-          {"pending_jobs", pending},
-          {"active_jobs", active}};
+  // Flavors this tenant is guaranteed where the promises exceed the pool (an admin allowed it,
+  // or health took capacity away): its guarantee may not be honoured in full.
+  Json over = Json::array();
+  for (const GuaranteeCheck& g : overcommits) {
+    if (const FlavorQuota* q = t.quota(g.flavor); q && q->guaranteed > GpuEq()) over.push_back(OverrunText(*state_, g, false));
+  }
+  Json out = {{"name", t.name},
+              {"weight", t.weight_milli / 1000.0},
+              {"quotas", quotas},
+              {"limits", limits},
+              {"allow_gpu_cotenancy", t.allow_gpu_cotenancy},
+              {"required_labels", t.required_labels},
+              {"allowed_labels", t.allowed_labels},
+              {"usage", usage},
+              {"pending_jobs", pending},
+              {"active_jobs", active}};
+  if (!over.empty()) out["overcommitted"] = over;
+  return out;
 }
 
 Status DaemonCore::StageTenant(const Tenant& t) {
@@ -507,23 +563,24 @@ Reply DaemonCore::GetTenant(const CallContext& c, const std::string& name) {
   if (c.principal == nullptr) return Unauthenticated();
   const Tenant* t = VisibleTenant(c, name);
   if (t == nullptr) return Err(NotFound("no tenant '" + name + "'"));
-  return JsonReply(200, TenantView(*t, QuotaBook(*state_, c.now), JobCounts(*state_)));
+  return JsonReply(200, TenantView(*t, c.now));
 }
 
 Reply DaemonCore::CreateTenant(const CallContext& c, const std::string& body) {
   if (c.principal == nullptr) return Unauthenticated();
   if (!c.principal->admin()) return Forbidden("create tenants");
-  Result<Tenant> t = DecodeTenantRequest(*state_, body, nullptr);
+  bool allow_overcommit = false;
+  Result<Tenant> t = DecodeTenantRequest(*state_, body, nullptr, &allow_overcommit);
   if (!t.ok()) return Err(t.error());
   Result<TenantId> existing = state_->FindTenant(t->name);
   if (existing.ok() && !deleted_.count(*existing)) {
     return Err({ErrorCode::kAlreadyExists, "tenant '" + t->name + "' exists"});
   }
   if (existing.ok()) t->id = *existing;
+  if (Status s = CheckGuarantees(c, *t, allow_overcommit); !s.ok()) return Err(s.error());
   if (Status s = StageTenant(*t); !s.ok()) return Err(s.error());
   Audit(c, "tenant.create", t->name);
-  return JsonReply(201, TenantView(state_->tenant(*state_->FindTenant(t->name)), QuotaBook(*state_, c.now),
-                                   JobCounts(*state_)));
+  return JsonReply(201, TenantView(state_->tenant(*state_->FindTenant(t->name)), c.now));
 }
 
 Reply DaemonCore::UpdateTenant(const CallContext& c, const std::string& name, const std::string& body) {
@@ -531,11 +588,13 @@ Reply DaemonCore::UpdateTenant(const CallContext& c, const std::string& name, co
   const Tenant* t = VisibleTenant(c, name);
   if (t == nullptr) return Err(NotFound("no tenant '" + name + "'"));
   if (!c.principal->admin()) return Forbidden("change tenants");
-  Result<Tenant> updated = DecodeTenantRequest(*state_, body, t);
+  bool allow_overcommit = false;
+  Result<Tenant> updated = DecodeTenantRequest(*state_, body, t, &allow_overcommit);
   if (!updated.ok()) return Err(updated.error());
+  if (Status s = CheckGuarantees(c, *updated, allow_overcommit); !s.ok()) return Err(s.error());
   if (Status s = StageTenant(*updated); !s.ok()) return Err(s.error());
   Audit(c, "tenant.update", name);
-  return JsonReply(200, TenantView(state_->tenant(updated->id), QuotaBook(*state_, c.now), JobCounts(*state_)));
+  return JsonReply(200, TenantView(state_->tenant(updated->id), c.now));
 }
 
 Reply DaemonCore::DeleteTenant(const CallContext& c, const std::string& name) {

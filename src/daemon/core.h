@@ -172,7 +172,12 @@ class DaemonCore {
   // The tenant as the API shows it; usage against the guarantees in force (reservations
   // included) from `book`, job counts from JobCounts.
   nlohmann::json TenantView(const Tenant& t, const QuotaBook& book,
-                            const std::map<TenantId, std::pair<int, int>>& counts) const;
+                            const std::map<TenantId, std::pair<int, int>>& counts,
+                            const std::vector<GuaranteeCheck>& overcommits) const;
+  nlohmann::json TenantView(const Tenant& t, Time now) const;
+  // 409 with the shortfall when `t` (new or changed) raises guarantees above what can be
+  // promised, unless the request allows it: then the overcommit is audited.
+  Status CheckGuarantees(const CallContext& c, const Tenant& t, bool allow_overcommit);
   static std::map<TenantId, std::pair<int, int>> JobCounts(const State& s);
   nlohmann::json NodeView(const CallContext& c, const Node& n, bool detail, bool devices = false) const;
   nlohmann::json DevicesView(const CallContext& c, const Node& n) const;

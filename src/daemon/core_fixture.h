@@ -94,23 +94,33 @@ class CoreTest : public ::testing::Test {
 // state, logs scoped like jobs, the heartbeat timeout requeueing a silent node's jobs onto
 // another node, XID 79 draining a node, a failed acceptance test keeping a node out, and stale
 // replicas stopped after a node comes back.
+// A core on a new SQLite journal in a fresh directory (`dir`), bootstrapped at `at` with the
+// cluster of a YAML configuration; null (with a test failure) if any step fails.
+inline std::unique_ptr<DaemonCore> BootstrapFromYaml(const std::string& yaml, const std::string& name, Time at,
+                                                     std::filesystem::path& dir) {
+  Result<DaemonConfig> cfg = ParseDaemonConfig(yaml);
+  EXPECT_TRUE(cfg.ok()) << (cfg.ok() ? "" : cfg.error().message);
+  if (!cfg.ok()) return nullptr;
+  dir = std::filesystem::temp_directory_path() / ("gpupool-" + name + "-" + std::to_string(std::random_device{}()));
+  std::filesystem::create_directories(dir);
+  Result<std::unique_ptr<Journal>> j = OpenSqliteJournal((dir / "journal.db").string());
+  EXPECT_TRUE(j.ok());
+  if (!j.ok()) return nullptr;
+  Result<std::unique_ptr<DaemonCore>> core = DaemonCore::Open(std::move(*j), SchedulerConfig());
+  EXPECT_TRUE(core.ok());
+  if (!core.ok() || !(*core)->Bootstrap(cfg->cluster, at).ok()) return nullptr;
+  return std::move(*core);
+}
+
 class AgentProtocolTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    Result<DaemonConfig> cfg = ParseDaemonConfig(R"(
+    core_ = BootstrapFromYaml(R"(
 tenants:
   - {name: a, quotas: {h100-80gb: {guaranteed: 8}}}
   - {name: b, quotas: {h100-80gb: {guaranteed: 0, borrow_limit: 8}}}
-)");
-    ASSERT_TRUE(cfg.ok()) << cfg.error().message;
-    dir_ = std::filesystem::temp_directory_path() / ("gpupool-agents-" + std::to_string(std::random_device{}()));
-    std::filesystem::create_directories(dir_);
-    Result<std::unique_ptr<Journal>> j = OpenSqliteJournal((dir_ / "journal.db").string());
-    ASSERT_TRUE(j.ok());
-    Result<std::unique_ptr<DaemonCore>> core = DaemonCore::Open(std::move(*j), SchedulerConfig());
-    ASSERT_TRUE(core.ok());
-    core_ = std::move(*core);
-    ASSERT_TRUE(core_->Bootstrap(cfg->cluster, At(0)).ok());
+)", "agents", At(0), dir_);
+    ASSERT_TRUE(core_);
     core_->SetHeartbeat(Duration::Seconds(1), Duration::Seconds(10));
     member_a_ = {"ann", Role::kMember, *core_->state().FindTenant("a"), "ann-token"};
     member_b_ = {"bo", Role::kMember, *core_->state().FindTenant("b"), "bo-token"};

@@ -312,6 +312,133 @@ TEST_F(CoreTest, PriorityClassesCarryTheirMinimumRuntimeAndOneDefault) {
   EXPECT_EQ(core_->ListPriorityClasses(As(admin_)).body, before);
 }
 
+// --- guarantees that the pool cannot hold ----------------------------------------------
+
+// The demo cluster has 64 H100s and guarantees 56 of them (research 24, product 24, interns 8).
+TEST_F(CoreTest, GuaranteesAboveCapacityAreRefusedUnlessAllowed) {
+  const std::string big = R"({"name": "big", "quotas": {"h100-80gb": {"guaranteed": 16}}})";
+  Reply r = core_->CreateTenant(As(admin_), big);
+  ASSERT_EQ(r.status, 409) << r.body;
+  EXPECT_NE(r.body.find("h100-80gb: guarantees would be 72 of 64 GPUs"), std::string::npos) << r.body;
+  EXPECT_EQ(core_->GetTenant(As(admin_), "big").status, 404) << "nothing changed";
+  r = core_->UpdateTenant(As(admin_), "research", R"({"quotas": {"h100-80gb": {"guaranteed": 40}}})");
+  ASSERT_EQ(r.status, 409) << r.body;
+  EXPECT_NE(r.body.find("guarantees would be 72 of 64"), std::string::npos) << r.body;
+  // Allowed: audited and shown on the tenant.
+  Json allowed = Json::parse(big);
+  allowed["allow_overcommit"] = true;
+  r = core_->CreateTenant(As(admin_), allowed.dump());
+  ASSERT_EQ(r.status, 201) << r.body;
+  const Json view = Json::parse(core_->GetTenant(As(admin_), "big").body);
+  ASSERT_TRUE(view.contains("overcommitted")) << view.dump();
+  EXPECT_EQ(view["overcommitted"][0], "h100-80gb: guarantees are 72 of 64 GPUs");
+  bool audited = false;
+  const Json log = Json::parse(core_->ListAudit(As(admin_)).body);
+  for (const Json& a : log["items"]) {
+    audited = audited || (a["action"] == "tenant.overcommit" &&
+                          a["object"].get<std::string>().find("72 of 64") != std::string::npos);
+  }
+  EXPECT_TRUE(audited);
+  // Lowering a guarantee while over is fine; raising one is not.
+  EXPECT_EQ(core_->UpdateTenant(As(admin_), "research", R"({"quotas": {"h100-80gb": {"guaranteed": 20}}})").status, 200);
+  EXPECT_EQ(core_->UpdateTenant(As(admin_), "product", R"({"quotas": {"h100-80gb": {"guaranteed": 25}}})").status, 409);
+  EXPECT_EQ(core_->CreateTenant(As(admin_), R"({"name": "x", "allow_overcommit": "yes"})").status, 400);
+}
+
+TEST_F(CoreTest, GuaranteesMayNotTakeWhatReservationsHold) {
+  // The 8 unguaranteed H100s are booked for a day next year.
+  const Reply booked = core_->CreateReservation(
+      As(admin_), R"({"tenant": "research", "flavor": "h100-80gb", "gpus": 8, "start": "2027-06-01T00:00:00Z", "end": "2027-06-02T00:00:00Z"})");
+  ASSERT_EQ(booked.status, 201) << booked.body;
+  const Reply r = core_->CreateTenant(As(admin_), R"({"name": "late", "quotas": {"h100-80gb": {"guaranteed": 4}}})");
+  ASSERT_EQ(r.status, 409) << r.body;
+  EXPECT_NE(r.body.find("guarantees would be 60 of 64 GPUs, and reservations hold 8 at 2027-06-01T00:00:00Z (at most 56 can be guaranteed)"),
+            std::string::npos)
+      << r.body;
+}
+
+// --- node selectors and the tenant's labels ----------------------------------------------
+
+class LabelsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    core_ = BootstrapFromYaml(R"(
+tenants:
+  - {name: a, quotas: {h100-80gb: {guaranteed: 16}}, allowed_labels: [cuda=12.4, cuda=12.6, pool=a]}
+  - {name: b, quotas: {h100-80gb: {guaranteed: 8}}, required_labels: [pool=b]}
+nodes:
+  - {name: old, flavor: h100-80gb, gpus: 8, labels: [cuda=12.4, pool=a]}
+  - {name: new, flavor: h100-80gb, gpus: 8, labels: [cuda=12.6, pool=a]}
+  - {name: bee, flavor: h100-80gb, gpus: 8, labels: [cuda=12.6, pool=b]}
+)", "labels", Time::FromSeconds(1), dir_);
+    ASSERT_TRUE(core_);
+    a_ = {"ann", Role::kMember, *core_->state().FindTenant("a"), "ann-token"};
+    b_ = {"bo", Role::kMember, *core_->state().FindTenant("b"), "bo-token"};
+  }
+  Reply Submit(const Principal& p, const std::string& tenant, const Json& selector) {
+    Json body = {{"tenant", tenant}, {"name", "w"}, {"resources", {{"flavor", "h100-80gb"}, {"gpus", 8}}},
+                 {"duration_estimate_s", 600}, {"command", {"run"}}};
+    if (!selector.is_null()) body["node_selector"] = selector;
+    return core_->SubmitJob({&p, "", Time::FromSeconds(2)}, body.dump(), "");
+  }
+  std::string NodeOf(const Reply& submitted) {
+    core_->Tick(Time::FromSeconds(3), true);
+    const Json j = Json::parse(core_->GetJob({&admin_, "", Time::FromSeconds(3)}, Json::parse(submitted.body)["id"]).body);
+    return j["placement"].empty() ? "-" + j["reason"]["message"].get<std::string>() : j["placement"][0]["node"].get<std::string>();
+  }
+  std::filesystem::path dir_;
+  std::unique_ptr<DaemonCore> core_;
+  Principal admin_{"admin", Role::kClusterAdmin, TenantId(), ""};
+  Principal a_, b_;
+};
+
+TEST_F(LabelsTest, AJobChoosesItsNodesByLabelWithinWhatItsTenantMayAskFor) {
+  const Reply r = Submit(a_, "a", Json::parse(R"([{"key": "cuda", "operator": "In", "values": ["12.6"]}])"));
+  ASSERT_EQ(r.status, 201) << r.body;
+  EXPECT_EQ(NodeOf(r), "new");
+  const Json job = Json::parse(core_->GetJob({&a_, "", Time::FromSeconds(3)}, Json::parse(r.body)["id"]).body);
+  EXPECT_EQ(job["node_selector"], Json::parse(R"([{"key": "cuda", "operator": "In", "values": ["12.6"]}])"));
+  // Outside the whitelist: refused, nothing submitted.
+  Reply refused = Submit(a_, "a", Json::parse(R"([{"key": "pool", "operator": "In", "values": ["b"]}])"));
+  EXPECT_EQ(refused.status, 403) << refused.body;
+  EXPECT_NE(refused.body.find("tenant a may not select nodes by pool=b"), std::string::npos) << refused.body;
+  EXPECT_EQ(Submit(a_, "a", Json::parse(R"([{"key": "gpu", "operator": "Exists"}])")).status, 403);
+  EXPECT_EQ(Submit(a_, "a", Json::parse(R"([{"key": "spot", "operator": "DoesNotExist"}])")).status, 201)
+      << "DoesNotExist only narrows";
+  // b's required label keeps it on its pool; an unmet selector is its reason.
+  const Reply b = Submit(b_, "b", Json::parse(R"([{"key": "cuda", "operator": "In", "values": ["12.4"]}])"));
+  ASSERT_EQ(b.status, 201) << b.body;
+  EXPECT_EQ(NodeOf(b), "-no ready h100-80gb node offered to tenant b matches node_selector cuda=12.4");
+  EXPECT_EQ(NodeOf(Submit(b_, "b", nullptr)), "bee");
+}
+
+TEST_F(LabelsTest, MalformedSelectorsAreClearErrors) {
+  for (const char* bad : {R"({"key": "cuda"})", R"([{"key": "cuda", "operator": "Near", "values": ["1"]}])",
+                          R"([{"key": "cuda", "operator": "In"}])", R"([{"key": "cuda", "operator": "In", "values": []}])",
+                          R"([{"key": "cuda", "operator": "Exists", "values": ["12.4"]}])", R"([{"key": "", "operator": "Exists"}])",
+                          R"([{"key": "a b", "operator": "Exists"}])", R"([{"key": "cuda", "operator": "In", "values": ["x/y"]}])",
+                          R"([{"key": "cuda", "operator": "In", "values": ["1"], "extra": 1}])"}) {
+    const Reply r = Submit(admin_, "a", Json::parse(bad));
+    EXPECT_EQ(r.status, 400) << bad << ": " << r.body;
+    EXPECT_NE(r.body.find("node_selector"), std::string::npos) << bad << ": " << r.body;
+  }
+  EXPECT_EQ(core_->state().jobs().size(), 0u);
+}
+
+TEST_F(LabelsTest, TheTenantsLabelsChangeThroughTheApiAndShowOnTheTenantAndNodes) {
+  const CallContext admin{&admin_, "", Time::FromSeconds(2)};
+  Reply r = core_->UpdateTenant(admin, "b", R"({"required_labels": ["pool=b", "cuda=12.6"], "allowed_labels": ["cuda=12.6"]})");
+  ASSERT_EQ(r.status, 200) << r.body;
+  const Json t = Json::parse(r.body);
+  EXPECT_EQ(t["required_labels"], Json({"cuda=12.6", "pool=b"}));
+  EXPECT_EQ(t["allowed_labels"], Json({"cuda=12.6"}));
+  EXPECT_EQ(core_->UpdateTenant(admin, "b", R"({"required_labels": ["pool"]})").status, 400);
+  EXPECT_EQ(core_->UpdateTenant(admin, "b", R"({"allowed_labels": "pool=b"})").status, 400);
+  const Json node = Json::parse(core_->GetNode(admin, "bee").body);
+  EXPECT_EQ(node["labels"], Json({"cuda=12.6", "pool=b"}));
+  EXPECT_TRUE(node["dedicated_to"].is_null());
+}
+
 TEST(JobHistoryBounds, AJobRequeuedWithoutEndKeepsItsFirstAndLastEvents) {
   State s = DemoCluster();
   JobHistory h;

@@ -136,6 +136,10 @@ Status StateMutator::GrantReplica(Node& node, const Job& job, const ReplicaPlace
                      t.required_labels.end())) {
     return FailedPrecondition("node " + node.name + " lacks labels the tenant requires");
   }
+  if (!Matches(job.spec.node_selector, node.labels)) {
+    return FailedPrecondition("node " + node.name + " does not match the job's node_selector " +
+                              Describe(job.spec.node_selector));
+  }
   const size_t want = shape.kind == ShapeKind::kWholeGpus ? shape.gpus : 1;
   if (rp.grants.size() != want) return InvalidArgument("grant count differs from the shape");
   for (size_t i = 0; i < rp.grants.size(); ++i) {

@@ -127,6 +127,7 @@ Result<JobId> Submit(State& state, const JobRequest& req, Time at) {
   e.spec.estimated_duration = req.estimated;
   e.spec.topology = req.topology;
   e.spec.reservation = req.reservation;
+  e.spec.node_selector = req.node_selector;
   e.spec.name = req.name.empty() ? "job-" + std::to_string(e.id.value()) : req.name;
   GP_RETURN_IF_ERROR(Apply(state, e));
   return e.id;

@@ -55,6 +55,7 @@ struct JobRequest {
   TopologyConstraint topology;
   std::string name;
   ReservationId reservation;
+  std::vector<LabelRequirement> node_selector;
 };
 // Builds, validates and applies JobSubmitted with the next id.
 Result<JobId> Submit(State& state, const JobRequest& req, Time at);

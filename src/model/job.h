@@ -90,6 +90,22 @@ struct PendingReason {
   friend bool operator==(const PendingReason&, const PendingReason&) = default;
 };
 
+// One requirement of a node selector, as Kubernetes' matchExpressions: the node's label `key`
+// has one of `values` (In), none of them or no such key (NotIn), exists (Exists) or does not
+// (DoesNotExist). Node labels are "key=value" (model/node.h).
+enum class SelectorOp : uint8_t { kIn, kNotIn, kExists, kDoesNotExist };
+std::string_view SelectorOpName(SelectorOp op);
+struct LabelRequirement {
+  std::string key;
+  SelectorOp op = SelectorOp::kIn;
+  std::vector<std::string> values;  // sorted, unique; In and NotIn only
+  friend bool operator==(const LabelRequirement&, const LabelRequirement&) = default;
+};
+// Whether sorted "key=value" labels meet every requirement (an empty selector: always).
+bool Matches(const std::vector<LabelRequirement>& selector, const std::vector<std::string>& labels);
+// "cuda in (12.4,12.6), !spot": kubectl's notation.
+std::string Describe(const std::vector<LabelRequirement>& selector);
+
 struct JobSpec {
   TenantId tenant;
   std::string name;
@@ -103,6 +119,8 @@ struct JobSpec {
   // Runs in this reservation of its tenant (DESIGN.md §5): admitted only while the reservation
   // is in force and its named jobs fit its amount; billed as reserved inside the window.
   ReservationId reservation;
+  // Only nodes whose labels meet all of these (and the tenant's required_labels).
+  std::vector<LabelRequirement> node_selector;
 };
 
 struct Job {

@@ -51,6 +51,61 @@ std::string_view RequeueCauseName(RequeueCause c) {
   return "?";
 }
 
+std::string_view SelectorOpName(SelectorOp op) {
+  switch (op) {
+    case SelectorOp::kIn: return "In";
+    case SelectorOp::kNotIn: return "NotIn";
+    case SelectorOp::kExists: return "Exists";
+    case SelectorOp::kDoesNotExist: return "DoesNotExist";
+  }
+  return "?";
+}
+
+namespace {
+
+// The value of `key` among sorted "key=value" labels, or nullptr.
+const std::string* LabelValue(const std::vector<std::string>& labels, const std::string& key,
+                              std::string& out) {
+  const std::string prefix = key + "=";
+  auto it = std::lower_bound(labels.begin(), labels.end(), prefix);
+  if (it == labels.end() || it->compare(0, prefix.size(), prefix) != 0) return nullptr;
+  out = it->substr(prefix.size());
+  return &out;
+}
+
+}  // namespace
+
+bool Matches(const std::vector<LabelRequirement>& selector, const std::vector<std::string>& labels) {
+  std::string value;
+  for (const LabelRequirement& r : selector) {
+    const std::string* v = LabelValue(labels, r.key, value);
+    const bool in = v && std::binary_search(r.values.begin(), r.values.end(), *v);
+    switch (r.op) {
+      case SelectorOp::kIn: if (!in) return false; break;
+      case SelectorOp::kNotIn: if (in) return false; break;
+      case SelectorOp::kExists: if (!v) return false; break;
+      case SelectorOp::kDoesNotExist: if (v) return false; break;
+    }
+  }
+  return true;
+}
+
+std::string Describe(const std::vector<LabelRequirement>& selector) {
+  std::string out;
+  for (const LabelRequirement& r : selector) {
+    if (!out.empty()) out += ", ";
+    std::string values;
+    for (const std::string& v : r.values) values += (values.empty() ? "" : ",") + v;
+    switch (r.op) {
+      case SelectorOp::kIn: out += r.values.size() == 1 ? r.key + "=" + values : r.key + " in (" + values + ")"; break;
+      case SelectorOp::kNotIn: out += r.values.size() == 1 ? r.key + "!=" + values : r.key + " notin (" + values + ")"; break;
+      case SelectorOp::kExists: out += r.key; break;
+      case SelectorOp::kDoesNotExist: out += "!" + r.key; break;
+    }
+  }
+  return out;
+}
+
 std::string_view TopologyLevelName(TopologyLevel l) {
   switch (l) {
     case TopologyLevel::kNone: return "none";

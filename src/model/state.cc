@@ -56,6 +56,7 @@ Status State::UpdateTenant(const Tenant& t) {
   }
   Tenant copy = t;
   std::sort(copy.required_labels.begin(), copy.required_labels.end());
+  std::sort(copy.allowed_labels.begin(), copy.allowed_labels.end());
   // Usage history is state, not configuration: keep it.
   copy.decayed_usage = tenants_[t.id.value()].decayed_usage;
   copy.decayed_usage_at = tenants_[t.id.value()].decayed_usage_at;
@@ -190,6 +191,16 @@ Result<JobSpec> State::ValidateSpec(JobSpec spec) const {
       break;
   }
   if (s.cpu_milli < 0 || s.memory_mib < 0) return InvalidArgument("negative host resources");
+  for (LabelRequirement& r : spec.node_selector) {
+    const bool with_values = r.op == SelectorOp::kIn || r.op == SelectorOp::kNotIn;
+    if (r.key.empty()) return InvalidArgument("a node_selector requirement needs a key");
+    if (with_values == r.values.empty()) {
+      return InvalidArgument("node_selector '" + r.key + "': " + std::string(SelectorOpName(r.op)) +
+                             (with_values ? " needs values" : " takes no values"));
+    }
+    std::sort(r.values.begin(), r.values.end());
+    r.values.erase(std::unique(r.values.begin(), r.values.end()), r.values.end());
+  }
   const Tenant& t = tenant(spec.tenant);
   const JobLimits& lim = t.limits;
   if (spec.estimated_duration.is_infinite()) spec.estimated_duration = lim.default_duration;

@@ -38,6 +38,9 @@ struct Tenant {
   // only if both allow it.
   bool allow_gpu_cotenancy = false;
   std::vector<std::string> required_labels;  // sorted "key=value"; nodes must carry all
+  // Sorted "key=value": the labels a job's node_selector may ask for with In or Exists (as
+  // Kubernetes' PodNodeSelector whitelist); empty: any. NotIn and DoesNotExist only narrow.
+  std::vector<std::string> allowed_labels;
   // Exponentially decayed past usage in GPU-equivalent-seconds, as of decayed_usage_at.
   double decayed_usage = 0;
   Time decayed_usage_at;

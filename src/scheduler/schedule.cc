@@ -26,6 +26,7 @@ struct FailKey {
   uint32_t gpu_memory_mib;
   int64_t cpu_milli, memory_mib;
   int64_t end_ms;  // only while holds exist: a shorter job may fit where a longer one did not
+  uint32_t selector;  // 0: none; else 1 + the cycle's index of Describe(node_selector)
   friend bool operator==(const FailKey&, const FailKey&) = default;
 };
 struct FailKeyHash {
@@ -40,6 +41,7 @@ struct FailKeyHash {
     mix(static_cast<uint64_t>(k.cpu_milli));
     mix(static_cast<uint64_t>(k.memory_mib));
     mix(static_cast<uint64_t>(k.end_ms));
+    mix(k.selector);
     return static_cast<size_t>(h);
   }
 };
@@ -76,6 +78,7 @@ class Cycle {
   bool ReservationAdmits(const Job& job, GpuEq eq);
   bool Commit(const Job& job, Placer::Outcome& o, AdmissionKind kind);
   FailKey KeyOf(const Job& job, Time end) const;
+  uint32_t SelectorIndex(const Job& job) const;
   PendingReason CapacityReason(const Job& job, const Placer::Outcome& o, Time end);
   uint32_t AddReason(PendingReason reason);
   // "; 3 are not_ready (no node agent has registered for it), 1 is cordoned": the nodes of the
@@ -103,6 +106,7 @@ class Cycle {
       quota_reasons_;
   std::vector<JobId> released_;
   std::map<std::pair<uint32_t, uint16_t>, std::string> unschedulable_notes_;
+  mutable std::map<std::string, uint32_t> selectors_;  // node selectors seen, for FailKey
   // GPU-equivalents held by the jobs naming each reservation; built on first use.
   std::optional<std::map<ReservationId, GpuEq>> reserved_used_;
   int preempt_budget_ = 0;
@@ -148,7 +152,14 @@ FailKey Cycle::KeyOf(const Job& job, Time end) const {
           s.gpu_memory_mib,
           s.cpu_milli,
           s.memory_mib,
-          holds ? end.millis() : 0};
+          holds ? end.millis() : 0,
+          SelectorIndex(job)};
+}
+
+uint32_t Cycle::SelectorIndex(const Job& job) const {
+  if (job.spec.node_selector.empty()) return 0;
+  auto [it, fresh] = selectors_.try_emplace(Describe(job.spec.node_selector), selectors_.size() + 1);
+  return it->second;
 }
 
 uint32_t Cycle::AddReason(PendingReason reason) {
@@ -239,7 +250,7 @@ PendingReason Cycle::CapacityReason(const Job& job, const Placer::Outcome& o, Ti
   if (!session_.held_nodes().empty() && end > now_) {
     const size_t mark = session_.Mark();
     Placer::Outcome free = placer_.PlaceGang(
-        job, session_.EligiblePools(job.spec.tenant, job.spec.shape.flavor), now_);
+        job, session_.EligiblePools(job), now_);
     session_.RollbackTo(mark);
     if (free.ok) {
       return {ReasonCode::kHeldForBackfill,
@@ -257,7 +268,13 @@ void Cycle::Consider(const Job& job) {
   const GpuEq eq = job.Eq(state_.catalogue());
   const Time end = now_ + job.spec.estimated_duration;
   if (job.spec.reservation.valid() && !ReservationAdmits(job, eq)) return;
-  const std::vector<uint32_t>& pools = session_.EligiblePools(t, f);
+  const std::vector<uint32_t>& pools = session_.EligiblePools(job);
+  if (pools.empty() && !job.spec.node_selector.empty() && !session_.EligiblePools(t, f).empty()) {
+    Wait(job, {ReasonCode::kNoEligibleNodes,
+               "no ready " + state_.catalogue().model(f).name + " node offered to tenant " + state_.tenant(t).name +
+                   " matches node_selector " + Describe(job.spec.node_selector)});
+    return;
+  }
   if (pools.empty()) {
     Wait(job, {ReasonCode::kNoEligibleNodes,
                "no ready node offers " + state_.catalogue().model(f).name + " to tenant " +

@@ -213,3 +213,74 @@ TEST_F(MinRuntimeTest, NoReclaimWaitIsClaimedWhenNothingBorrowed) {
 
 }  // namespace
 }  // namespace gpupool
+
+namespace gpupool {
+namespace {
+
+// Four nodes: CUDA 12.4 and 12.6 drivers, one of the 12.6 ones a spot node.
+class SelectorTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    AddDefaultPriorityClasses(s_);
+    ASSERT_TRUE(AddTenant(s_, "t", {{"h100-80gb", {32}}}).ok());
+    const std::vector<std::pair<std::string, std::vector<std::string>>> nodes = {
+        {"a", {"cuda=12.4"}}, {"b", {"cuda=12.6"}}, {"c", {"cuda=12.6", "spot=true"}}, {"d", {}}};
+    for (const auto& [name, labels] : nodes) {
+      ASSERT_TRUE(AddNode(s_, name, NodeTemplate{.flavor = "h100-80gb", .labels = labels}).ok());
+    }
+  }
+  // The nodes a job with `sel` may be placed on, found by placing one 8-GPU job at a time on an
+  // otherwise idle cluster with every other node taken away.
+  std::string PlacedOn(std::vector<LabelRequirement> sel) {
+    State s = s_;
+    const JobId id = *Submit(s, {.tenant = "t", .shape = *WholeGpus(s, "h100-80gb", 8), .node_selector = sel}, Time());
+    const Plan plan = Schedule(s, SchedulerConfig{}, Time());
+    if (plan.placements.empty()) return "-" + plan.ReasonOf(plan.pending[0]).message;
+    EXPECT_EQ(plan.placements[0].job, id);
+    EXPECT_TRUE(Apply(s, PlanToEvents(plan, Time())[0]).ok()) << "the model accepts the placement";
+    return s.node(plan.placements[0].placement[0].node).name;
+  }
+  State s_;
+};
+
+TEST_F(SelectorTest, EachOperatorPicksTheNodesItShould) {
+  EXPECT_EQ(PlacedOn({{"cuda", SelectorOp::kIn, {"12.4"}}}), "a");
+  const std::string not_spot = PlacedOn({{"cuda", SelectorOp::kIn, {"12.6"}}, {"spot", SelectorOp::kDoesNotExist}});
+  EXPECT_EQ(not_spot, "b");
+  EXPECT_EQ(PlacedOn({{"spot", SelectorOp::kExists}}), "c");
+  const std::string unlabelled = PlacedOn({{"cuda", SelectorOp::kNotIn, {"12.4", "12.6"}}});
+  EXPECT_EQ(unlabelled, "d") << "NotIn holds where the key is absent";
+}
+
+TEST_F(SelectorTest, AnUnmetSelectorIsTheReason) {
+  const std::string r = PlacedOn({{"cuda", SelectorOp::kIn, {"13.0"}}});
+  EXPECT_EQ(r, "-no ready h100-80gb node offered to tenant t matches node_selector cuda=13.0");
+}
+
+TEST_F(SelectorTest, TheModelRefusesAPlacementOutsideTheSelector) {
+  const JobId id = *Submit(s_, {.tenant = "t", .shape = *WholeGpus(s_, "h100-80gb", 1),
+                                .node_selector = {{"cuda", SelectorOp::kIn, {"12.4"}}}}, Time());
+  const Status st = Apply(s_, JobAdmitted{id, {{NodeId(1), {{.gpu = 0}}}}, AdmissionKind::kGuaranteed, Time()});
+  EXPECT_FALSE(st.ok());
+  EXPECT_NE(st.error().message.find("does not match the job's node_selector cuda=12.4"), std::string::npos);
+}
+
+TEST_F(SelectorTest, JobsWithOtherSelectorsDoNotShareAFailure) {
+  // Node a is full; a 12.4 job waits, a job of the same shape for 12.6 must still be placed.
+  ASSERT_TRUE(Apply(s_, JobAdmitted{*Submit(s_, {.tenant = "t", .shape = *WholeGpus(s_, "h100-80gb", 8)}, Time()),
+                                    {{NodeId(0), {{.gpu = 0}, {.gpu = 1}, {.gpu = 2}, {.gpu = 3}, {.gpu = 4}, {.gpu = 5}, {.gpu = 6}, {.gpu = 7}}}},
+                                    AdmissionKind::kGuaranteed, Time()})
+                  .ok());
+  const JobId old = *Submit(s_, {.tenant = "t", .shape = *WholeGpus(s_, "h100-80gb", 8),
+                                 .node_selector = {{"cuda", SelectorOp::kIn, {"12.4"}}}}, Time());
+  const JobId fresh = *Submit(s_, {.tenant = "t", .shape = *WholeGpus(s_, "h100-80gb", 8),
+                                   .node_selector = {{"cuda", SelectorOp::kIn, {"12.6"}}}}, Time());
+  const Plan plan = Schedule(s_, SchedulerConfig{}, Time());
+  ASSERT_EQ(plan.placements.size(), 1u) << Describe(s_, plan);
+  EXPECT_EQ(plan.placements[0].job, fresh);
+  ASSERT_EQ(plan.pending.size(), 1u);
+  EXPECT_EQ(plan.pending[0].job, old);
+}
+
+}  // namespace
+}  // namespace gpupool

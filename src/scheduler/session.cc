@@ -97,6 +97,19 @@ const std::vector<uint32_t>& Session::EligiblePools(TenantId t, FlavorId f) {
   return eligible_[key];
 }
 
+const std::vector<uint32_t>& Session::EligiblePools(const Job& job) {
+  const std::vector<uint32_t>& all = EligiblePools(job.spec.tenant, job.spec.shape.flavor);
+  if (job.spec.node_selector.empty()) return all;
+  auto [it, fresh] = selected_.try_emplace(
+      {job.spec.tenant.value(), job.spec.shape.flavor.value(), Describe(job.spec.node_selector)});
+  if (fresh) {
+    for (uint32_t p : all) {
+      if (Matches(job.spec.node_selector, pools_[p].labels)) it->second.push_back(p);
+    }
+  }
+  return it->second;
+}
+
 uint32_t Session::Intern(uint32_t pool, Keys keys, int n) {
   std::sort(keys.begin(), keys.begin() + n);
   ClassKey k{pool, static_cast<uint32_t>(n), keys};

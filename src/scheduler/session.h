@@ -24,6 +24,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <tuple>
 #include <unordered_map>
 #include <vector>
 
@@ -94,6 +95,8 @@ class Session {
   // Pools a tenant's job of this flavor may use: the tenant's dedicated pools first, then the
   // shared ones, each in pool-id order.
   const std::vector<uint32_t>& EligiblePools(TenantId t, FlavorId f);
+  // Those of them whose labels meet the job's node_selector (the same list without one).
+  const std::vector<uint32_t>& EligiblePools(const Job& job);
   const Pool& pool(uint32_t p) const { return pools_[p]; }
 
   size_t num_nodes() const { return slots_.size(); }
@@ -197,6 +200,8 @@ class Session {
   std::unordered_map<ClassKey, uint32_t, ClassKeyHash> intern_;
   std::vector<std::vector<uint32_t>> eligible_;  // by tenant * flavors + flavor
   std::vector<bool> eligible_ready_;
+  // By (tenant, flavor, Describe(selector)): the pools of jobs with a node_selector.
+  std::map<std::tuple<uint32_t, uint16_t, std::string>, std::vector<uint32_t>> selected_;
   std::map<TopologyLevel, std::map<std::string, std::vector<uint32_t>>> domains_;
   std::vector<std::vector<const Job*>> active_by_flavor_;  // built on first use
   std::vector<std::vector<const Job*>> preemptible_;         // by flavor, built on first use

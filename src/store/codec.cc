@@ -45,8 +45,15 @@ Result<std::vector<ReplicaPlacement>> PlacementFrom(const Json& j) {
   return out;
 }
 
+Result<SelectorOp> ParseSelectorOp(const std::string& name) {
+  for (SelectorOp op : {SelectorOp::kIn, SelectorOp::kNotIn, SelectorOp::kExists, SelectorOp::kDoesNotExist}) {
+    if (SelectorOpName(op) == name) return op;
+  }
+  return InvalidArgument("unknown node_selector operator '" + name + "'");
+}
+
 Json SpecToJson(const JobSpec& s) {
-  return {{"tenant", s.tenant.value()},
+  Json j = {{"tenant", s.tenant.value()},
           {"name", s.name},
           {"priority_class", s.priority_class.value()},
           {"replicas", s.replicas},
@@ -64,6 +71,14 @@ Json SpecToJson(const JobSpec& s) {
           {"command", s.command},
           {"checkpointable", s.checkpointable},
           {"reservation", s.reservation.valid() ? s.reservation.value() : 0}};
+  if (!s.node_selector.empty()) {
+    Json sel = Json::array();
+    for (const LabelRequirement& r : s.node_selector) {
+      sel.push_back({{"key", r.key}, {"op", std::string(SelectorOpName(r.op))}, {"values", r.values}});
+    }
+    j["node_selector"] = sel;
+  }
+  return j;
 }
 
 Result<JobSpec> SpecFromJson(const Json& j) {
@@ -87,6 +102,13 @@ Result<JobSpec> SpecFromJson(const Json& j) {
     s.command = j.at("command").get<std::vector<std::string>>();
     s.checkpointable = j.at("checkpointable").get<bool>();
     if (const uint64_t r = j.value("reservation", uint64_t{0}); r != 0) s.reservation = ReservationId(r);
+    for (const Json& r : j.value("node_selector", Json::array())) {
+      LabelRequirement req{r.at("key").get<std::string>(), SelectorOp::kIn, r.at("values").get<std::vector<std::string>>()};
+      Result<SelectorOp> op = ParseSelectorOp(r.at("op").get<std::string>());
+      if (!op.ok()) return op.error();
+      req.op = *op;
+      s.node_selector.push_back(std::move(req));
+    }
     return s;
   } catch (const Json::exception&) {
     return InvalidArgument("malformed job spec in record");
@@ -117,7 +139,7 @@ Json TenantToJson(const State& s, const Tenant& t) {
     if (q.lend_limit) jq["lend_limit_units"] = q.lend_limit->units();
     quotas[s.catalogue().model(f).name] = jq;
   }
-  return {{"name", t.name},
+  Json j = {{"name", t.name},
           {"weight_milli", t.weight_milli},
           {"quotas", quotas},
           {"max_replicas", t.limits.max_replicas},
@@ -126,6 +148,8 @@ Json TenantToJson(const State& s, const Tenant& t) {
           {"max_duration_ms", t.limits.max_duration.millis()},
           {"allow_gpu_cotenancy", t.allow_gpu_cotenancy},
           {"required_labels", t.required_labels}};
+  if (!t.allowed_labels.empty()) j["allowed_labels"] = t.allowed_labels;
+  return j;
 }
 
 Result<Tenant> TenantFromJson(const State& s, const Json& j) {
@@ -148,6 +172,7 @@ Result<Tenant> TenantFromJson(const State& s, const Json& j) {
     t.limits.max_duration = Duration::Millis(j.at("max_duration_ms").get<int64_t>());
     t.allow_gpu_cotenancy = j.at("allow_gpu_cotenancy").get<bool>();
     t.required_labels = j.at("required_labels").get<std::vector<std::string>>();
+    t.allowed_labels = j.value("allowed_labels", std::vector<std::string>());
     return t;
   } catch (const Json::exception&) {
     return InvalidArgument("malformed tenant record");

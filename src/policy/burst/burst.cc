@@ -311,6 +311,11 @@ std::string Planner::Unfit(const Job& job, const Need& need, const OnDemandOffer
       return "burst: on-demand " + flavor + " nodes lack the required label " + l;
     }
   }
+  std::sort(labels.begin(), labels.end());
+  if (!Matches(job.spec.node_selector, labels)) {
+    return "burst: on-demand " + flavor + " nodes do not match the job's node_selector " +
+           Describe(job.spec.node_selector);
+  }
   const int per_node = ReplicasIn(OfferRoom(offer), need);
   if (per_node == 0) {
     return "burst: one replica does not fit an on-demand " + flavor + " node (" +

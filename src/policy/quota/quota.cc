@@ -1,6 +1,7 @@
 #include "policy/quota/quota.h"
 
 #include <algorithm>
+#include <map>
 
 namespace gpupool {
 
@@ -183,6 +184,86 @@ std::string QuotaBook::Explain(const State& state, TenantId t, FlavorId f, GpuEq
              ToString(capacity(f)) + " left are in use" + need;
     default: return tn + ": " + std::string(ReasonCodeName(code));
   }
+}
+
+std::vector<GpuEq> InstalledCapacities(const State& state) {
+  std::vector<GpuEq> out(state.catalogue().size());
+  for (const Node& n : state.nodes()) {
+    if (n.condition == NodeCondition::kRetired || n.dedicated_to.valid()) continue;
+    for (const Gpu& g : n.gpus) {
+      if (g.healthy) out[n.flavor.value()] += GpuEq::Gpus(1);
+    }
+  }
+  return out;
+}
+
+namespace {
+
+// The most reservations of `flavor` hold at once over [now, end of the last), and the first
+// instant they do. Maintenance windows do not count: they may eat into guarantees (as a health
+// failure would; docs/design/reservations.md).
+std::pair<GpuEq, Time> PeakReserved(const State& state, FlavorId flavor, Time now) {
+  std::map<Time, GpuEq> delta;
+  for (const auto& [id, r] : state.reservations()) {
+    if (r.maintenance || r.flavor != flavor || !(now < r.end)) continue;
+    delta[std::max(r.start, now)] += r.amount;
+    delta[r.end] += GpuEq() - r.amount;
+  }
+  GpuEq level, peak;
+  Time at = now;
+  for (const auto& [t, d] : delta) {
+    level += d;
+    if (level > peak) {
+      peak = level;
+      at = t;
+    }
+  }
+  return {peak, at};
+}
+
+GpuEq GuaranteeSum(const State& state, FlavorId f) {
+  GpuEq sum;
+  for (const Tenant& t : state.tenants()) {
+    if (const FlavorQuota* q = t.quota(f)) sum += q->guaranteed;
+  }
+  return sum;
+}
+
+GuaranteeCheck CheckFlavor(const State& state, FlavorId f, GpuEq sum, GpuEq was, GpuEq capacity, Time now) {
+  const auto [reserved, at] = PeakReserved(state, f, now);
+  return {f, sum, was, capacity, reserved, at};
+}
+
+}  // namespace
+
+std::vector<GuaranteeCheck> GuaranteeOverruns(const State& state, const Tenant& changed, Time now) {
+  const std::vector<GpuEq> capacity = InstalledCapacities(state);
+  std::vector<GuaranteeCheck> out;
+  for (size_t i = 0; i < state.catalogue().size(); ++i) {
+    const FlavorId f(static_cast<uint16_t>(i));
+    const GpuEq was = GuaranteeSum(state, f);
+    GpuEq sum = was;
+    if (changed.id.valid()) {
+      if (const FlavorQuota* q = state.tenant(changed.id).quota(f)) sum = sum - q->guaranteed;
+    }
+    if (const FlavorQuota* q = changed.quota(f)) sum += q->guaranteed;
+    if (!(sum > was)) continue;
+    GuaranteeCheck c = CheckFlavor(state, f, sum, was, capacity[i], now);
+    if (c.over()) out.push_back(c);
+  }
+  return out;
+}
+
+std::vector<GuaranteeCheck> GuaranteeOvercommits(const State& state, Time now) {
+  const std::vector<GpuEq> capacity = InstalledCapacities(state);
+  std::vector<GuaranteeCheck> out;
+  for (size_t i = 0; i < state.catalogue().size(); ++i) {
+    const FlavorId f(static_cast<uint16_t>(i));
+    const GpuEq sum = GuaranteeSum(state, f);
+    GuaranteeCheck c = CheckFlavor(state, f, sum, sum, capacity[i], now);
+    if (c.over()) out.push_back(c);
+  }
+  return out;
 }
 
 }  // namespace gpupool

@@ -115,4 +115,25 @@ struct GuaranteeShortfall {
 std::vector<GuaranteeShortfall> GuaranteeShortfalls(const State& state);
 std::vector<GuaranteeShortfall> GuaranteeShortfalls(const State& state, const QuotaBook& book);
 
+// Healthy GPUs of the shared pool per flavor whatever the nodes' conditions (only removed and
+// retired nodes are gone): what guarantees may be promised against. Cordons, drains, missing
+// agents and unreachable nodes pass; the capacity alert (GuaranteeShortfalls) reports them.
+std::vector<GpuEq> InstalledCapacities(const State& state);
+
+// What changing a tenant (or adding it: `changed` with an invalid id) would do to one flavor's
+// promises: the sum of guarantees, the installed capacity, and the most that tenants'
+// reservations hold at once from `now` on (and when).
+struct GuaranteeCheck {
+  FlavorId flavor;
+  GpuEq guaranteed, was, capacity, reserved;
+  Time reserved_at;
+  // Over what can be promised: guarantees + peak reservations above capacity.
+  bool over() const { return guaranteed + reserved > capacity; }
+};
+// The flavors where the change raises the sum of guarantees and leaves it over (lowering a
+// guarantee is never refused, even while over). Sorted by flavor.
+std::vector<GuaranteeCheck> GuaranteeOverruns(const State& state, const Tenant& changed, Time now);
+// The flavors where the guarantees are over now (describe tenant shows them).
+std::vector<GuaranteeCheck> GuaranteeOvercommits(const State& state, Time now);
+
 }  // namespace gpupool
