@@ -192,15 +192,15 @@ out_has '^state: admitted$'
 gp get nodes
 expect_rc 0 "get nodes"
 out_has '^NAME +FLAVOR +CONDITION +GPUS +HEALTHY +FREE +MIG +SHARED +BLOCK +NVLINK$'
-out_has '^h100-0 +h100-80gb +ready +8 +8 +[0-9] +0 +0 +rack-a +nvl-0$'
+out_has '^h100-0 +h100-80gb +ready +8 +8/8 +[0-9] +0 +0 +rack-a +nvl-0$'
 gp describe node h100-0
 expect_rc 0 "describe node"
 out_has '^Condition: +ready$'
 out_has "^Jobs: +.*$small"
 gp get tenants
 expect_rc 0 "get tenants"
-out_has '^NAME +WEIGHT +GUARANTEED +ALLOCATED +BORROWED +PENDING +ACTIVE$'
-out_has '^research +2 +4 +1 +0 +1 +1$'
+out_has '^NAME +WEIGHT +FLAVOR +GUARANTEED +ALLOCATED +BORROWED +PENDING +ACTIVE$'
+out_has '^research +2 +h100-80gb +4 +1 +0 +1 +1$'
 gp get tenants -o json
 json "assert sorted(t['name'] for t in d['items']) == ['prod', 'research'], d"
 gp describe tenant research

@@ -305,11 +305,6 @@ TEST(DescribeTenant, QuotaAndUsagePerFlavor) {
             "  FLAVOR     GUARANTEED  BORROW-LIMIT  LEND-LIMIT  ALLOCATED  BORROWED\n"
             "  a100-40gb           0             -           -        0.5       0.5\n"
             "  h100-80gb          16             8           -          4         0\n");
-  std::ostringstream list;
-  PrintTenants(Json::array({t}), list);
-  EXPECT_EQ(list.str(),
-            "NAME      WEIGHT  GUARANTEED  ALLOCATED  BORROWED  PENDING  ACTIVE\n"
-            "research       2          16        4.5       0.5        1       2\n");
 }
 
 TEST(DescribeNode, JobsListed) {
