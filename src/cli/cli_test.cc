@@ -29,6 +29,15 @@ TEST(Args, NumbersAreCheckedForFormAndRange) {
   EXPECT_EQ(*a->Int("absent", 5, 0, 10), 5);
 }
 
+TEST(Args, RepeatedFlagsKeepEveryValue) {
+  Result<Args> a = Args::Parse({"--selector", "a=b", "--selector=c", "--tenant", "x", "--tenant", "y"},
+                               {"selector", "tenant"});
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ(a->All("selector"), (std::vector<std::string>{"a=b", "c"}));
+  EXPECT_EQ(a->Str("tenant", ""), "y");  // a single-valued flag keeps its last value
+  EXPECT_TRUE(a->All("absent").empty());
+}
+
 TEST(Table, AlignsColumnsAndRightAlignsNumbers) {
   Table t({"name", "n"});
   t.Row({"a", "5"});

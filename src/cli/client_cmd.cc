@@ -43,11 +43,16 @@ constexpr const char* kLogsUsage =
 constexpr const char* kDescribeUsage =
     "usage: gpupool describe job ID | node NAME | tenant NAME [-o table|json|yaml]\n";
 constexpr const char* kSubmitUsage =
-    "usage: gpupool submit --tenant T --name N --priority-class P [--replicas R] --flavor F\n"
+    "usage: gpupool submit --tenant T --name N [--priority-class P] [--replicas R] --flavor F\n"
     "         (--gpus N | --mig-profile P | --gpu-fraction X --memory-gb G)\n"
-    "         --duration D (seconds, or 30m, 2h, 1h30m) [--reservation ID] [--idempotency-key K]\n"
-    "         -- COMMAND ARGS...\n"
-    "       gpupool submit -f JOB.yaml [--idempotency-key K]   (- reads standard input)\n";
+    "         [--duration D] [--reservation ID] [--idempotency-key K]\n"
+    "         [--selector EXPR]... [--topology LEVEL[:preferred]] -- COMMAND ARGS...\n"
+    "       gpupool submit -f JOB.yaml [--idempotency-key K]   (- reads standard input)\n"
+    "  --duration: the run-time estimate (seconds, or 30m, 2h, 1h30m); without it the tenant's\n"
+    "    default. --priority-class: without it the cluster's default class.\n"
+    "  --selector: labels the job's nodes must have, as kubectl writes them; repeatable, and one\n"
+    "    may hold several, comma-separated: k=v  k!=v  'k in (a,b)'  'k notin (a,b)'  k  '!k'\n"
+    "  --topology: all replicas in one node, nvlink-domain or block; LEVEL:preferred if possible\n";
 constexpr const char* kCancelUsage = "usage: gpupool cancel ID [-o table|json|yaml]\n";
 
 const std::set<std::string> kCommonFlags = {"url", "token", "output", "help"};
@@ -234,8 +239,9 @@ int Describe(const std::vector<std::string>& argv) {
 
 int Submit(const std::vector<std::string>& argv) {
   Invocation inv("submit", kSubmitUsage);
-  const std::set<std::string> body_flags = {"tenant", "name", "priority-class", "replicas", "flavor", "gpus",
-                                            "mig-profile", "gpu-fraction", "memory-gb", "duration", "reservation"};
+  const std::set<std::string> body_flags = {"tenant", "name", "priority-class", "replicas", "flavor",
+                                            "gpus", "mig-profile", "gpu-fraction", "memory-gb", "duration",
+                                            "reservation", "selector", "topology"};
   std::set<std::string> flags = body_flags;
   flags.insert({"file", "idempotency-key"});
   if (int rc = inv.Parse(argv, flags, /*takes_command=*/true); rc >= 0) return rc;
