@@ -218,19 +218,18 @@ Result<std::string> ApiClient::GetText(const std::string& path) {
   return FinishText(http_->Get(url_.prefix + path));
 }
 
-Result<Json> ApiClient::Get(const std::string& path) {
-  return Finish("GET", path, http_->Get(url_.prefix + path));
-}
-
-Result<Json> ApiClient::Post(const std::string& path, const Json& body,
-                             const std::map<std::string, std::string>& headers) {
+Result<Json> ApiClient::Send(const std::string& method, const std::string& path, const Json* body,
+                             const Headers& headers) {
   httplib::Headers h;
   for (const auto& [k, v] : headers) h.emplace(k, v);
-  return Finish("POST", path, http_->Post(url_.prefix + path, h, body.dump(), "application/json"));
-}
-
-Result<Json> ApiClient::Delete(const std::string& path) {
-  return Finish("DELETE", path, http_->Delete(url_.prefix + path));
+  const std::string full = url_.prefix + path;
+  const std::string text = body ? body->dump() : "";
+  const char* type = "application/json";
+  if (method == "GET") return Finish(method, path, http_->Get(full, h));
+  if (method == "POST") return Finish(method, path, http_->Post(full, h, text, type));
+  if (method == "PATCH") return Finish(method, path, http_->Patch(full, h, text, type));
+  if (method == "DELETE") return Finish(method, path, http_->Delete(full, h));
+  return InvalidArgument("no HTTP method " + method);
 }
 
 }  // namespace gpupool::cli

@@ -69,14 +69,19 @@ class ApiClient {
   static Result<std::unique_ptr<ApiClient>> Connect(const ClientConfig& config);
   ~ApiClient();
 
+  using Headers = std::map<std::string, std::string>;
   // Each returns the reply's JSON for a 2xx status, else the error (see the top of the file).
-  // `path` starts with "/v1/...", already encoded.
-  Result<Json> Get(const std::string& path);
+  // `path` starts with "/v1/...", already encoded. `method` is GET, POST, PATCH or DELETE;
+  // `body` (JSON) goes with POST and PATCH, nullptr for none.
+  Result<Json> Send(const std::string& method, const std::string& path, const Json* body,
+                    const Headers& headers = {});
+  Result<Json> Get(const std::string& path) { return Send("GET", path, nullptr); }
+  Result<Json> Post(const std::string& path, const Json& body, const Headers& headers = {}) {
+    return Send("POST", path, &body, headers);
+  }
+  Result<Json> Delete(const std::string& path) { return Send("DELETE", path, nullptr); }
   // The reply's body as text, for replies that are not JSON (CSV).
   Result<std::string> GetText(const std::string& path);
-  Result<Json> Post(const std::string& path, const Json& body,
-                    const std::map<std::string, std::string>& headers = {});
-  Result<Json> Delete(const std::string& path);
 
  private:
   ApiClient(ServerUrl url, std::string display, std::string token);
