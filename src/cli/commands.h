@@ -32,7 +32,7 @@ extern const char* const kUsageUsage;
 extern const char* const kLogsUsage;
 extern const char* const kCompletionUsage;
 
-// In gpupool_cli, not gpupool_client: they need the daemon, the agent and the simulator.
+// Built into the full binary only (the daemon, the agent, the simulator; docs/design/cli.md):
 int Serve(const std::vector<std::string>& argv);
 int Agent(const std::vector<std::string>& argv);  // until SIGINT/SIGTERM; 1 when NVML or the daemon refuses
 int Demo(const std::vector<std::string>& argv);

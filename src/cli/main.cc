@@ -1,10 +1,10 @@
-// gpupool: one command with verbs (verbs.h): the client verbs of the REST API, the daemon
-// (serve), the node agent, the simulator and the demo.
+// gpupool, the lean client binary: every verb (verbs.h); serve, agent, demo and sim are handed
+// to gpupool-full beside it (exec_full.h).
 #include <string>
 #include <vector>
 
-#include "cli/full_verbs.h"
+#include "cli/verbs.h"
 
 int main(int argc, char** argv) {
-  return gpupool::cli::Main(std::vector<std::string>(argv + 1, argv + argc), gpupool::cli::FullVerb);
+  return gpupool::cli::Main(std::vector<std::string>(argv + 1, argv + argc), nullptr);
 }

@@ -8,20 +8,20 @@
 #include "cli/client_kinds.h"
 #include "cli/commands.h"
 #include "cli/completion.h"
+#include "cli/exec_full.h"
 
 namespace gpupool::cli {
 namespace {
 
 FullVerbs full_verbs = nullptr;  // set by Main
 
-// Runs `v`, its own function or the one `full` gives.
+// Runs `v`, from this binary or from the full one.
 int Run(const Verb& v, const std::vector<std::string>& argv) {
   if (v.run != nullptr) return v.run(argv);
   if (full_verbs != nullptr) {
     if (RunFn f = full_verbs(v.name)) return f(argv);
   }
-  std::cerr << "gpupool " << v.name << ": not built into this binary\n";
-  return 1;
+  return ExecFull(v.name, argv);
 }
 
 constexpr const char* kVersion = "gpupool 0.1.0\n";

@@ -34,8 +34,8 @@ const Verb* FindVerb(const std::string& name);
 std::vector<std::string> FlagsIn(const std::string& usage);
 
 // The whole command line after the program name; returns the exit code. `full` supplies the
-// verbs whose `run` is nullptr (they need the daemon's, agent's and simulator's code, which
-// gpupool_client does not link).
+// verbs whose `run` is nullptr; where it is nullptr (the lean client binary) they are handed to
+// the full binary (exec_full.h).
 int Main(const std::vector<std::string>& argv, FullVerbs full);
 
 }  // namespace gpupool::cli
