@@ -19,7 +19,7 @@ tenants:
 nodes:
   - {name: h100, count: 2, flavor: h100-80gb, gpus: 8, labels: [zone=a, ib=true]}
 EOF2
-start_daemon "$tmp/config.yaml"
+start_daemon "$tmp/config.yaml" --simulate-executor  # nodes without agents are ready
 export HOME="$tmp/home" GPUPOOL_URL="$url" GPUPOOL_TOKEN="$token"
 unset GPUPOOL_CONFIG VISUAL EDITOR
 
@@ -152,7 +152,7 @@ expect_rc 0 "submit a job"
 job=$(sed -E 's/^job ([0-9]+) .*/\1/' "$tmp/out")
 for _ in $(seq 1 100); do
   gp get job "$job" -o json
-  python3 -c "import json; import sys; sys.exit(json.load(open('$tmp/out'))['state'] != 'admitted')" && break
+  python3 -c "import json, sys; sys.exit(json.load(open('$tmp/out'))['state'] not in ('admitted', 'running'))" && break
   sleep 0.1
 done
 node=$(python3 -c "import json; print(json.load(open('$tmp/out'))['placement'][0]['node'])")

@@ -17,6 +17,7 @@ State& State::operator=(const State& other) {
   tenants_ = other.tenants_;
   classes_ = other.classes_;
   nodes_ = other.nodes_;
+  node_by_name_ = other.node_by_name_;
   jobs_ = other.jobs_;
   pending_ = other.pending_;
   active_ = other.active_;
@@ -67,6 +68,12 @@ Result<PriorityClassId> State::AddPriorityClass(PriorityClass pc) {
   if (FindPriorityClass(pc.name).ok()) {
     return AlreadyExists("priority class " + pc.name + " already exists");
   }
+  if (pc.is_default) {
+    for (const PriorityClass& other : classes_) {
+      if (other.is_default) return AlreadyExists("priority class " + other.name + " is already the default");
+    }
+  }
+  if (pc.min_runtime && *pc.min_runtime < Duration()) return InvalidArgument("min_runtime must not be negative");
   pc.id = PriorityClassId(static_cast<uint16_t>(classes_.size()));
   classes_.push_back(std::move(pc));
   return classes_.back().id;
@@ -93,6 +100,8 @@ Result<NodeId> State::AddNode(Node n) {
   std::sort(n.labels.begin(), n.labels.end());
   n.cpu_used = n.memory_used = 0;
   n.id = NodeId(static_cast<uint32_t>(nodes_.size()));
+  n.removed = false;
+  node_by_name_.emplace(n.name, n.id);
   nodes_.push_back(std::move(n));
   return nodes_.back().id;
 }
@@ -127,9 +136,7 @@ const Node& State::node(NodeId id) const {
 }
 
 Result<NodeId> State::FindNode(std::string_view name) const {
-  for (const Node& n : nodes_) {
-    if (n.name == name) return n.id;
-  }
+  if (auto it = node_by_name_.find(std::string(name)); it != node_by_name_.end()) return it->second;
   return NotFound("unknown node '" + std::string(name) + "'");
 }
 

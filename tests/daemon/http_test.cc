@@ -37,7 +37,9 @@ class DaemonHttp : public ::testing::Test {
   static void SetUpTestSuite() {
     const auto dir = FreshDir("http");
     std::ofstream(dir / "cluster.yaml") << kConfig;
-    daemon_ = new DaemonProcess(dir, {"--config", (dir / "cluster.yaml").string()});
+    // The simulated executor runs what is placed: these tests are of the API, not of agents (a
+    // node without an agent would be not_ready).
+    daemon_ = new DaemonProcess(dir, {"--config", (dir / "cluster.yaml").string(), "--simulate-executor"});
     ASSERT_TRUE(daemon_->ok()) << daemon_->log();
     httplib::Client c = daemon_->Client();
     tokens_["admin"] = daemon_->admin_token();
@@ -70,7 +72,7 @@ class DaemonHttp : public ::testing::Test {
     for (int i = 0; i < 200; ++i) {
       Response a = Call(c, "GET", "/v1/jobs/" + jobs_["alpha"], tokens_["admin"]);
       Response b = Call(c, "GET", "/v1/jobs/" + jobs_["beta"], tokens_["admin"]);
-      if (a.body["state"] == "admitted" && b.body["state"] == "admitted") {
+      if (a.body["state"] == "running" && b.body["state"] == "running") {
         nodes_["alpha"] = a.body["placement"][0]["node"];
         nodes_["beta"] = b.body["placement"][0]["node"];
         break;
@@ -217,6 +219,18 @@ TEST_F(DaemonHttp, IsolationMatrix) {
             "/v1/usage?from=2020-01-01T00:00:00Z&tenant=" + target);
       const std::string node = "/v1/nodes/" + nodes_[target];
       check("get /v1/nodes/{name}", who, target, Expect(who, target, 200, 200, 200, 200), "GET", node);
+      // Deleting: the admin removes a drained one-GPU node made for it; the others try the
+      // target's node (their own: 403; the other tenant's: 404).
+      std::string doomed = node;
+      if (who == "admin") {
+        const std::string name = "del-" + std::to_string(++serial);
+        EXPECT_EQ(Call(c, "POST", "/v1/agents/register", tokens_["admin"],
+                       Json({{"node", name}, {"flavor", "h100-80gb"}, {"gpus", {{{"index", 0}, {"uuid", "GPU-" + name}}}}}).dump())
+                      .status, 200);
+        EXPECT_EQ(Call(c, "POST", "/v1/nodes/" + name + "/drain", tokens_["admin"]).status, 200);
+        doomed = "/v1/nodes/" + name;
+      }
+      check("delete /v1/nodes/{name}", who, target, Expect(who, target, 200, 403, 403, 403), "DELETE", doomed);
       // The admin acts on the spare node (so the fixture's jobs stay put) and undoes it.
       for (const std::string action : {"cordon", "drain", "uncordon"}) {
         check("post /v1/nodes/{name}/" + action, who, target, Expect(who, target, 200, 403, 403, 403), "POST",
@@ -277,8 +291,8 @@ TEST_F(DaemonHttp, IsolationMatrix) {
   for (const RouteDoc& r : ApiRoutes()) {
     EXPECT_TRUE(covered.count(std::string(r.method) + " " + r.path)) << "the matrix misses " << r.method << " " << r.path;
   }
-  EXPECT_EQ(checked, 7 * (2 * 19 + 18) + 3)
-      << "7 callers x (2 targets x 19 tenant-scoped + 18 cluster-wide requests), the node agent for another node "
+  EXPECT_EQ(checked, 7 * (2 * 20 + 18) + 3)
+      << "7 callers x (2 targets x 20 tenant-scoped + 18 cluster-wide requests), the node agent for another node "
          "(register, heartbeat), and a node agent for a node that does not exist (register)";
 }
 
@@ -599,7 +613,7 @@ nodes:
   - {name: n, count: 1, flavor: h100-80gb, gpus: 2}
   - {name: m, count: 1, flavor: a100-40gb, gpus: 1, mig_gpus: 1}
 )";
-  DaemonProcess d(dir, {"--config", (dir / "cluster.yaml").string()});
+  DaemonProcess d(dir, {"--config", (dir / "cluster.yaml").string(), "--simulate-executor"});
   ASSERT_TRUE(d.ok()) << d.log();
   httplib::Client c = d.Client();
   std::map<std::string, std::string> token, job;

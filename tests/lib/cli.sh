@@ -2,8 +2,8 @@
 # `set -u` with $bin set to the gpupool binary. Gives $tmp (removed at exit), gp ARGS... (runs the
 # client: stdout in $tmp/out, stderr in $tmp/err, exit code in $rc), the checks expect_rc,
 # out_has, out_lacks, err_has and json (a Python expression over the JSON on stdout, as d), and
-# start_daemon CONFIG (a real `gpupool serve` on a free loopback port, stopped at exit; sets $url
-# and the admin $token). Exits 77 (skipped) without python3.
+# start_daemon CONFIG [SERVE FLAGS...] (a real `gpupool serve` on a free loopback port, stopped at
+# exit; sets $url and the admin $token). Exits 77 (skipped) without python3.
 command -v python3 > /dev/null || { echo "skipped: no python3"; exit 77; }
 tmp=$(mktemp -d)
 daemon=
@@ -34,7 +34,9 @@ json() { python3 -c "import json,sys; d=json.load(open('$tmp/out')); $1" || fail
 last=(); rc=0; : > "$tmp/out"; : > "$tmp/err"
 
 start_daemon() {
-  "$bin" serve --config "$1" --data-dir "$tmp/data" --listen 127.0.0.1:0 > "$tmp/daemon.log" 2>&1 &
+  local config=$1
+  shift
+  "$bin" serve --config "$config" --data-dir "$tmp/data" --listen 127.0.0.1:0 "$@" > "$tmp/daemon.log" 2>&1 &
   daemon=$!
   for _ in $(seq 1 100); do
     [ -s "$tmp/data/port" ] && [ -s "$tmp/data/admin.token" ] && break
