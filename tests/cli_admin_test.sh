@@ -2,7 +2,8 @@
 # The client verbs for what operators and tenant admins change, end to end against a real daemon:
 # tokens (create, use, revoke), tenants (create from flags and from YAML, edit by flags, by a
 # patch file and in $EDITOR, delete), priority classes, the audit log, cordon/uncordon/drain and
-# delete node, delete reservation and job, and submit's --selector and --topology.
+# delete node, a node's labels and a job's events, delete reservation and job, and submit's
+# defaults, --selector and --topology.
 # Usage: cli_admin_test.sh GPUPOOL_BINARY
 set -u
 bin=${1:?usage: cli_admin_test.sh GPUPOOL_BINARY}
@@ -169,6 +170,30 @@ expect_rc 0 "drain -o json"
 json "assert d['condition'] == 'draining' and d['requeued_jobs'] == 1, d"
 gp describe node "$node"
 out_has '^Condition: +draining$'
+out_has '^Labels: +.*zone=a'
+out_has '^Dedicated to: +<none>$'
+# The job's history, oldest first, at the end of describe job: placed, started, sent back by
+# the drain (and placed again on the other node).
+gp describe job "$job"
+expect_rc 0 "describe job with events"
+out_has '^Events:$'
+out_has '^  TIME +TYPE +MESSAGE$'
+out_has '^  [0-9T:.Z-]+ +submitted '
+out_has '^  [0-9T:.Z-]+ +requeued .*drained'
+python3 -c "
+lines = open('$tmp/out').read().split('Events:\n')[1].splitlines()[1:]
+types = [l.split()[1] for l in lines]
+assert types[:3] == ['submitted', 'admitted', 'started'] and 'requeued' in types[3:], types" || fail "events in order"
+# A node leaves only drained and empty.
+other=$(gp get nodes -o json; python3 -c "import json; print([n['name'] for n in json.load(open('$tmp/out'))['items'] if n['name'] != '$node'][0])")
+gp delete node "$other"
+expect_rc 1 "delete a node that is not drained"
+err_has "drain it first"
+gp delete node "$node"
+expect_rc 0 "delete a drained, empty node"
+out_has "^node $node deleted$"
+gp get nodes -o json
+json "assert [n['name'] for n in d['items']] == ['$other'], d"
 gp cordon nosuch
 expect_rc 1 "cordon a missing node"
 err_has "no node 'nosuch'"
@@ -204,6 +229,14 @@ gp delete priority-class training
 expect_rc 2 "priority classes are not deleted"
 gp delete job
 expect_rc 2 "delete without a name"
+
+# --- submit without --priority-class and --duration: the default class, the tenant's default.
+gp edit tenant research --limit default-duration=30m
+expect_rc 0 "a default duration for research"
+gp submit --tenant research --name defaults --flavor h100-80gb --gpus 1 -o json -- true
+expect_rc 0 "submit without --priority-class and --duration"
+gp describe job "$(python3 -c "import json; print(json.load(open('$tmp/out'))['id'])")" -o json
+json "assert d['priority_class'] == 'training' and d['duration_estimate_s'] == 1800, d"
 
 # --- submit: --selector and --topology are usage errors when malformed, with nothing sent.
 gp submit --tenant research --name s --flavor h100-80gb --gpus 1 --selector 'zone in (a' -- true

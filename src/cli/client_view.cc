@@ -273,7 +273,8 @@ void DescribeNode(const Json& node, std::ostream& out) {
   Page p;
   p.Add("Name", Str(node, "name"));
   p.Add("Flavor", Str(node, "flavor"));
-  p.Add("Condition", Str(node, "condition"));
+  const std::string why = Str(node, "condition_reason");  // e.g. the XID that drained it
+  p.Add("Condition", Str(node, "condition") + (why.empty() ? "" : " (" + why + ")"));
   p.Add("GPUs", Str(node, "gpus") + " (" + Str(node, "healthy_gpus") + " healthy)");
   p.Add("Free whole GPUs", Str(node, "free_whole_gpus"));
   p.Add("MIG GPUs", Str(node, "mig_gpus"));

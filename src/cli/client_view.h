@@ -39,8 +39,8 @@ void PrintAudit(const Json& items, std::ostream& out);             // client_vie
 void PrintUsage(const Json& report, std::ostream& out);
 
 // `describe`: one object as aligned "Key: value" lines with tables for placements and quotas;
-// a job's `events` (oldest first) as an Events table at the end, a node's labels, dedicated
-// tenant and the reason of each unhealthy GPU, when the server sends them.
+// a job's `events` (oldest first) as an Events table at the end, a node's condition reason,
+// labels, dedicated tenant and the reason of each unhealthy GPU, when the server sends them.
 void DescribeJob(const Json& job, int64_t now_ms, std::ostream& out);
 void DescribeNode(const Json& node, std::ostream& out);
 void DescribeTenant(const Json& tenant, std::ostream& out);

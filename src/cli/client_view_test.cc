@@ -19,7 +19,8 @@ std::string Render(F f) {
 
 // One node with GPU 3 failed (XID 79) and GPU 5 failed without a reason, labelled and
 // dedicated to research.
-const Json kNode = Json::parse(R"({"name":"h100-0","flavor":"h100-80gb","condition":"draining","gpus":8,
+const Json kNode = Json::parse(R"({"name":"h100-0","flavor":"h100-80gb","condition":"draining",
+  "condition_reason":"XID 79 on GPU 3","gpus":8,
   "healthy_gpus":6,"mig_gpus":0,"shared_gpus":0,"free_whole_gpus":2,"block":"rack-a","nvlink_domain":"nvl-0",
   "labels":["ib=true","zone=a"],"dedicated_to":"research","jobs":["4"],
   "devices":[{"index":2,"mode":"whole","healthy":true},
@@ -36,7 +37,7 @@ TEST(DescribeNode, LabelsDedicationAndUnhealthyGpus) {
   EXPECT_EQ(Render([](std::ostream& o) { DescribeNode(kNode, o); }),
             "Name:             h100-0\n"
             "Flavor:           h100-80gb\n"
-            "Condition:        draining\n"
+            "Condition:        draining (XID 79 on GPU 3)\n"
             "GPUs:             8 (6 healthy)\n"
             "Free whole GPUs:  2\n"
             "MIG GPUs:         0\n"
