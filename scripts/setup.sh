@@ -3,9 +3,9 @@
 # nothing when everything is present. Needs root (or sudo) only when something is missing.
 #   setup.sh          what building gpupool needs
 #   setup.sh --test   and what the tests drive: a real Prometheus, clang's libFuzzer, curl,
-#                     Debian's Chromium, Node.js with npm, and the console tests' npm packages
-#                     (playwright-core, pinned in tests/console/package-lock.json; no browser
-#                     download)
+#                     Debian's Chromium, zsh (the completion test), Node.js with npm, and the
+#                     console tests' npm packages (playwright-core, pinned in
+#                     tests/console/package-lock.json; no browser download)
 set -euo pipefail
 
 packages=(build-essential cmake ninja-build pkg-config git
@@ -15,7 +15,7 @@ packages=(build-essential cmake ninja-build pkg-config git
 test=0
 if [ "${1:-}" = "--test" ]; then
   test=1
-  packages+=(prometheus clang-14 libclang-rt-14-dev curl chromium fonts-liberation)
+  packages+=(prometheus clang-14 libclang-rt-14-dev curl chromium fonts-liberation zsh)
   # Node.js and npm: the machine's own if it has them (e.g. NodeSource's, which bundles npm),
   # else Debian's.
   command -v node >/dev/null && command -v npm >/dev/null || packages+=(nodejs npm)

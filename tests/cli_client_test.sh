@@ -1,38 +1,11 @@
 #!/usr/bin/env bash
-# The client verbs (get, describe, submit, cancel) end to end against a real daemon on port 0:
+# The client verbs (get, describe, submit, cancel, reserve, availability, usage) end to end against a real daemon on port 0:
 # every verb and output format, the exit codes (0 done, 1 server refused or unreachable, 2 usage)
 # and where the server and token come from (flags, environment, config file).
 # Usage: cli_client_test.sh GPUPOOL_BINARY
 set -u
 bin=${1:?usage: cli_client_test.sh GPUPOOL_BINARY}
-command -v python3 > /dev/null || { echo "skipped: no python3"; exit 77; }
-tmp=$(mktemp -d)
-daemon=
-cleanup() {
-  if [ -n "$daemon" ]; then kill "$daemon" 2> /dev/null; wait "$daemon" 2> /dev/null; fi
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
-
-fail() {
-  echo "FAIL: $*" >&2
-  echo "--- last command: ${last[*]}  (exit $rc)" >&2
-  echo "--- stdout:" >&2; cat "$tmp/out" >&2
-  echo "--- stderr:" >&2; cat "$tmp/err" >&2
-  exit 1
-}
-# gp ARGS...: runs the client; its output lands in $tmp/out and $tmp/err, its exit code in $rc.
-gp() {
-  last=("$@")
-  "$bin" "$@" > "$tmp/out" 2> "$tmp/err"
-  rc=$?
-}
-expect_rc() { [ "$rc" -eq "$1" ] || fail "$2: want exit $1"; }
-out_has() { grep -qE -- "$1" "$tmp/out" || fail "stdout lacks /$1/"; }
-out_lacks() { ! grep -qE -- "$1" "$tmp/out" || fail "stdout has /$1/"; }
-err_has() { grep -qE -- "$1" "$tmp/err" || fail "stderr lacks /$1/"; }
-json() { python3 -c "import json,sys; d=json.load(open('$tmp/out')); $1" || fail "JSON check: $1"; }
-last=(); rc=0; : > "$tmp/out"; : > "$tmp/err"
+source "$(dirname "$0")/lib/cli.sh"
 
 # One 8-GPU node; research may use 4 GPUs and never borrow, prod has 4 with no borrow cap.
 cat > "$tmp/config.yaml" << 'EOF'
@@ -50,17 +23,7 @@ prices:
   flavors: {h100-80gb: {per_gpu_hour: "3.50"}}
 EOF
 # The simulated executor runs what is placed (these are the client's tests, not the agents').
-"$bin" serve --config "$tmp/config.yaml" --data-dir "$tmp/data" --listen 127.0.0.1:0 --simulate-executor \
-  > "$tmp/daemon.log" 2>&1 &
-daemon=$!
-for _ in $(seq 1 100); do
-  [ -s "$tmp/data/port" ] && [ -s "$tmp/data/admin.token" ] && break
-  kill -0 "$daemon" 2> /dev/null || { cat "$tmp/daemon.log" >&2; echo "FAIL: daemon exited" >&2; exit 1; }
-  sleep 0.1
-done
-[ -s "$tmp/data/port" ] || { cat "$tmp/daemon.log" >&2; echo "FAIL: no port file" >&2; exit 1; }
-url="http://127.0.0.1:$(cat "$tmp/data/port")"
-token=$(cat "$tmp/data/admin.token")
+start_daemon "$tmp/config.yaml" --simulate-executor
 # Only what this test sets: no real user config, environment as given below.
 export HOME="$tmp/home"
 unset GPUPOOL_CONFIG
@@ -128,6 +91,20 @@ out_lacks "research"
 gp get jobs --state pending -o json
 expect_rc 0 "get jobs --state pending -o json"
 json "assert [j['id'] for j in d['items']] == ['$big'], d"
+# --- get one job, by the singular or the plural as kubectl does: one row, or the object itself.
+for kind in job jobs; do
+  gp get $kind "$small"
+  expect_rc 0 "get $kind ID"
+  out_has "^ *$small +small +research +running "
+  [ "$(wc -l < "$tmp/out")" -eq 2 ] || fail "get $kind ID prints the header and one row"
+done
+gp get job "$small" -o json
+json "assert d['id'] == '$small' and d['name'] == 'small', d"
+gp get job 999
+expect_rc 1 "get a missing job"
+err_has "no job '999'"
+gp get job "$small" --state running
+expect_rc 2 "a NAME with a filter"
 gp get jobs -o yaml
 expect_rc 0 "get jobs -o yaml"
 if python3 -c "import yaml" 2> /dev/null; then
@@ -193,15 +170,15 @@ out_has '^state: running$'
 gp get nodes
 expect_rc 0 "get nodes"
 out_has '^NAME +FLAVOR +CONDITION +GPUS +HEALTHY +FREE +MIG +SHARED +BLOCK +NVLINK$'
-out_has '^h100-0 +h100-80gb +ready +8 +8 +[0-9] +0 +0 +rack-a +nvl-0$'
+out_has '^h100-0 +h100-80gb +ready +8 +8/8 +[0-9] +0 +0 +rack-a +nvl-0$'
 gp describe node h100-0
 expect_rc 0 "describe node"
 out_has '^Condition: +ready$'
 out_has "^Jobs: +.*$small"
 gp get tenants
 expect_rc 0 "get tenants"
-out_has '^NAME +WEIGHT +GUARANTEED +ALLOCATED +BORROWED +PENDING +ACTIVE$'
-out_has '^research +2 +4 +1 +0 +1 +1$'
+out_has '^NAME +WEIGHT +FLAVOR +GUARANTEED +ALLOCATED +BORROWED +PENDING +ACTIVE$'
+out_has '^research +2 +h100-80gb +4 +1 +0 +1 +1$'
 gp get tenants -o json
 json "assert sorted(t['name'] for t in d['items']) == ['prod', 'research'], d"
 gp describe tenant research
@@ -274,6 +251,22 @@ err_has 'cannot reach the gpupool server at http://127.0.0.1:1'
 
 # --- server and token from a config file, explicit and default; flags still win.
 unset GPUPOOL_URL GPUPOOL_TOKEN
+# --- connection flags before the verb work as after it (not before a job's command: after '--').
+gp --url "$url" --token "$token" get tenants
+expect_rc 0 "global --url and --token before the verb"
+out_has '^prod '
+gp --url="$url" --token="$token" -o json describe tenant prod
+expect_rc 0 "global --flag=value and -o before the verb"
+json "assert d['name'] == 'prod', d"
+gp --token "$token" --url "$url" submit --tenant prod --name g --priority-class batch --flavor h100-80gb \
+  --gpus 8 --duration 60 -o json -- echo --token
+expect_rc 0 "global flags with a job command"
+json "assert d['state'] == 'pending', d"
+gp --url "$url" --token "$token" describe job "$(python3 -c "import json; print(json.load(open('$tmp/out'))['id'])")" -o json
+json "assert d['command'] == ['echo', '--token'], d"
+gp --url "$url" get tenants
+expect_rc 1 "global --url without a token"
+err_has 'no token given'
 printf 'url: %s\ntoken: %s\n' "$url" "$token" > "$tmp/client.yaml"
 GPUPOOL_CONFIG="$tmp/client.yaml" gp get tenants
 expect_rc 0 "config from GPUPOOL_CONFIG"
@@ -354,7 +347,7 @@ for i in range(1000):
 PY
 gp get jobs -o json
 expect_rc 0 "get jobs over two pages"
-json "ids = [int(j['id']) for j in d['items']]; assert len(ids) == 1003 and ids == sorted(set(ids), reverse=True) and d['next_cursor'] is None, (len(ids), d['next_cursor'])"
+json "ids = [int(j['id']) for j in d['items']]; assert len(ids) == 1004 and ids == sorted(set(ids), reverse=True) and d['next_cursor'] is None, (len(ids), d['next_cursor'])"
 gp get jobs --state pending --limit 999 -o json
 json "assert len(d['items']) == 999 and isinstance(d['next_cursor'], str), len(d['items'])"
 unset GPUPOOL_URL GPUPOOL_TOKEN

@@ -14,20 +14,6 @@
 namespace gpupool::cli {
 namespace {
 
-constexpr const char* kAgentUsage =
-    "usage: gpupool agent --server URL --token TOKEN --name NODE [--gpus nvml | --gpus fake:SPEC]\n"
-    "                     [--work-dir DIR (./gpupool-agent-NODE)] [--acceptance CMD]\n"
-    "                     [--fault-file PATH (fake GPUs only)] [--allow-mig-changes]\n"
-    "                     [--rediscover-interval-s SECONDS (30)]\n"
-    "  --allow-mig-changes lets the daemon's MIG layouts be applied (GPU instances destroyed and\n"
-    "  created) on GPUs none of this agent's replicas use; without it they are refused and "
-    "reported\n"
-    "  MIG layouts are applied off the heartbeat path; no replica starts on a GPU meanwhile\n"
-    "  --rediscover-interval-s re-reads the GPUs that often (and after a failed replica exit): a\n"
-    "  lost GPU or a MIG device gone under a replica is reported as a GPU failure (the node is\n"
-    "  drained and its jobs requeued), changed UUIDs and layouts are reported; 0 turns it off\n"
-    "  --server and --token default to GPUPOOL_URL and GPUPOOL_TOKEN (or the config file)\n";
-
 int UsageError(const std::string& message) {
   std::cerr << "gpupool agent: " << message << "\n" << kAgentUsage;
   return 2;

@@ -11,7 +11,7 @@ Result<Args> Args::Parse(const std::vector<std::string>& argv, const std::set<st
   for (size_t i = 0; i < argv.size(); ++i) {
     const std::string& s = argv[i];
     if (s == "-h" && known.count("help")) {  // the one short flag: help, where a command has it
-      a.flags_["help"] = "";
+      a.flags_["help"].push_back("");
       continue;
     }
     if (s.rfind("--", 0) != 0) {
@@ -27,25 +27,31 @@ Result<Args> Args::Parse(const std::vector<std::string>& argv, const std::set<st
       value = argv[++i];
     }
     if (!known.count(name)) return InvalidArgument("unknown flag --" + name);
-    a.flags_[name] = value;
+    a.flags_[name].push_back(value);
   }
   return a;
 }
 
 std::string Args::Str(const std::string& name, const std::string& fallback) const {
   auto it = flags_.find(name);
-  return it == flags_.end() ? fallback : it->second;
+  return it == flags_.end() ? fallback : it->second.back();
+}
+
+std::vector<std::string> Args::All(const std::string& name) const {
+  auto it = flags_.find(name);
+  return it == flags_.end() ? std::vector<std::string>() : it->second;
 }
 
 Result<int64_t> Args::Int(const std::string& name, int64_t fallback, int64_t lo,
                           int64_t hi) const {
   auto it = flags_.find(name);
   if (it == flags_.end()) return fallback;
+  const std::string& text = it->second.back();
   errno = 0;
   char* end = nullptr;
-  const long long v = std::strtoll(it->second.c_str(), &end, 10);
-  if (errno != 0 || end == it->second.c_str() || *end != '\0') {
-    return InvalidArgument("--" + name + " must be an integer, not '" + it->second + "'");
+  const long long v = std::strtoll(text.c_str(), &end, 10);
+  if (errno != 0 || end == text.c_str() || *end != '\0') {
+    return InvalidArgument("--" + name + " must be an integer, not '" + text + "'");
   }
   if (v < lo || v > hi) {
     return InvalidArgument("--" + name + " must be in [" + std::to_string(lo) + ", " +

@@ -1,5 +1,6 @@
 // A small command-line parser: `--name value` flags, `--name` booleans and positionals.
-// Unknown flags and malformed numbers are errors, never silently ignored.
+// Unknown flags and malformed numbers are errors, never silently ignored. A flag given twice
+// keeps its last value for Str and Int; All gives every value, in order (repeatable flags).
 #pragma once
 
 #include <map>
@@ -20,11 +21,12 @@ class Args {
 
   bool Has(const std::string& name) const { return flags_.count(name) > 0; }
   std::string Str(const std::string& name, const std::string& fallback) const;
+  std::vector<std::string> All(const std::string& name) const;
   Result<int64_t> Int(const std::string& name, int64_t fallback, int64_t lo, int64_t hi) const;
   const std::vector<std::string>& positional() const { return positional_; }
 
  private:
-  std::map<std::string, std::string> flags_;
+  std::map<std::string, std::vector<std::string>> flags_;
   std::vector<std::string> positional_;
 };
 

@@ -1,18 +1,29 @@
 // `gpupool catalogue [MODEL]`: the built-in GPU models and their MIG geometry.
 #include <iostream>
 
+#include "cli/args.h"
 #include "cli/commands.h"
 #include "cli/table.h"
 #include "model/catalogue.h"
 
 namespace gpupool::cli {
 
-int Catalogue(const std::vector<std::string>& argv) {
-  const gpupool::Catalogue cat = gpupool::Catalogue::BuiltIn();
-  if (argv.size() > 1) {
-    std::cerr << "usage: gpupool catalogue [MODEL]\n";
+const char* const kCatalogueUsage =
+    "usage: gpupool catalogue [MODEL]   (the built-in GPU models and their MIG profiles)\n";
+
+int Catalogue(const std::vector<std::string>& argv_in) {
+  Result<Args> args = Args::Parse(argv_in, {"help"}, {"help"});
+  if (args.ok() && args->Has("help")) {
+    std::cout << kCatalogueUsage;
+    return 0;
+  }
+  if (!args.ok() || args->positional().size() > 1) {
+    std::cerr << "gpupool catalogue: " << (args.ok() ? "one MODEL at most" : args.error().message) << "\n"
+              << kCatalogueUsage;
     return 2;
   }
+  const std::vector<std::string>& argv = args->positional();
+  const gpupool::Catalogue cat = gpupool::Catalogue::BuiltIn();
   for (const GpuModel& m : cat.models()) {
     if (!argv.empty() && argv[0] != m.name) continue;
     std::cout << m.name << "  " << m.memory_mib << " MiB"

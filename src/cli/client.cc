@@ -1,11 +1,12 @@
 #include "cli/client.h"
 
-#include <httplib.h>
 #include <yaml-cpp/yaml.h>
 
 #include <cstdio>
 #include <fstream>
 #include <sstream>
+
+#include "cli/http.h"
 
 namespace gpupool::cli {
 namespace {
@@ -39,19 +40,6 @@ Result<FileConfig> ReadConfigFile(const std::string& path) {
     return InvalidArgument(path + ": not valid YAML: " + e.what());
   }
   return out;
-}
-
-std::string Describe(httplib::Error e) {
-  switch (e) {
-    case httplib::Error::Connection: return "could not connect";
-    case httplib::Error::ConnectionTimeout: return "connection timed out";
-    case httplib::Error::Read: return "no reply (read failed or timed out)";
-    case httplib::Error::Write: return "could not send the request";
-    case httplib::Error::SSLConnection: return "TLS handshake failed";
-    case httplib::Error::SSLLoadingCerts: return "cannot load TLS certificates";
-    case httplib::Error::SSLServerVerification: return "TLS server verification failed";
-    default: return "request failed (" + httplib::to_string(e) + ")";
-  }
 }
 
 ErrorCode CodeNamed(const std::string& name) {
@@ -164,73 +152,52 @@ Error ReplyError(int status, const std::string& body) {
   return {ErrorCode::kInternal, "HTTP " + std::to_string(status) + (excerpt.empty() ? "" : ": " + excerpt)};
 }
 
-ApiClient::ApiClient(ServerUrl url, std::string display, std::string token)
-    : url_(std::move(url)), display_(std::move(display)), has_token_(!token.empty()),
-      http_(std::make_unique<httplib::Client>(url_.Origin())) {
-  http_->set_connection_timeout(5);
-  http_->set_read_timeout(30);
-  http_->set_write_timeout(30);
-  if (has_token_) http_->set_bearer_token_auth(token);
-}
-
-ApiClient::~ApiClient() = default;
-
 Result<std::unique_ptr<ApiClient>> ApiClient::Connect(const ClientConfig& config) {
   Result<ServerUrl> url = ParseServerUrl(config.url);
   if (!url.ok()) {
     return InvalidArgument(url.error().message + (config.url_source.empty() ? "" : " (from " + config.url_source + ")"));
   }
-  std::unique_ptr<ApiClient> c(new ApiClient(*url, config.url, config.token));
-  if (!c->http_->is_valid()) return InvalidArgument("cannot use server URL '" + config.url + "'");
-  return c;
+  return std::unique_ptr<ApiClient>(new ApiClient(*url, config.url, config.token));
 }
 
-Result<Json> ApiClient::Finish(const std::string& method, const std::string& path,
-                               const httplib::Result& reply) const {
-  Result<std::string> body = FinishText(reply);
-  if (!body.ok()) return body.error();
-  if (body->empty()) return Json::object();
-  Json j = Json::parse(*body, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) {
-    return Error{ErrorCode::kInternal, method + " " + path + ": the server's reply is not JSON"};
+Result<std::string> ApiClient::Fetch(const std::string& method, const std::string& path, const Json* body,
+                                     const Headers& headers) const {
+  HttpRequest r{method, url_.scheme == "https", url_.host, url_.port, url_.prefix + path, {}, "", 5, 30};
+  if (!token_.empty()) r.headers.emplace_back("Authorization", "Bearer " + token_);
+  if (body != nullptr) {
+    r.headers.emplace_back("Content-Type", "application/json");
+    r.body = body->dump();
   }
-  return j;
-}
-
-Result<std::string> ApiClient::FinishText(const httplib::Result& reply) const {
-  if (!reply) {
-    return Error{ErrorCode::kUnavailable, "cannot reach the gpupool server at " + display_ + ": " +
-                                              Describe(reply.error()) +
-                                              " (set --url, GPUPOOL_URL or url: in the config file)"};
+  for (const auto& [k, v] : headers) r.headers.emplace_back(k, v);
+  Result<HttpResponse> reply = HttpSend(r);
+  if (!reply.ok()) {
+    return Error{reply.error().code, "cannot reach the gpupool server at " + display_ + ": " + reply.error().message +
+                     " (set --url, GPUPOOL_URL or url: in the config file)"};
   }
   const int status = reply->status;
   if (status < 200 || status > 299) {
     Error e = ReplyError(status, reply->body);
-    if (status == 401 && !has_token_) {
+    if (status == 401 && token_.empty()) {
       e.message += "; no token given (set --token, GPUPOOL_TOKEN or token: in the config file)";
     }
     return e;
   }
-  return reply->body;
+  return std::move(reply->body);
 }
 
-Result<std::string> ApiClient::GetText(const std::string& path) {
-  return FinishText(http_->Get(url_.prefix + path));
-}
-
-Result<Json> ApiClient::Get(const std::string& path) {
-  return Finish("GET", path, http_->Get(url_.prefix + path));
-}
-
-Result<Json> ApiClient::Post(const std::string& path, const Json& body,
-                             const std::map<std::string, std::string>& headers) {
-  httplib::Headers h;
-  for (const auto& [k, v] : headers) h.emplace(k, v);
-  return Finish("POST", path, http_->Post(url_.prefix + path, h, body.dump(), "application/json"));
-}
-
-Result<Json> ApiClient::Delete(const std::string& path) {
-  return Finish("DELETE", path, http_->Delete(url_.prefix + path));
+Result<Json> ApiClient::Send(const std::string& method, const std::string& path, const Json* body,
+                             const Headers& headers) {
+  if (method != "GET" && method != "POST" && method != "PATCH" && method != "DELETE") {
+    return InvalidArgument("no HTTP method " + method);
+  }
+  Result<std::string> text = Fetch(method, path, body, headers);
+  if (!text.ok()) return text.error();
+  if (text->empty()) return Json::object();
+  Json j = Json::parse(*text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) {
+    return Error{ErrorCode::kInternal, method + " " + path + ": the server's reply is not JSON"};
+  }
+  return j;
 }
 
 }  // namespace gpupool::cli

@@ -20,11 +20,6 @@
 #include "api/url.h"
 #include "core/result.h"
 
-namespace httplib {
-class Client;
-class Result;
-}
-
 namespace gpupool::cli {
 
 using Json = nlohmann::json;
@@ -63,31 +58,35 @@ Result<ClientConfig> ResolveClientConfig(const std::string& flag_url, const std:
 // the body is one, else the status line and the start of the body.
 Error ReplyError(int status, const std::string& body);
 
-// One client per command. Not thread-safe.
+// One client per command. Not thread-safe. Each request is its own connection.
 class ApiClient {
  public:
   static Result<std::unique_ptr<ApiClient>> Connect(const ClientConfig& config);
-  ~ApiClient();
 
+  using Headers = std::map<std::string, std::string>;
   // Each returns the reply's JSON for a 2xx status, else the error (see the top of the file).
-  // `path` starts with "/v1/...", already encoded.
-  Result<Json> Get(const std::string& path);
+  // `path` starts with "/v1/...", already encoded. `method` is GET, POST, PATCH or DELETE;
+  // `body` (JSON) goes with POST and PATCH, nullptr for none.
+  Result<Json> Send(const std::string& method, const std::string& path, const Json* body,
+                    const Headers& headers = {});
+  Result<Json> Get(const std::string& path) { return Send("GET", path, nullptr); }
+  Result<Json> Post(const std::string& path, const Json& body, const Headers& headers = {}) {
+    return Send("POST", path, &body, headers);
+  }
+  Result<Json> Delete(const std::string& path) { return Send("DELETE", path, nullptr); }
   // The reply's body as text, for replies that are not JSON (CSV).
-  Result<std::string> GetText(const std::string& path);
-  Result<Json> Post(const std::string& path, const Json& body,
-                    const std::map<std::string, std::string>& headers = {});
-  Result<Json> Delete(const std::string& path);
+  Result<std::string> GetText(const std::string& path) { return Fetch("GET", path, nullptr, {}); }
 
  private:
-  ApiClient(ServerUrl url, std::string display, std::string token);
-  Result<Json> Finish(const std::string& method, const std::string& path,
-                      const httplib::Result& reply) const;
-  Result<std::string> FinishText(const httplib::Result& reply) const;
+  ApiClient(ServerUrl url, std::string display, std::string token)
+      : url_(std::move(url)), display_(std::move(display)), token_(std::move(token)) {}
+  // One round trip (cli/http.h); the body of a 2xx reply, else the error.
+  Result<std::string> Fetch(const std::string& method, const std::string& path, const Json* body,
+                            const Headers& headers) const;
 
   ServerUrl url_;
   std::string display_;  // the URL as the user gave it
-  bool has_token_;
-  std::unique_ptr<httplib::Client> http_;
+  std::string token_;
 };
 
 }  // namespace gpupool::cli

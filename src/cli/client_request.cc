@@ -6,14 +6,16 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "cli/selector.h"
+
 namespace gpupool::cli {
 namespace {
 
-// Fields whose scalars stay strings even when they read as numbers or booleans.
-bool StringField(const std::string& path) {
-  return path == "tenant" || path == "name" || path == "priority_class" || path == "command[]" ||
-         path == "resources.flavor" || path == "resources.mig_profile";
-}
+// The job's fields whose scalars stay strings even when they read as numbers or booleans.
+const std::set<std::string> kJobStringFields = {"tenant", "name", "priority_class", "command[]",
+                                                "resources.flavor", "resources.mig_profile",
+                                                "reservation", "node_selector[].key",
+                                                "node_selector[].values[]"};
 
 // A plain YAML scalar as JSON: true/false, integers and decimals become booleans and numbers;
 // quoted scalars and everything else stay strings.
@@ -35,22 +37,22 @@ Json ScalarToJson(const YAML::Node& n, bool as_string) {
   return s;
 }
 
-Json YamlToJson(const YAML::Node& n, const std::string& path) {
+Json YamlToJson(const YAML::Node& n, const std::string& path, const std::set<std::string>& strings) {
   switch (n.Type()) {
     case YAML::NodeType::Map: {
       Json out = Json::object();
       for (const auto& kv : n) {
         const std::string key = kv.first.as<std::string>();
-        out[key] = YamlToJson(kv.second, path.empty() ? key : path + "." + key);
+        out[key] = YamlToJson(kv.second, path.empty() ? key : path + "." + key, strings);
       }
       return out;
     }
     case YAML::NodeType::Sequence: {
       Json out = Json::array();
-      for (const auto& item : n) out.push_back(YamlToJson(item, path + "[]"));
+      for (const auto& item : n) out.push_back(YamlToJson(item, path + "[]", strings));
       return out;
     }
-    case YAML::NodeType::Scalar: return ScalarToJson(n, StringField(path));
+    case YAML::NodeType::Scalar: return ScalarToJson(n, strings.count(path) > 0);
     default: return nullptr;
   }
 }
@@ -64,6 +66,29 @@ Result<double> Number(const Args& args, const std::string& name) {
     return InvalidArgument("--" + name + " must be a number, not '" + s + "'");
   }
   return v;
+}
+
+// --priority-class, --duration, --reservation, --selector and --topology, where given; the
+// server fills in its defaults for the first two.
+Status AddOptionalFields(const Args& args, Json& job) {
+  if (args.Has("priority-class")) job["priority_class"] = args.Str("priority-class", "");
+  if (args.Has("duration")) {
+    Result<int64_t> duration = ParseDuration(args.Str("duration", ""));
+    if (!duration.ok()) return InvalidArgument("--duration: " + duration.error().message);
+    job["duration_estimate_s"] = *duration;
+  }
+  if (args.Has("reservation")) job["reservation"] = args.Str("reservation", "");
+  if (args.Has("selector")) {
+    Result<Json> selector = ParseSelectors(args.All("selector"));
+    if (!selector.ok()) return InvalidArgument("--selector: " + selector.error().message);
+    job["node_selector"] = *selector;
+  }
+  if (args.Has("topology")) {
+    Result<Json> topology = ParseTopology(args.Str("topology", ""));
+    if (!topology.ok()) return topology.error();
+    job["topology"] = *topology;
+  }
+  return Ok();
 }
 
 }  // namespace
@@ -136,10 +161,13 @@ Result<int64_t> ParseDuration(const std::string& text) {
 }
 
 Result<Json> JobRequestFromArgs(const Args& args, const std::vector<std::string>& command) {
-  for (const char* flag : {"tenant", "name", "priority-class", "flavor", "duration"}) {
+  for (const char* flag : {"tenant", "name", "flavor"}) {
     if (!args.Has(flag) || args.Str(flag, "").empty()) {
       return InvalidArgument(std::string("--") + flag + " is required (or give the job in -f FILE.yaml)");
     }
+  }
+  for (const char* flag : {"priority-class", "duration"}) {
+    if (args.Has(flag) && args.Str(flag, "").empty()) return InvalidArgument(std::string("--") + flag + " is empty");
   }
   const int forms = args.Has("gpus") + args.Has("mig-profile") + args.Has("gpu-fraction");
   if (forms != 1) return InvalidArgument("give exactly one of --gpus, --mig-profile, --gpu-fraction");
@@ -149,8 +177,6 @@ Result<Json> JobRequestFromArgs(const Args& args, const std::vector<std::string>
   if (command.empty()) return InvalidArgument("the job's command goes after '--'");
   Result<int64_t> replicas = args.Int("replicas", 1, 1, 1 << 20);
   if (!replicas.ok()) return replicas.error();
-  Result<int64_t> duration = ParseDuration(args.Str("duration", ""));
-  if (!duration.ok()) return InvalidArgument("--duration: " + duration.error().message);
 
   Json resources = {{"flavor", args.Str("flavor", "")}};
   if (args.Has("gpus")) {
@@ -169,24 +195,28 @@ Result<Json> JobRequestFromArgs(const Args& args, const std::vector<std::string>
   }
   Json job = {{"tenant", args.Str("tenant", "")},
               {"name", args.Str("name", "")},
-              {"priority_class", args.Str("priority-class", "")},
               {"replicas", *replicas},
               {"resources", resources},
-              {"duration_estimate_s", *duration},
               {"command", command}};
-  if (args.Has("reservation")) job["reservation"] = args.Str("reservation", "");
+  GP_RETURN_IF_ERROR(AddOptionalFields(args, job));
   return job;
 }
 
-Result<Json> JobRequestFromYaml(const std::string& yaml_text) {
+Result<Json> ObjectFromYaml(const std::string& yaml_text, const std::set<std::string>& string_fields) {
   Json j;
   try {
-    j = YamlToJson(YAML::Load(yaml_text), "");
+    j = YamlToJson(YAML::Load(yaml_text), "", string_fields);
   } catch (const YAML::Exception& e) {
     return InvalidArgument(std::string("not valid YAML: ") + e.what());
   }
-  if (!j.is_object()) return InvalidArgument("the job file must be a mapping of the job's fields");
-  if (auto d = j.find("duration_estimate_s"); d != j.end() && d->is_string()) {
+  if (!j.is_object()) return InvalidArgument("the file must be a mapping of the fields");
+  return j;
+}
+
+Result<Json> JobRequestFromYaml(const std::string& yaml_text) {
+  Result<Json> j = ObjectFromYaml(yaml_text, kJobStringFields);
+  if (!j.ok()) return j.error();
+  if (auto d = j->find("duration_estimate_s"); d != j->end() && d->is_string()) {
     Result<int64_t> seconds = ParseDuration(d->get<std::string>());
     if (!seconds.ok()) return InvalidArgument("duration_estimate_s: " + seconds.error().message);
     *d = *seconds;

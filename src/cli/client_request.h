@@ -3,6 +3,7 @@
 // what the server alone can judge (tenant names, flavors, limits) is left to the server.
 #pragma once
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -26,10 +27,16 @@ Result<SplitArgs> SplitCommandLine(const std::vector<std::string>& argv,
 // Seconds from "90", "90s", "30m", "2h", "1d" or combinations such as "1h30m".
 Result<int64_t> ParseDuration(const std::string& text);
 
-// The POST /v1/jobs body from `gpupool submit` flags (--tenant --name --priority-class
-// --replicas --flavor --gpus | --mig-profile | --gpu-fraction with --memory-gb, --duration) and
-// the words after "--". Exactly one resource form; all but --replicas (1) are required.
+// The POST /v1/jobs body from `gpupool submit` flags (--tenant --name --flavor, --gpus |
+// --mig-profile | --gpu-fraction with --memory-gb, and optionally --replicas (1),
+// --priority-class and --duration (else the server's defaults), --reservation, --selector
+// (repeatable, selector.h) and --topology) and the words after "--". Exactly one resource form.
 Result<Json> JobRequestFromArgs(const Args& args, const std::vector<std::string>& command);
+
+// A YAML mapping as a JSON object: plain scalars that read as booleans, integers or decimals
+// become those, except at the paths in `string_fields` ("name", "command[]", "a.b"), which stay
+// strings, as quoted scalars do.
+Result<Json> ObjectFromYaml(const std::string& yaml_text, const std::set<std::string>& string_fields);
 
 // The same body from YAML text with the fields of the JSON body. Names, flavors, MIG profiles and
 // command words are always strings (so `command: [sleep, 60]` works); duration_estimate_s may

@@ -41,7 +41,8 @@ TEST(ParseDuration, SecondsOrUnits) {
 
 Args MustParse(const std::vector<std::string>& argv) {
   Result<Args> a = Args::Parse(argv, {"tenant", "name", "priority-class", "replicas", "flavor", "gpus",
-                                      "mig-profile", "gpu-fraction", "memory-gb", "duration"});
+                                      "mig-profile", "gpu-fraction", "memory-gb", "duration", "selector",
+                                      "topology"});
   EXPECT_TRUE(a.ok());
   return *a;
 }
@@ -63,6 +64,35 @@ TEST(JobRequestFromArgs, FractionsCarryTheirMemory) {
   ASSERT_TRUE(body.ok()) << body.error().message;
   EXPECT_EQ((*body)["resources"], Json::parse(R"({"flavor":"a100-40gb","gpu_fraction":0.25,"memory_gb":10})"));
   EXPECT_EQ((*body)["replicas"], 1);
+}
+
+TEST(JobRequestFromArgs, DurationAndPriorityClassAreTheServersDefaults) {
+  // Neither given: the body leaves them out, and the server applies the tenant's default
+  // duration and the default priority class.
+  Result<Json> body = JobRequestFromArgs(
+      MustParse({"--tenant", "t", "--name", "n", "--flavor", "h100-80gb", "--gpus", "1"}), {"true"});
+  ASSERT_TRUE(body.ok()) << body.error().message;
+  EXPECT_FALSE(body->contains("duration_estimate_s"));
+  EXPECT_FALSE(body->contains("priority_class"));
+  EXPECT_FALSE(JobRequestFromArgs(MustParse({"--tenant", "t", "--name", "n", "--flavor", "f", "--gpus", "1",
+                                             "--priority-class", ""}), {"true"}).ok());
+}
+
+TEST(JobRequestFromArgs, SelectorsAndTopology) {
+  Result<Json> body = JobRequestFromArgs(
+      MustParse({"--tenant", "t", "--name", "n", "--flavor", "h100-80gb", "--gpus", "8", "--replicas", "2",
+                 "--selector", "ib", "--selector", "zone in (a,b),!spot", "--topology", "nvlink-domain:preferred"}),
+      {"python", "train.py"});
+  ASSERT_TRUE(body.ok()) << body.error().message;
+  EXPECT_EQ((*body)["node_selector"], Json::parse(R"([{"key":"ib","operator":"Exists"},
+    {"key":"zone","operator":"In","values":["a","b"]},{"key":"spot","operator":"DoesNotExist"}])"));
+  EXPECT_EQ((*body)["topology"], Json::parse(R"({"level":"nvlink-domain","required":false})"));
+  Result<Json> bad = JobRequestFromArgs(MustParse({"--tenant", "t", "--name", "n", "--flavor", "f", "--gpus", "1",
+                                                   "--selector", "zone in (a"}), {"true"});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().message, "--selector: selector 'zone in (a': missing ')'");
+  EXPECT_FALSE(JobRequestFromArgs(MustParse({"--tenant", "t", "--name", "n", "--flavor", "f", "--gpus", "1",
+                                             "--topology", "rack"}), {"true"}).ok());
 }
 
 TEST(JobRequestFromArgs, UsageErrors) {
@@ -305,11 +335,6 @@ TEST(DescribeTenant, QuotaAndUsagePerFlavor) {
             "  FLAVOR     GUARANTEED  BORROW-LIMIT  LEND-LIMIT  ALLOCATED  BORROWED\n"
             "  a100-40gb           0             -           -        0.5       0.5\n"
             "  h100-80gb          16             8           -          4         0\n");
-  std::ostringstream list;
-  PrintTenants(Json::array({t}), list);
-  EXPECT_EQ(list.str(),
-            "NAME      WEIGHT  GUARANTEED  ALLOCATED  BORROWED  PENDING  ACTIVE\n"
-            "research       2          16        4.5       0.5        1       2\n");
 }
 
 TEST(DescribeNode, JobsListed) {

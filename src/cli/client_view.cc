@@ -10,53 +10,13 @@
 #include <vector>
 
 #include "cli/table.h"
+#include "cli/view_util.h"
 
 namespace gpupool::cli {
+
+using namespace view;  // NOLINT: this file is the views
+
 namespace {
-
-const Json& Field(const Json& j, const char* key) {
-  static const Json kNull;
-  if (!j.is_object()) return kNull;
-  auto it = j.find(key);
-  return it == j.end() ? kNull : *it;
-}
-
-// A string field as is, a number or boolean as its JSON text, anything else as "".
-std::string Str(const Json& j, const char* key) {
-  const Json& v = Field(j, key);
-  if (v.is_string()) return v.get<std::string>();
-  if (v.is_number() || v.is_boolean()) return v.dump();
-  return "";
-}
-
-double Num(const Json& j, const char* key) {
-  const Json& v = Field(j, key);
-  return v.is_number() ? v.get<double>() : 0;
-}
-
-const Json& Items(const Json& list) {
-  static const Json kEmpty = Json::array();
-  return list.is_array() ? list : kEmpty;
-}
-
-// GPU amounts are exact to 1/7000 GPU; three decimals, trailing zeros dropped: 16, 0.25, 0.143.
-std::string Gpus(double v) {
-  std::string s = Fixed(v, 3);
-  while (s.back() == '0') s.pop_back();
-  if (s.back() == '.') s.pop_back();
-  return s == "-0" ? "0" : s;
-}
-
-std::string OrNone(const std::string& s) { return s.empty() ? "<none>" : s; }
-
-std::string IsoTime(int64_t ms) {
-  const std::time_t t = static_cast<std::time_t>(ms / 1000);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
 
 std::string Age(const Json& job, int64_t now_ms) {
   const Json& at = Field(job, "submitted_at_ms");
@@ -79,6 +39,32 @@ std::string ShellJoin(const Json& words) {
   return out;
 }
 
+// Flavors with a quota or usage, in name order.
+std::vector<std::string> TenantFlavors(const Json& tenant) {
+  std::vector<std::string> flavors;
+  for (const char* key : {"quotas", "usage"}) {
+    const Json& m = Field(tenant, key);
+    if (!m.is_object()) continue;
+    for (const auto& [f, v] : m.items()) flavors.push_back(f);
+  }
+  std::sort(flavors.begin(), flavors.end());
+  flavors.erase(std::unique(flavors.begin(), flavors.end()), flavors.end());
+  return flavors;
+}
+
+// Strings (ids, "key=value" labels) joined by ", ".
+std::string JoinWords(const Json& words) {
+  std::string out;
+  for (const Json& w : Items(words)) out += (out.empty() ? "" : ", ") + (w.is_string() ? w.get<std::string>() : w.dump());
+  return out;
+}
+
+// "7/8": healthy GPUs of all; just the count when the server sends no total.
+std::string HealthyCell(const Json& node) {
+  const std::string healthy = Str(node, "healthy_gpus"), all = Str(node, "gpus");
+  return all.empty() ? healthy : healthy + "/" + all;
+}
+
 std::string GrantsCell(const Json& gpus) {
   std::string out;
   for (const Json& g : Items(gpus)) {
@@ -88,33 +74,6 @@ std::string GrantsCell(const Json& gpus) {
     out += (out.empty() ? "" : ",") + cell;
   }
   return out;
-}
-
-// Aligned "Key:  value" lines.
-class Page {
- public:
-  void Add(std::string key, std::string value) { lines_.emplace_back(std::move(key), std::move(value)); }
-  void Print(std::ostream& out) const {
-    size_t width = 0;
-    for (const auto& [k, v] : lines_) width = std::max(width, k.size() + 1);
-    for (const auto& [k, v] : lines_) {
-      std::string line = k + ":" + std::string(width - k.size() - 1, ' ') + "  " + v;
-      while (!line.empty() && line.back() == ' ') line.pop_back();
-      out << line << "\n";
-    }
-  }
-
- private:
-  std::vector<std::pair<std::string, std::string>> lines_;
-};
-
-// A table under a heading, indented by two spaces.
-void Section(const std::string& heading, const Table& t, std::ostream& out) {
-  std::ostringstream text;
-  t.Print(text);
-  out << heading << ":\n";
-  std::istringstream lines(text.str());
-  for (std::string line; std::getline(lines, line);) out << "  " << line << "\n";
 }
 
 // Would a plain YAML scalar with this text load as something other than this string?
@@ -219,7 +178,7 @@ void PrintJobs(const Json& items, int64_t now_ms, std::ostream& out) {
 void PrintNodes(const Json& items, std::ostream& out) {
   Table t({"NAME", "FLAVOR", "CONDITION", "GPUS", "HEALTHY", "FREE", "MIG", "SHARED", "BLOCK", "NVLINK"});
   for (const Json& n : Items(items)) {
-    t.Row({Str(n, "name"), Str(n, "flavor"), Str(n, "condition"), Str(n, "gpus"), Str(n, "healthy_gpus"),
+    t.Row({Str(n, "name"), Str(n, "flavor"), Str(n, "condition"), Str(n, "gpus"), HealthyCell(n),
            Str(n, "free_whole_gpus"), Str(n, "mig_gpus"), Str(n, "shared_gpus"), OrNone(Str(n, "block")),
            OrNone(Str(n, "nvlink_domain"))});
   }
@@ -227,23 +186,21 @@ void PrintNodes(const Json& items, std::ostream& out) {
 }
 
 void PrintTenants(const Json& items, std::ostream& out) {
-  // GPU-equivalents summed over flavors; `describe tenant` has them per flavor.
-  Table t({"NAME", "WEIGHT", "GUARANTEED", "ALLOCATED", "BORROWED", "PENDING", "ACTIVE"});
+  // One row per tenant and flavor with a quota or usage: guarantees of different GPU models are
+  // not summed. A tenant with neither gets one row with no flavor.
+  Table t({"NAME", "WEIGHT", "FLAVOR", "GUARANTEED", "ALLOCATED", "BORROWED", "PENDING", "ACTIVE"});
   for (const Json& tenant : Items(items)) {
-    double guaranteed = 0, allocated = 0, borrowed = 0;
     const Json& quotas = Field(tenant, "quotas");
-    if (quotas.is_object()) {
-      for (const auto& [flavor, q] : quotas.items()) guaranteed += Num(q, "guaranteed");
-    }
     const Json& usage = Field(tenant, "usage");
-    if (usage.is_object()) {
-      for (const auto& [flavor, u] : usage.items()) {
-        allocated += Num(u, "allocated");
-        borrowed += Num(u, "borrowed");
-      }
+    std::vector<std::string> flavors = TenantFlavors(tenant);
+    if (flavors.empty()) flavors.push_back("");
+    for (const std::string& f : flavors) {
+      const Json& q = Field(quotas, f.c_str());
+      const Json& u = Field(usage, f.c_str());
+      t.Row({Str(tenant, "name"), Gpus(Num(tenant, "weight")), OrNone(f), Gpus(Num(q, "guaranteed")),
+             Gpus(Num(u, "allocated")), Gpus(Num(u, "borrowed")), Str(tenant, "pending_jobs"),
+             Str(tenant, "active_jobs")});
     }
-    t.Row({Str(tenant, "name"), Gpus(Num(tenant, "weight")), Gpus(guaranteed), Gpus(allocated), Gpus(borrowed),
-           Str(tenant, "pending_jobs"), Str(tenant, "active_jobs")});
   }
   t.Print(out);
 }
@@ -294,30 +251,50 @@ void DescribeJob(const Json& job, int64_t now_ms, std::ostream& out) {
   }
   const Json& placement = Items(Field(job, "placement"));
   if (placement.empty()) p.Add("Placement", "<none>");
+  const Json& events = Field(job, "events");  // absent from servers that keep no history
+  const bool no_events = events.is_array() && events.empty();
   p.Print(out);
-  if (placement.empty()) return;
-  Table t({"REPLICA", "NODE", "GPUS"});
-  for (size_t i = 0; i < placement.size(); ++i) {
-    t.Row({std::to_string(i), Str(placement[i], "node"), GrantsCell(Field(placement[i], "gpus"))});
+  if (!placement.empty()) {
+    Table t({"REPLICA", "NODE", "GPUS"});
+    for (size_t i = 0; i < placement.size(); ++i) {
+      t.Row({std::to_string(i), Str(placement[i], "node"), GrantsCell(Field(placement[i], "gpus"))});
+    }
+    Section("Placement", t, out);
   }
-  Section("Placement", t, out);
+  if (no_events) out << "Events:  <none>\n";
+  if (!events.is_array() || no_events) return;
+  // Oldest first, as the server sends them and as kubectl describe prints them.
+  Table t({"TIME", "TYPE", "MESSAGE"});
+  for (const Json& e : events) t.Row({Str(e, "at"), Str(e, "type"), Str(e, "message")});
+  Section("Events", t, out);
 }
 
 void DescribeNode(const Json& node, std::ostream& out) {
   Page p;
   p.Add("Name", Str(node, "name"));
   p.Add("Flavor", Str(node, "flavor"));
-  p.Add("Condition", Str(node, "condition"));
+  const std::string why = Str(node, "condition_reason");  // e.g. the XID that drained it
+  p.Add("Condition", Str(node, "condition") + (why.empty() ? "" : " (" + why + ")"));
   p.Add("GPUs", Str(node, "gpus") + " (" + Str(node, "healthy_gpus") + " healthy)");
   p.Add("Free whole GPUs", Str(node, "free_whole_gpus"));
   p.Add("MIG GPUs", Str(node, "mig_gpus"));
   p.Add("Shared GPUs", Str(node, "shared_gpus"));
   p.Add("Block", OrNone(Str(node, "block")));
   p.Add("NVLink domain", OrNone(Str(node, "nvlink_domain")));
-  std::string jobs;
-  for (const Json& id : Items(Field(node, "jobs"))) jobs += (jobs.empty() ? "" : ", ") + (id.is_string() ? id.get<std::string>() : id.dump());
-  p.Add("Jobs", OrNone(jobs));
+  if (Field(node, "labels").is_array()) p.Add("Labels", OrNone(JoinWords(Field(node, "labels"))));
+  if (node.is_object() && node.contains("dedicated_to")) {  // null: shared by every tenant
+    p.Add("Dedicated to", OrNone(Str(node, "dedicated_to")));
+  }
+  p.Add("Jobs", OrNone(JoinWords(Field(node, "jobs"))));
   p.Print(out);
+  Table t({"GPU", "REASON"});
+  bool unhealthy = false;
+  for (const Json& d : Items(Field(node, "devices"))) {
+    if (Field(d, "healthy") != false) continue;
+    t.Row({Str(d, "index"), Str(d, "health_reason").empty() ? "<no reason given>" : Str(d, "health_reason")});
+    unhealthy = true;
+  }
+  if (unhealthy) Section("Unhealthy GPUs", t, out);
 }
 
 void DescribeTenant(const Json& tenant, std::ostream& out) {
@@ -333,16 +310,9 @@ void DescribeTenant(const Json& tenant, std::ostream& out) {
     for (const auto& [k, v] : l.items()) limits += (limits.empty() ? "" : ", ") + k + "=" + v.dump();
   }
   p.Add("Limits", OrNone(limits));
-  // Flavors with a quota or usage, in name order (both maps are ordered by key).
   const Json& quotas = Field(tenant, "quotas");
   const Json& usage = Field(tenant, "usage");
-  std::vector<std::string> flavors;
-  for (const Json* m : {&quotas, &usage}) {
-    if (!m->is_object()) continue;
-    for (const auto& [f, v] : m->items()) flavors.push_back(f);
-  }
-  std::sort(flavors.begin(), flavors.end());
-  flavors.erase(std::unique(flavors.begin(), flavors.end()), flavors.end());
+  const std::vector<std::string> flavors = TenantFlavors(tenant);
   if (flavors.empty()) p.Add("Quotas", "<none>");
   p.Print(out);
   if (flavors.empty()) return;

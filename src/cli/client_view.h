@@ -32,10 +32,15 @@ void PrintJobs(const Json& items, int64_t now_ms, std::ostream& out);
 void PrintNodes(const Json& items, std::ostream& out);
 void PrintTenants(const Json& items, std::ostream& out);
 void PrintReservations(const Json& items, std::ostream& out);
+void PrintTokens(const Json& items, std::ostream& out);            // client_view_admin.cc
+void PrintPriorityClasses(const Json& items, std::ostream& out);   // client_view_admin.cc
+void PrintAudit(const Json& items, std::ostream& out);             // client_view_admin.cc
 // GET /v1/usage as a table: one line per row, then the total.
 void PrintUsage(const Json& report, std::ostream& out);
 
-// `describe`: one object as aligned "Key: value" lines with tables for placements and quotas.
+// `describe`: one object as aligned "Key: value" lines with tables for placements and quotas;
+// a job's `events` (oldest first) as an Events table at the end, a node's condition reason,
+// labels, dedicated tenant and the reason of each unhealthy GPU, when the server sends them.
 void DescribeJob(const Json& job, int64_t now_ms, std::ostream& out);
 void DescribeNode(const Json& node, std::ostream& out);
 void DescribeTenant(const Json& tenant, std::ostream& out);

@@ -73,16 +73,13 @@ std::string Clock(Time t) {
 }  // namespace
 
 int Demo(const std::vector<std::string>& argv) {
-  static constexpr const char* kUsage =
-      "usage: gpupool demo [--hours H (8)] [--policy P (fgd)] [--seed S (7)] [--every MINUTES (60)]\n"
-      "  Schedules a generated day of work on a small demo cluster and prints what happened.\n";
   Result<Args> args = Args::Parse(argv, {"hours", "policy", "seed", "every", "help"}, {"help"});
   if (!args.ok()) {
-    std::cerr << "gpupool demo: " << args.error().message << "\n" << kUsage;
+    std::cerr << "gpupool demo: " << args.error().message << "\n" << kDemoUsage;
     return 2;
   }
   if (args->Has("help")) {
-    std::cout << kUsage;
+    std::cout << kDemoUsage;
     return 0;
   }
   Result<int64_t> hours = args->Int("hours", 8, 1, 24 * 14);

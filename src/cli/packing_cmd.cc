@@ -191,27 +191,20 @@ std::string PackingSvg(const std::vector<PolicyResult>& results, const std::stri
 }  // namespace
 
 int Packing(const std::vector<std::string>& argv) {
-  static constexpr const char* kUsage =
-      "usage: gpupool sim packing --nodes NODES.csv --pods PODS.csv [--policy NAME|all (gpupool)]\n"
-      "                           [--seeds 42-51] [--json F] [--csv F] [--svg F] [--offline]\n"
-      "                           [--threads 2] [--published SUMMARY.csv] [--no-timing]\n"
-      "  The FGD paper's packing experiment: unallocated GPU % by arrived workload per policy\n"
-      "  (random, dotprod, clustering, packing, bestfit, fgd, gpupool), beside the published\n"
-      "  figures. --offline adds a hindsight reference. docs/design/simulator.md.\n";
   Result<Args> args = Args::Parse(
       argv, {"nodes", "pods", "policy", "seeds", "json", "csv", "svg", "threads", "published",
              "no-timing", "offline", "help"},
       {"no-timing", "offline", "help"});
   if (!args.ok()) {
-    std::cerr << "gpupool sim packing: " << args.error().message << "\n" << kUsage;
+    std::cerr << "gpupool sim packing: " << args.error().message << "\n" << kPackingUsage;
     return 2;
   }
   if (args->Has("help")) {
-    std::cout << kUsage;
+    std::cout << kPackingUsage;
     return 0;
   }
   if (!args->Has("nodes") || !args->Has("pods")) {
-    std::cerr << "gpupool sim packing: --nodes and --pods are required\n" << kUsage;
+    std::cerr << "gpupool sim packing: --nodes and --pods are required\n" << kPackingUsage;
     return 2;
   }
   Result<std::vector<uint64_t>> seeds = ParseSeeds(args->Str("seeds", "42-51"));

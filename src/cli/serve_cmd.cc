@@ -6,15 +6,25 @@
 #include "daemon/server.h"
 
 namespace gpupool::cli {
+namespace {
+
+int UsageError(const std::string& message) {
+  std::cerr << "gpupool serve: " << message << "\n" << kServeUsage;
+  return 2;
+}
+
+}  // namespace
 
 int Serve(const std::vector<std::string>& argv) {
   Result<Args> args = Args::Parse(argv, {"config", "data-dir", "listen", "demo", "no-demo-traffic", "http-threads",
-                                         "simulate-executor", "heartbeat-interval-ms", "heartbeat-timeout-ms"},
-                                  {"demo", "no-demo-traffic", "simulate-executor"});
-  if (!args.ok()) {
-    std::cerr << "gpupool serve: " << args.error().message << "\n";
-    return 2;
+                                         "simulate-executor", "heartbeat-interval-ms", "heartbeat-timeout-ms", "help"},
+                                  {"demo", "no-demo-traffic", "simulate-executor", "help"});
+  if (!args.ok()) return UsageError(args.error().message);
+  if (args->Has("help")) {
+    std::cout << kServeUsage;
+    return 0;
   }
+  if (!args->positional().empty()) return UsageError("unexpected '" + args->positional()[0] + "'");
   ServeOptions o;
   o.config_path = args->Str("config", "");
   o.data_dir = args->Str("data-dir", "");
@@ -23,21 +33,12 @@ int Serve(const std::vector<std::string>& argv) {
   o.demo_traffic = !args->Has("no-demo-traffic");
   o.simulate_executor = args->Has("simulate-executor");
   Result<int64_t> threads = args->Int("http-threads", 64, 1, 1024);
-  if (!threads.ok()) {
-    std::cerr << "gpupool serve: " << threads.error().message << "\n";
-    return 2;
-  }
+  if (!threads.ok()) return UsageError(threads.error().message);
   o.http_threads = static_cast<int>(*threads);
   Result<int64_t> interval = args->Int("heartbeat-interval-ms", 1000, 50, 600000);
   Result<int64_t> timeout = args->Int("heartbeat-timeout-ms", 10000, 100, 3600000);
-  if (!interval.ok() || !timeout.ok()) {
-    std::cerr << "gpupool serve: " << (interval.ok() ? timeout : interval).error().message << "\n";
-    return 2;
-  }
-  if (*timeout <= *interval) {
-    std::cerr << "gpupool serve: --heartbeat-timeout-ms must be longer than --heartbeat-interval-ms\n";
-    return 2;
-  }
+  if (!interval.ok() || !timeout.ok()) return UsageError((interval.ok() ? timeout : interval).error().message);
+  if (*timeout <= *interval) return UsageError("--heartbeat-timeout-ms must be longer than --heartbeat-interval-ms");
   o.heartbeat_interval_ms = static_cast<int>(*interval);
   o.heartbeat_timeout_ms = static_cast<int>(*timeout);
   const Status s = gpupool::Serve(o);

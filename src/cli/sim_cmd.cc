@@ -290,13 +290,6 @@ int Sweep(const Args& args, ReplayOptions opt, const std::vector<TraceJob>& jobs
   return 0;
 }
 
-constexpr const char* kReplayUsage =
-    "usage: gpupool sim replay --jobs JOBS.csv --tenants TENANTS.csv [--policy fgd] [--partitioned]\n"
-    "                          [--capacity-scale X] [--json F] [--csv F] [--svg F] [--no-estimates]\n"
-    "                          [--no-timing] [--burst FILE.yaml [--burst-budgets A,B,C]]\n"
-    "  Replays a trace through the scheduler with a virtual clock: per-tenant JCT and waits, pooled\n"
-    "  or (--partitioned) each tenant alone on its guarantee. docs/design/simulator.md.\n";
-
 int Replay(const std::vector<std::string>& argv) {
   Result<Args> args =
       Args::Parse(argv,
@@ -423,15 +416,18 @@ int Replay(const std::vector<std::string>& argv) {
 }  // namespace
 
 int Sim(const std::vector<std::string>& argv) {
-  if (argv.empty() || argv[0] == "--help" || argv[0] == "-h" || argv[0] == "help") {
-    (argv.empty() ? std::cerr : std::cout)
-        << "usage: gpupool sim replay|packing [FLAGS]   (gpupool sim replay --help, gpupool sim packing --help)\n";
-    return argv.empty() ? 2 : 0;
+  if (!argv.empty() && (argv[0] == "--help" || argv[0] == "-h" || argv[0] == "help")) {
+    std::cout << kSimUsage;
+    return 0;
   }
-  std::vector<std::string> rest(argv.begin() + 1, argv.end());
-  if (argv[0] == "replay") return Replay(rest);
-  if (argv[0] == "packing") return Packing(rest);
-  std::cerr << "gpupool sim: unknown experiment '" << argv[0] << "'\n";
+  std::vector<std::string> rest(argv.begin() + (argv.empty() ? 0 : 1), argv.end());
+  if (!argv.empty() && argv[0] == "replay") return Replay(rest);
+  if (!argv.empty() && argv[0] == "packing") return Packing(rest);
+  std::cerr << "gpupool sim: "
+            << (argv.empty()                 ? std::string("which experiment: replay or packing")
+                : argv[0].rfind("--", 0) == 0 ? "unknown flag " + argv[0] + " (flags go after replay or packing)"
+                                              : "unknown experiment '" + argv[0] + "'")
+            << "\n" << kSimUsage;
   return 2;
 }
 

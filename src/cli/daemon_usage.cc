@@ -1,0 +1,54 @@
+// The usage texts of the verbs built into the full binary only (serve, agent, demo, sim), kept
+// apart from their code so the lean client binary can list their flags in completion and
+// `gpupool help` without linking the daemon (docs/design/cli.md).
+#include "cli/commands.h"
+
+namespace gpupool::cli {
+
+const char* const kServeUsage =
+    "usage: gpupool serve [--demo] [--config FILE.yaml] [--data-dir DIR (gpupool-data)]\n"
+    "                     [--listen HOST:PORT (127.0.0.1:8080)] [--no-demo-traffic] [--simulate-executor]\n"
+    "                     [--http-threads N (64)] [--heartbeat-interval-ms N (1000)]\n"
+    "                     [--heartbeat-timeout-ms N (10000)]\n"
+    "  Runs the control-plane daemon: the REST API under /v1, /metrics, the web console at /, the\n"
+    "  journal in SQLite under DIR. --listen with port 0 picks a free port, written to DIR/port.\n"
+    "  --demo runs an embedded demo cluster; --simulate-executor runs jobs for their estimate;\n"
+    "  the heartbeat flags are for node agents. docs/design/daemon.md.\n";
+
+const char* const kAgentUsage =
+    "usage: gpupool agent --server URL --token TOKEN --name NODE [--gpus nvml | --gpus fake:SPEC]\n"
+    "                     [--work-dir DIR (./gpupool-agent-NODE)] [--acceptance CMD]\n"
+    "                     [--fault-file PATH (fake GPUs only)] [--allow-mig-changes]\n"
+    "                     [--rediscover-interval-s SECONDS (30)]\n"
+    "  --allow-mig-changes lets the daemon's MIG layouts be applied (GPU instances destroyed and\n"
+    "  created) on GPUs none of this agent's replicas use; without it they are refused and "
+    "reported\n"
+    "  MIG layouts are applied off the heartbeat path; no replica starts on a GPU meanwhile\n"
+    "  --rediscover-interval-s re-reads the GPUs that often (and after a failed replica exit): a\n"
+    "  lost GPU or a MIG device gone under a replica is reported as a GPU failure (the node is\n"
+    "  drained and its jobs requeued), changed UUIDs and layouts are reported; 0 turns it off\n"
+    "  --server and --token default to GPUPOOL_URL and GPUPOOL_TOKEN (or the config file)\n";
+
+const char* const kDemoUsage =
+    "usage: gpupool demo [--hours H (8)] [--policy P (fgd)] [--seed S (7)] [--every MINUTES (60)]\n"
+    "  Schedules a generated day of work on a small demo cluster and prints what happened.\n";
+
+#define GP_REPLAY_USAGE                                                                               \
+  "usage: gpupool sim replay --jobs JOBS.csv --tenants TENANTS.csv [--policy fgd] [--partitioned]\n" \
+  "                          [--capacity-scale X] [--json F] [--csv F] [--svg F] [--no-estimates]\n" \
+  "                          [--no-timing] [--burst FILE.yaml [--burst-budgets A,B,C]]\n"            \
+  "  Replays a trace through the scheduler with a virtual clock: per-tenant JCT and waits, pooled\n" \
+  "  or (--partitioned) each tenant alone on its guarantee. docs/design/simulator.md.\n"
+#define GP_PACKING_USAGE                                                                              \
+  "usage: gpupool sim packing --nodes NODES.csv --pods PODS.csv [--policy NAME|all (gpupool)]\n"     \
+  "                           [--seeds 42-51] [--json F] [--csv F] [--svg F] [--offline]\n"          \
+  "                           [--threads 2] [--published SUMMARY.csv] [--no-timing]\n"               \
+  "  The FGD paper's packing experiment: unallocated GPU % by arrived workload per policy\n"         \
+  "  (random, dotprod, clustering, packing, bestfit, fgd, gpupool), beside the published\n"          \
+  "  figures. --offline adds a hindsight reference. docs/design/simulator.md.\n"
+
+const char* const kReplayUsage = GP_REPLAY_USAGE;
+const char* const kPackingUsage = GP_PACKING_USAGE;
+const char* const kSimUsage = GP_REPLAY_USAGE GP_PACKING_USAGE;
+
+}  // namespace gpupool::cli
