@@ -434,6 +434,7 @@ Status Agent::Register() {
       lock.owns_lock() || gpus_.empty()) {
     if (!lock.owns_lock()) lock.lock();
     gpus = probe_.Discover();
+    system_ = probe_.System();
     discovered = true;
   }
   if (!gpus.ok()) return Error{gpus.error().code, "discover GPUs: " + gpus.error().message};
@@ -462,6 +463,7 @@ Status Agent::Register() {
                {"flavor", flavor},
                {"gpus", gj},
                {"labels", options_.labels},
+               {"reported_labels", AgentLabels(system_, *gpus)},
                {"cpu_milli", options_.cpu_milli},
                {"memory_mib", options_.memory_mib}};
   if (acceptance_) body["acceptance"] = *acceptance_;

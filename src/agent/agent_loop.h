@@ -263,6 +263,7 @@ class Agent {
   std::set<std::string> lost_uuids_;  // GPU UUIDs reported lost (once each)
   bool reregister_after_ack_ = false;  // a GPU UUID changed: register once the loss is delivered
   std::map<std::string, std::string> start_held_;  // replica key -> why its start waits (logged)
+  SystemInfo system_;  // the driver's versions, read with each discovery at registration
   std::atomic<bool> stop_{false};
   // Shared with the MigWorker's thread (see the file comment); declared last so the worker is
   // joined before anything it uses goes.

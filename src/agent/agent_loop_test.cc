@@ -293,6 +293,9 @@ TEST_F(AgentAloneProtocolTest, RegisterSendsFlavorGpusAndAcceptance) {
   EXPECT_EQ(b["node"], "n1");
   EXPECT_EQ(b["flavor"], "a100-80gb");
   EXPECT_EQ(b["labels"], Json::array());
+  // The driver's versions and the product, for node selectors.
+  EXPECT_EQ(b["reported_labels"], (Json{"node.gpupool.io/cuda-version=12.4", "node.gpupool.io/driver-version=550.54.15",
+                                        "node.gpupool.io/gpu-product=NVIDIA-A100-SXM4-80GB"}));
   EXPECT_EQ(b["cpu_milli"], 0);
   EXPECT_EQ(b["memory_mib"], 0);
   ASSERT_EQ(b["gpus"].size(), 2u);

@@ -185,6 +185,20 @@ FAKE_EXPORT const char* nvmlErrorString(nvmlReturn_t rc) {
   }
 }
 
+#ifndef FAKE_NVML_MINIMAL  // optional: the driver's versions
+FAKE_EXPORT nvmlReturn_t nvmlSystemGetDriverVersion(char* version, unsigned int len) {
+  if (!g_init) return NVML_ERROR_UNINITIALIZED;
+  CopyString("550.54.15", version, len);
+  return NVML_SUCCESS;
+}
+
+FAKE_EXPORT nvmlReturn_t nvmlSystemGetCudaDriverVersion(int* version) {
+  if (!g_init) return NVML_ERROR_UNINITIALIZED;
+  *version = 12040;
+  return NVML_SUCCESS;
+}
+#endif
+
 FAKE_EXPORT nvmlReturn_t nvmlDeviceGetCount_v2(unsigned int* count) {
   if (!g_init) return NVML_ERROR_UNINITIALIZED;
   *count = 2;

@@ -131,6 +131,16 @@ Status FakeProbe::ApplyMigLayout(uint32_t gpu, const GpuModel& model, const MigL
   return Ok();
 }
 
+SystemInfo FakeProbe::System() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return system_;
+}
+
+void FakeProbe::SetSystem(SystemInfo info) {
+  std::lock_guard<std::mutex> lock(mu_);
+  system_ = std::move(info);
+}
+
 int FakeProbe::mig_changes() const {
   std::lock_guard<std::mutex> lock(mu_);
   return mig_changes_;

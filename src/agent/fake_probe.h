@@ -75,6 +75,10 @@ class FakeProbe : public GpuProbe {
   // another model or an invalid layout (nothing changes then).
   Status ApplyMigLayout(uint32_t gpu, const GpuModel& model, const MigLayout& layout) override;
 
+  // Driver 550.54.15 with CUDA 12.4, as the fake libnvidia-ml reports, unless set.
+  SystemInfo System() override;
+  void SetSystem(SystemInfo info);
+
   size_t gpu_count() const { return gpus_.size(); }
   // How many ApplyMigLayout calls changed something (for tests).
   int mig_changes() const;
@@ -108,6 +112,7 @@ class FakeProbe : public GpuProbe {
   const std::string node_;
   const Catalogue catalogue_;
   mutable std::mutex mu_;
+  SystemInfo system_{"550.54.15", "12.4"};
   std::vector<FakeGpuSpec> gpus_;              // the count never changes; layouts guarded by mu_
   std::vector<std::vector<uint32_t>> gi_ids_;  // guarded by mu_: per GPU, per layout instance
   std::vector<uint32_t> next_gi_id_;           // guarded by mu_: per GPU

@@ -1,8 +1,11 @@
 #include "agent/gpu_probe.h"
 
+#include <algorithm>
 #include <array>
 #include <cctype>
 #include <cstdlib>
+
+#include "model/node.h"
 
 namespace gpupool {
 namespace {
@@ -161,6 +164,22 @@ std::string NormalizeBusId(std::string_view bus_id) {
     s.insert(0, 8 - colon, '0');
   }
   return s;
+}
+
+std::vector<std::string> AgentLabels(const SystemInfo& system, const std::vector<GpuInfo>& gpus) {
+  const std::string prefix(kAgentLabelPrefix);
+  const auto value = [](std::string v) {
+    for (char& c : v) {
+      if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.') c = '-';
+    }
+    return v.substr(0, 63);
+  };
+  std::vector<std::string> out;
+  if (!system.driver_version.empty()) out.push_back(prefix + "driver-version=" + value(system.driver_version));
+  if (!system.cuda_version.empty()) out.push_back(prefix + "cuda-version=" + value(system.cuda_version));
+  if (!gpus.empty() && !gpus.front().name.empty()) out.push_back(prefix + "gpu-product=" + value(gpus.front().name));
+  std::sort(out.begin(), out.end());
+  return out;
 }
 
 }  // namespace gpupool

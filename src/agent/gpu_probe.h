@@ -79,6 +79,19 @@ struct HealthEvent {
   friend bool operator==(const HealthEvent&, const HealthEvent&) = default;
 };
 
+// What the node's driver reports about itself; empty where it cannot say.
+struct SystemInfo {
+  std::string driver_version;  // e.g. "550.54.15"
+  std::string cuda_version;    // the highest CUDA version the driver supports, e.g. "12.4"
+  friend bool operator==(const SystemInfo&, const SystemInfo&) = default;
+};
+
+// The labels the agent reports for its node (model/node.h, kAgentLabelPrefix):
+// node.gpupool.io/driver-version, cuda-version and gpu-product (the product name with every
+// character a label value may not hold replaced by '-', "NVIDIA-H100-80GB-HBM3"), each only when
+// known; sorted.
+std::vector<std::string> AgentLabels(const SystemInfo& system, const std::vector<GpuInfo>& gpus);
+
 // Thread-safety: an implementation says; callers should assume one thread at a time.
 class GpuProbe {
  public:
@@ -95,6 +108,8 @@ class GpuProbe {
   // created. REQUIRES: ValidateLayout(model, layout) ok, model is the GPU's model. On error
   // the GPU may be left part-way; Discover shows what it holds. Default: kFailedPrecondition.
   virtual Status ApplyMigLayout(uint32_t gpu, const GpuModel& model, const MigLayout& layout);
+  // The driver's and CUDA's versions. Default: nothing known.
+  virtual SystemInfo System() { return {}; }
 };
 
 // The catalogue model (Catalogue::BuiltIn names) for a product. The PCI device ID decides when

@@ -20,6 +20,8 @@ void VisitSymbols(NvmlApi& a, Visitor&& v) {
   v("nvmlDeviceGetUUID", a.device_get_uuid, true);
   v("nvmlDeviceGetMemoryInfo", a.device_get_memory_info, true);
   v("nvmlDeviceGetPciInfo_v3", a.device_get_pci_info, true);
+  v("nvmlSystemGetDriverVersion", a.system_get_driver_version, false);
+  v("nvmlSystemGetCudaDriverVersion", a.system_get_cuda_driver_version, false);
   v("nvmlDeviceGetMigMode", a.device_get_mig_mode, false);
   v("nvmlDeviceGetMaxMigDeviceCount", a.device_get_max_mig_device_count, false);
   v("nvmlDeviceGetMigDeviceHandleByIndex", a.device_get_mig_device_handle_by_index, false);

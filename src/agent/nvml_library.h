@@ -33,6 +33,9 @@ struct NvmlApi {
   nvml::DeviceGetStringFn device_get_uuid = nullptr;
   nvml::DeviceGetMemoryInfoFn device_get_memory_info = nullptr;
   nvml::DeviceGetPciInfoFn device_get_pci_info = nullptr;  // _v3
+  // Optional: the driver (node labels).
+  nvml::SystemGetStringFn system_get_driver_version = nullptr;
+  nvml::SystemGetIntFn system_get_cuda_driver_version = nullptr;
   // Optional: MIG.
   nvml::DeviceGetMigModeFn device_get_mig_mode = nullptr;
   nvml::DeviceGetUintFn device_get_max_mig_device_count = nullptr;

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 
 namespace gpupool {
@@ -148,6 +149,21 @@ Result<std::vector<GpuInfo>> NvmlProbe::Discover() {
     }
   }
   return gpus;
+}
+
+SystemInfo NvmlProbe::System() {
+  SystemInfo out;
+  if (!EnsureOpen().ok()) return out;
+  const NvmlApi& api = lib_->api();
+  if (api.system_get_driver_version != nullptr) {
+    char buf[96] = {};
+    if (api.system_get_driver_version(buf, sizeof buf) == NVML_SUCCESS) out.driver_version.assign(buf, strnlen(buf, sizeof buf));
+  }
+  int cuda = 0;
+  if (api.system_get_cuda_driver_version != nullptr && api.system_get_cuda_driver_version(&cuda) == NVML_SUCCESS && cuda > 0) {
+    out.cuda_version = std::to_string(cuda / 1000) + "." + std::to_string(cuda % 1000 / 10);
+  }
+  return out;
 }
 
 GpuInfo NvmlProbe::Describe(uint32_t index) {

@@ -58,6 +58,9 @@ class NvmlProbe : public GpuProbe {
   // layout; kFailedPrecondition when MIG is off on the GPU or the library lacks a MIG call;
   // kUnavailable with NVML's words (e.g. "In use (19)") when a call fails, possibly part-way.
   Status ApplyMigLayout(uint32_t gpu, const GpuModel& model, const MigLayout& layout) override;
+  // nvmlSystemGetDriverVersion and nvmlSystemGetCudaDriverVersion (12040 -> "12.4"); a field
+  // the library lacks or fails to give stays empty.
+  SystemInfo System() override;
 
   const std::string& library_path() const { return path_; }
   // Node-wide notes: optional symbols the library lacks, event registration failures, and what

@@ -219,13 +219,19 @@ TEST(NvmlProbe, OptionalSymbolsMissingTurnFeaturesOff) {
   auto health = p.PollHealth();
   ASSERT_TRUE(health.ok());
   EXPECT_TRUE(health->empty());
+  EXPECT_EQ(p.System(), SystemInfo()) << "no driver calls: nothing known";
+}
+
+TEST(NvmlProbe, SystemReadsTheDriverAndCudaVersions) {
+  NvmlProbe p = Probe(kFake);
+  EXPECT_EQ(p.System(), (SystemInfo{"550.54.15", "12.4"}));
 }
 
 TEST(NvmlLibrary, ResolvesReadCallsAndOnlySixMigWrites) {
   // The agent reads, except six calls that create and destroy MIG GPU and compute instances
   // (NvmlProbe::ApplyMigLayout): nothing sets MIG mode or resets.
   const std::vector<std::string> names = NvmlLibrary::SymbolNames();
-  ASSERT_EQ(names.size(), 34u);
+  ASSERT_EQ(names.size(), 36u);
   const std::vector<std::string> writes = {
       "nvmlDeviceCreateGpuInstanceWithPlacement",     "nvmlGpuInstanceDestroy",
       "nvmlGpuInstanceGetComputeInstanceProfileInfo", "nvmlGpuInstanceCreateComputeInstance",
@@ -234,7 +240,7 @@ TEST(NvmlLibrary, ResolvesReadCallsAndOnlySixMigWrites) {
   for (const std::string& n : names) {
     const bool write = std::find(writes.begin(), writes.end(), n) != writes.end();
     write_calls += write;
-    const bool allowed = write || n.rfind("nvmlDeviceGet", 0) == 0 ||
+    const bool allowed = write || n.rfind("nvmlDeviceGet", 0) == 0 || n.rfind("nvmlSystemGet", 0) == 0 ||
                          n.rfind("nvmlGpuInstanceGet", 0) == 0 || n == "nvmlInit_v2" ||
                          n == "nvmlShutdown" || n == "nvmlErrorString" ||
                          n == "nvmlEventSetCreate" || n == "nvmlEventSetWait_v2" ||

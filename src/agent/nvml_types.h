@@ -165,6 +165,8 @@ using InitFn = nvmlReturn_t (*)();
 using ShutdownFn = nvmlReturn_t (*)();
 using ErrorStringFn = const char* (*)(nvmlReturn_t);
 using DeviceGetCountFn = nvmlReturn_t (*)(unsigned int*);
+using SystemGetStringFn = nvmlReturn_t (*)(char*, unsigned int);  // DriverVersion
+using SystemGetIntFn = nvmlReturn_t (*)(int*);                    // CudaDriverVersion: 12040 = 12.4
 using DeviceGetHandleByIndexFn = nvmlReturn_t (*)(unsigned int, nvmlDevice_t*);
 using DeviceGetStringFn = nvmlReturn_t (*)(nvmlDevice_t, char*, unsigned int);  // Name, UUID
 using DeviceGetMemoryInfoFn = nvmlReturn_t (*)(nvmlDevice_t, nvmlMemory_t*);

@@ -102,7 +102,8 @@ Reply DaemonCore::RegisterAgent(const CallContext& c, const std::string& body) {
   const Json j = Json::parse(body, nullptr, false);
   if (j.is_discarded() || !j.is_object()) return Err(InvalidArgument("request body must be a JSON object"));
   for (const auto& [k, v] : j.items()) {
-    static const std::set<std::string> kKnown = {"node", "flavor", "gpus", "labels", "cpu_milli", "memory_mib", "acceptance"};
+    static const std::set<std::string> kKnown = {"node", "flavor", "gpus", "labels", "reported_labels",
+                                                 "cpu_milli", "memory_mib", "acceptance"};
     if (!kKnown.count(k)) return Err(InvalidArgument("unknown field '" + k + "'"));
   }
   const std::string name = StrField(j, "node");
@@ -154,6 +155,20 @@ Reply DaemonCore::RegisterAgent(const CallContext& c, const std::string& body) {
     passed = (*a)["passed"].get<bool>();
     output = StrField(*a, "output").substr(0, 4096);
   }
+  // What the agent reports of its node (driver, CUDA, GPU product), under kAgentLabelPrefix.
+  std::vector<std::string> reported;
+  if (auto rl = j.find("reported_labels"); rl != j.end()) {
+    if (!rl->is_array() || rl->size() > 16) return Err(InvalidArgument("'reported_labels' must list at most 16 key=value"));
+    for (const Json& l : *rl) {
+      const std::string text = l.is_string() ? l.get<std::string>() : "";
+      const size_t eq = text.find('=');
+      if (text.rfind(kAgentLabelPrefix, 0) != 0 || eq == std::string::npos || text.size() > 320 || !ValidUtf8(text)) {
+        return Err(InvalidArgument("'reported_labels' must be key=value labels under " + std::string(kAgentLabelPrefix)));
+      }
+      reported.push_back(text);
+    }
+    std::sort(reported.begin(), reported.end());
+  }
   Result<NodeId> id = state_->FindNode(name);
   if (!id.ok()) {
     // A new node joins with what the agent found.
@@ -198,6 +213,15 @@ Reply DaemonCore::RegisterAgent(const CallContext& c, const std::string& body) {
       }
     }
     if (n.condition == NodeCondition::kRetired) return Err(FailedPrecondition("node " + name + " is retired"));
+  }
+  if (j.contains("reported_labels")) {
+    std::vector<std::string> now;
+    for (const std::string& l : state_->node(*id).labels) {
+      if (l.rfind(kAgentLabelPrefix, 0) == 0) now.push_back(l);
+    }
+    if (now != reported) {
+      if (Status s = ApplyAndStage(NodeLabelsReported{*id, reported, c.now}); !s.ok()) return Err(s.error());
+    }
   }
   const Node& n = state_->node(*id);
   NodeCondition to = n.condition;

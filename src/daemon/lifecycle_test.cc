@@ -439,6 +439,42 @@ TEST_F(LabelsTest, TheTenantsLabelsChangeThroughTheApiAndShowOnTheTenantAndNodes
   EXPECT_TRUE(node["dedicated_to"].is_null());
 }
 
+TEST_F(CoreTest, ARefusedReservationNamesNoIdThatAnotherBookingGetsLater) {
+  const Reply refused = core_->CreateReservation(
+      As(admin_), R"({"tenant": "research", "flavor": "h100-80gb", "gpus": 9, "start": "2027-06-01T00:00:00Z", "end": "2027-06-02T00:00:00Z"})");
+  ASSERT_EQ(refused.status, 409) << refused.body;
+  EXPECT_NE(refused.body.find("reservation refused: short by 1 GPU"), std::string::npos) << refused.body;
+  EXPECT_EQ(refused.body.find("reservation 1"), std::string::npos) << refused.body;
+  const Reply booked = core_->CreateReservation(
+      As(admin_), R"({"tenant": "product", "flavor": "h100-80gb", "gpus": 8, "start": "2027-06-01T00:00:00Z", "end": "2027-06-02T00:00:00Z"})");
+  ASSERT_EQ(booked.status, 201) << booked.body;
+  EXPECT_EQ(Json::parse(booked.body)["id"], "1");
+}
+
+TEST_F(AgentProtocolTest, AgentsReportDriverCudaAndProductAsLabelsThatJobsSelect) {
+  Json reg = RegisterBody("g1");
+  reg["reported_labels"] = {"node.gpupool.io/cuda-version=12.4", "node.gpupool.io/driver-version=550.54.15"};
+  ASSERT_EQ(core_->RegisterAgent({&admin_, "", At(1)}, reg.dump()).status, 200);
+  reg = RegisterBody("g2");
+  reg["reported_labels"] = {"node.gpupool.io/cuda-version=12.6"};
+  ASSERT_EQ(core_->RegisterAgent({&admin_, "", At(1)}, reg.dump()).status, 200);
+  EXPECT_EQ(Json::parse(core_->GetNode({&admin_, "", At(1)}, "g1").body)["labels"],
+            Json({"node.gpupool.io/cuda-version=12.4", "node.gpupool.io/driver-version=550.54.15"}));
+  const Reply r = core_->SubmitJob({&member_a_, "", At(2)}, Json({{"tenant", "a"}, {"name", "w"}, {"resources", {{"flavor", "h100-80gb"}, {"gpus", 4}}},
+      {"duration_estimate_s", 60}, {"command", {"x"}},
+      {"node_selector", {{{"key", "node.gpupool.io/cuda-version"}, {"operator", "In"}, {"values", {"12.6"}}}}}}).dump(), "");
+  ASSERT_EQ(r.status, 201) << r.body;
+  core_->Tick(At(2), false);
+  EXPECT_EQ(NodeOf(Json::parse(r.body)["id"], 2), "g2");
+  // A driver upgrade: the next registration replaces the reported labels, nothing else.
+  reg["reported_labels"] = {"node.gpupool.io/cuda-version=12.8"};
+  ASSERT_EQ(core_->RegisterAgent({&admin_, "", At(3)}, reg.dump()).status, 200);
+  EXPECT_EQ(Json::parse(core_->GetNode({&admin_, "", At(3)}, "g2").body)["labels"], Json({"node.gpupool.io/cuda-version=12.8"}));
+  // Only labels under the agent's prefix.
+  reg["reported_labels"] = {"pool=a"};
+  EXPECT_EQ(core_->RegisterAgent({&admin_, "", At(4)}, reg.dump()).status, 400);
+}
+
 TEST(JobHistoryBounds, AJobRequeuedWithoutEndKeepsItsFirstAndLastEvents) {
   State s = DemoCluster();
   JobHistory h;

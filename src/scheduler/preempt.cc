@@ -9,6 +9,10 @@
 namespace gpupool {
 namespace {
 
+// A job naming a reservation reaches preemption only inside it: in force, within its amount
+// (the scheduler's ReservationAdmits). It is guaranteed, and takes no quota check.
+bool Reserved(const Job& job) { return job.spec.reservation.valid(); }
+
 bool WithinGuarantee(Session& s, const Job& job) {
   const FlavorId f = job.spec.shape.flavor;
   return s.quota().has_quota(job.spec.tenant, f) &&
@@ -41,7 +45,8 @@ std::vector<Candidate> Candidates(Session& s, const Job& job, const std::vector<
   for (const Job* vp : s.PreemptibleJobs(f, cfg.min_runtime)) {
     const Job& v = *vp;
     const bool same = v.spec.tenant == job.spec.tenant;
-    if (same && state.priority_class(v.spec.priority_class).value >= prio) continue;
+    const bool lower = state.priority_class(v.spec.priority_class).value < prio;
+    if (same && !lower && !(Reserved(job) && !v.spec.reservation.valid())) continue;
     if (!same && (!within_guarantee || !s.running_quota().borrowing(v.spec.tenant, f))) continue;
     if (std::find(released.begin(), released.end(), v.id) != released.end()) continue;
     if (std::find(job.preempted_by.begin(), job.preempted_by.end(), v.id) !=
@@ -98,7 +103,7 @@ bool TryWith(Session& s, Placer& placer, const Job& job, const std::vector<uint3
   }
   const GpuEq eq = job.Eq(s.state().catalogue());
   const bool may_borrow = s.state().priority_class(job.spec.priority_class).may_borrow;
-  const QuotaVerdict v = s.quota().Check(job.spec.tenant, f, eq, may_borrow);
+  const QuotaVerdict v = Reserved(job) ? QuotaVerdict{} : s.quota().Check(job.spec.tenant, f, eq, may_borrow);
   if (v.ok()) {
     Placer::Outcome o = placer.PlaceGang(job, pools, s.now() + job.spec.estimated_duration);
     if (o.ok) {
@@ -271,7 +276,8 @@ PreemptOutcome TryPreempt(Session& s, Placer& placer, const Job& job,
   PreemptOutcome out;
   const FlavorId f = job.spec.shape.flavor;
   const GpuEq eq = job.Eq(s.state().catalogue());
-  const std::vector<Candidate> all = Candidates(s, job, pools, cfg, WithinGuarantee(s, job), released_before);
+  const std::vector<Candidate> all =
+      Candidates(s, job, pools, cfg, Reserved(job) || WithinGuarantee(s, job), released_before);
   if (all.empty() || !CouldMakeRoom(s, job, pools, all)) return out;
   const bool one_node = job.spec.replicas == 1 || job.spec.topology.level == TopologyLevel::kNode;
   std::vector<Candidate> chosen =

@@ -40,6 +40,10 @@ std::optional<ReclaimWait> PendingReclaim(Session& session, const Job& job,
                                           const PreemptionConfig& cfg);
 
 // On success the session holds the victims' release and the preemptor's placement.
+// A job naming a reservation (the scheduler tries it only in force and within the reserved
+// amount) counts as within its guarantee, takes no quota check, and may also preempt its
+// tenant's preemptible jobs that name no reservation, whatever their priority: the reserved
+// capacity is its first.
 PreemptOutcome TryPreempt(Session& session, Placer& placer, const Job& job,
                           const std::vector<uint32_t>& pools, const PreemptionConfig& cfg,
                           const std::vector<JobId>& released_before);

@@ -311,9 +311,12 @@ void Cycle::Consider(const Job& job) {
     }
   }
   const PriorityClass& pc = state_.priority_class(job.spec.priority_class);
-  // Only dedicated nodes to offer: quota does not apply, and they are full.
-  const QuotaVerdict verdict = shared.empty() ? QuotaVerdict{}
-                                              : session_.quota().Check(t, f, eq, pc.may_borrow);
+  // Only dedicated nodes to offer: quota does not apply, and they are full. A job inside its
+  // reservation (ReservationAdmits) is within the reserved amount: guaranteed, whatever the
+  // tenant's other jobs use, and it never borrows.
+  const bool reserved = job.spec.reservation.valid();
+  const QuotaVerdict verdict = shared.empty() || reserved ? QuotaVerdict{}
+                                                          : session_.quota().Check(t, f, eq, pc.may_borrow);
   if (!shared.empty() && verdict.ok()) {
     ++plan_.stats.placement_attempts;
     o = placer_.PlaceGang(job, shared, end);

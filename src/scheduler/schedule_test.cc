@@ -284,3 +284,61 @@ TEST_F(SelectorTest, JobsWithOtherSelectorsDoNotShareAFailure) {
 
 }  // namespace
 }  // namespace gpupool
+
+namespace gpupool {
+namespace {
+
+// t is guaranteed 4 of the node's 8 GPUs and holds reservation 1 for the other 4, in force
+// from 0 to 10 hours: 8 guaranteed while it lasts.
+class NamedReservationTest : public ScheduleTest {
+ protected:
+  void SetUp() override {
+    AddDefaultPriorityClasses(s_);
+    t_ = *AddTenant(s_, "t", {{"h100-80gb", {4}}});
+    ASSERT_TRUE(AddNode(s_, "n0", NodeTemplate{.flavor = "h100-80gb"}).ok());
+    Reservation r{.id = ReservationId(1), .tenant = t_, .flavor = *s_.catalogue().Find("h100-80gb"),
+                  .amount = GpuEq::Gpus(4), .start = Time(), .end = Time::FromSeconds(36000), .created = Time()};
+    ASSERT_TRUE(Apply(s_, ReservationCreated{r}).ok());
+  }
+  JobId Want(bool named, int gpus = 4) {
+    return *Submit(s_, {.tenant = "t", .shape = *WholeGpus(s_, "h100-80gb", gpus),
+                        .reservation = named ? ReservationId(1) : ReservationId()}, Time());
+  }
+};
+
+TEST_F(NamedReservationTest, TheReservedCapacityGoesToNamedJobsFirst) {
+  const JobId unnamed = Want(false), named = Want(true), later = Want(false);
+  (void)later;
+  // Room for two of the three: the named job is placed whatever the submission order.
+  const Plan plan = Schedule(s_, SchedulerConfig{}, Time::FromSeconds(60));
+  ASSERT_EQ(plan.placements.size(), 2u) << Describe(s_, plan);
+  EXPECT_EQ(plan.placements[0].job, named);
+  EXPECT_EQ(plan.placements[0].kind, AdmissionKind::kGuaranteed);
+  EXPECT_EQ(plan.placements[1].job, unnamed);
+}
+
+TEST_F(NamedReservationTest, ANamedJobTakesItsCapacityBackFromTheTenantsOtherWork) {
+  // The tenant's unnamed jobs fill the node (its guarantee is 8 while the reservation lasts).
+  Run("t", "training", {0, 1, 2, 3}, 0);
+  const JobId young = Run("t", "training", {4, 5, 6, 7}, 100);
+  const JobId named = Want(true);
+  const Plan plan = Schedule(s_, SchedulerConfig{}, Time::FromSeconds(3600));
+  ASSERT_EQ(plan.preemptions.size(), 1u) << Describe(s_, plan);
+  EXPECT_EQ(plan.preemptions[0].victim, young) << "the most recently started";
+  EXPECT_EQ(plan.preemptions[0].preemptor, named);
+  ASSERT_EQ(plan.placements.size(), 1u);
+  EXPECT_EQ(plan.placements[0].kind, AdmissionKind::kGuaranteed);
+}
+
+TEST_F(NamedReservationTest, ANamedJobNeverBorrowsBeyondItsReservation) {
+  const JobId first = Want(true, 4), second = Want(true, 2);  // 6 of a 4-GPU reservation
+  const Plan plan = Schedule(s_, SchedulerConfig{}, Time::FromSeconds(60));
+  ASSERT_EQ(plan.placements.size(), 1u) << Describe(s_, plan);
+  EXPECT_EQ(plan.placements[0].job, first);
+  ASSERT_EQ(plan.pending.size(), 1u) << "4 GPUs stay idle: the second waits for its reservation";
+  EXPECT_EQ(plan.pending[0].job, second);
+  EXPECT_EQ(plan.ReasonOf(plan.pending[0]).code, ReasonCode::kReservation);
+}
+
+}  // namespace
+}  // namespace gpupool

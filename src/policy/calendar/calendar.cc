@@ -24,9 +24,10 @@ std::string Padded(int64_t v, int width) {
 // "3 GPUs", "1 GPU", "0.5 GPUs".
 std::string Gpus(GpuEq q) { return ToString(q) + (q == GpuEq::Gpus(1) ? " GPU" : " GPUs"); }
 
-// "reservation 2", "maintenance window 3": what a refusal names, in the caller's words.
+// What a refusal names, in the caller's words. Never the booking's id: a refused booking gets
+// none, and the id it was offered goes to the next booking that fits.
 std::string What(const Booking& b) {
-  return (b.maintenance ? "maintenance window " : "reservation ") + std::to_string(b.id);
+  return b.maintenance ? "maintenance window refused" : "reservation refused";
 }
 
 Error Invalid(const Booking& b, const std::string& why) { return InvalidArgument(What(b) + ": " + why); }

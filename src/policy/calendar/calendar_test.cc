@@ -59,7 +59,7 @@ TEST(Calendar, ShortByNamesTheWorstShortfallAndWhereItIs) {
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.error().code, ErrorCode::kConflict);
   EXPECT_EQ(s.error().message,
-            "reservation 2: short by 3 GPUs from 2026-12-01T10:00:00Z to 2026-12-01T12:00:00Z; at "
+            "reservation refused: short by 3 GPUs from 2026-12-01T10:00:00Z to 2026-12-01T12:00:00Z; at "
             "most 4 GPUs can be reserved from 2026-12-01T09:00:00Z to 2026-12-01T13:00:00Z");
   EXPECT_EQ(c.bookings().size(), 1u);
 }
@@ -74,7 +74,7 @@ TEST(Calendar, ShortfallStretchRunsAcrossBoundariesWithTheSameFreeAmount) {
   const Status s = c.Book(Res(4, kB, G(5), H(8), H(14)));
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.error().message,
-            "reservation 4: short by 1 GPU from 2026-12-01T10:00:00Z to 2026-12-01T12:00:00Z; at "
+            "reservation refused: short by 1 GPU from 2026-12-01T10:00:00Z to 2026-12-01T12:00:00Z; at "
             "most 4 GPUs can be reserved from 2026-12-01T08:00:00Z to 2026-12-01T14:00:00Z");
 }
 
@@ -103,23 +103,23 @@ TEST(Calendar, InvalidBookingsAreRejectedAndChangeNothing) {
   };
   const Case cases[] = {
       {Res(2, kA, G(0), H(10), H(12)), ErrorCode::kInvalidArgument,
-       "reservation 2: the amount must be positive, got 0"},
+       "reservation refused: the amount must be positive, got 0"},
       {Res(2, kA, GpuEq::Units(-7), H(10), H(12)), ErrorCode::kInvalidArgument,
-       "reservation 2: the amount must be positive, got -0.001"},
+       "reservation refused: the amount must be positive, got -0.001"},
       {Res(2, kA, G(1), H(10), H(10)), ErrorCode::kInvalidArgument,
-       "reservation 2: the window must end after it starts, got 2026-12-01T10:00:00Z to "
+       "reservation refused: the window must end after it starts, got 2026-12-01T10:00:00Z to "
        "2026-12-01T10:00:00Z"},
       {Res(2, kA, G(1), H(12), H(10)), ErrorCode::kInvalidArgument,
-       "reservation 2: the window must end after it starts, got 2026-12-01T12:00:00Z to "
+       "reservation refused: the window must end after it starts, got 2026-12-01T12:00:00Z to "
        "2026-12-01T10:00:00Z"},
       {Res(2, TenantId(), G(1), H(10), H(12)), ErrorCode::kInvalidArgument,
-       "reservation 2: a reservation needs a tenant"},
+       "reservation refused: a reservation needs a tenant"},
       {{.id = 2, .tenant = kA, .amount = G(1), .start = H(1), .end = H(2), .maintenance = true},
        ErrorCode::kInvalidArgument,
-       "maintenance window 2: a maintenance window has no tenant"},
+       "maintenance window refused: a maintenance window has no tenant"},
       {Res(1, kB, G(1), H(20), H(21)), ErrorCode::kAlreadyExists, "booking 1 already exists"},
       {Res(2, kA, G(9), H(20), H(21)), ErrorCode::kConflict,
-       "reservation 2: 9 GPUs cannot be reserved: the healthy capacity is 8 GPUs"},
+       "reservation refused: 9 GPUs cannot be reserved: the healthy capacity is 8 GPUs"},
   };
   for (const Case& k : cases) {
     SCOPED_TRACE(k.message);
@@ -160,7 +160,7 @@ TEST(Calendar, MaintenanceMayTakeGuaranteedButNotReservedCapacity) {
   const Status s = c.Book(Maint(2, G(13), H(11), H(13)));
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.error().message,
-            "maintenance window 2: short by 1 GPU from 2026-12-01T11:00:00Z to 2026-12-01T12:00:00Z; at "
+            "maintenance window refused: short by 1 GPU from 2026-12-01T11:00:00Z to 2026-12-01T12:00:00Z; at "
             "most 12 GPUs can be taken for maintenance from 2026-12-01T11:00:00Z to "
             "2026-12-01T13:00:00Z");
   ASSERT_TRUE(c.Book(Maint(2, G(12), H(11), H(13))).ok());
@@ -187,7 +187,7 @@ TEST(Calendar, LoweredCapacityOverCommitsWithoutDroppingBookings) {
   const Status s = c.Book(Res(2, kB, G(1), H(11), H(13)));
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.error().message,
-            "reservation 2: short by 3 GPUs from 2026-12-01T11:00:00Z to 2026-12-01T12:00:00Z; at "
+            "reservation refused: short by 3 GPUs from 2026-12-01T11:00:00Z to 2026-12-01T12:00:00Z; at "
             "most 0 GPUs can be reserved from 2026-12-01T11:00:00Z to 2026-12-01T13:00:00Z");
   EXPECT_TRUE(c.Book(Res(2, kB, G(6), H(12), H(13))).ok());
   c.SetGuaranteed(G(4));

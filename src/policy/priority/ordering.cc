@@ -3,7 +3,7 @@
 namespace gpupool {
 
 QueueKey QueueKeyOf(const State& state, const Job& job) {
-  return {-state.priority_class(job.spec.priority_class).value, job.submitted, job.id};
+  return {-state.priority_class(job.spec.priority_class).value, !job.spec.reservation.valid(), job.submitted, job.id};
 }
 
 bool VictimBefore(const State& state, const Job& a, const Job& b) {

@@ -5,9 +5,11 @@
 
 namespace gpupool {
 
-// Queue order inside a tenant: higher priority first, then earlier submission, then lower id.
+// Queue order inside a tenant: higher priority first, then jobs naming a reservation (its
+// capacity goes to them before the tenant's other jobs), then earlier submission, then lower id.
 struct QueueKey {
   int32_t neg_priority;
+  bool unreserved;  // within a priority, jobs that name a reservation go first (DESIGN.md §5)
   Time submitted;
   JobId id;
   friend auto operator<=>(const QueueKey&, const QueueKey&) = default;
