@@ -44,7 +44,25 @@ Result<int64_t> Int(const Json& j, const char* key, int64_t lo, int64_t hi, cons
   return v;
 }
 
-Result<Json> ParseObject(std::string_view body) {
+// What each request body must hold, for the message an empty body gets.
+constexpr const char* kJobNeeds =
+    "a job needs 'tenant', 'name', 'resources' ({'flavor'} and one of 'gpus', 'mig_profile' or 'gpu_fraction') "
+    "and 'command'";
+constexpr const char* kTenantNeeds = "a tenant needs at least 'name' (and usually 'quotas')";
+constexpr const char* kTenantPatchNeeds = "send the fields to change, e.g. {\"weight\": 2}";
+constexpr const char* kClassNeeds = "a priority class needs 'name' and 'value'";
+constexpr const char* kReservationNeeds =
+    "a reservation needs 'tenant' (or 'maintenance': true), 'flavor', 'gpus', 'start' and 'end'";
+constexpr const char* kPricesNeeds = "a price list needs 'flavors': {FLAVOR: {'per_gpu_hour': \"2.99\"}}";
+constexpr const char* kTokenNeeds = "a token needs 'name' and 'role' (and 'tenant' for a tenant's roles)";
+
+// `needs`: what the body must hold, said when it is empty.
+Result<Json> ParseObject(std::string_view body, std::string_view needs = "") {
+  if (body.find_first_not_of(" \t\r\n") == std::string_view::npos) {
+    return InvalidArgument("the request body is empty: " +
+                           (needs.empty() ? std::string("send a JSON object") : std::string(needs)) +
+                           " (every request's fields are in /v1/openapi.json)");
+  }
   Json j = Json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) return InvalidArgument("request body is not valid JSON");
   if (!j.is_object()) return InvalidArgument("request body must be a JSON object");
@@ -125,7 +143,7 @@ Result<std::vector<std::string>> LabelList(const Json& j, const char* field) {
 
 Result<Tenant> DecodeTenantRequest(const State& state, std::string_view body, const Tenant* base,
                                    bool* allow_overcommit) {
-  Result<Json> parsed = ParseObject(body);
+  Result<Json> parsed = ParseObject(body, base ? kTenantPatchNeeds : kTenantNeeds);
   if (!parsed.ok()) return parsed.error();
   const Json& j = *parsed;
   GP_RETURN_IF_ERROR(OnlyFields(j, {"name", "weight", "quotas", "limits", "allow_gpu_cotenancy", "required_labels",
@@ -218,7 +236,7 @@ Result<Tenant> DecodeTenantRequest(const State& state, std::string_view body, co
 }
 
 Result<PriorityClass> DecodePriorityClassRequest(std::string_view body) {
-  Result<Json> parsed = ParseObject(body);
+  Result<Json> parsed = ParseObject(body, kClassNeeds);
   if (!parsed.ok()) return parsed.error();
   const Json& j = *parsed;
   GP_RETURN_IF_ERROR(
@@ -351,7 +369,7 @@ Result<Time> ParseRfc3339(std::string_view s) {
 
 Result<ReservationRequest> DecodeReservationRequest(const State& state, const Principal& caller,
                                                     std::string_view body) {
-  Result<Json> parsed = ParseObject(body);
+  Result<Json> parsed = ParseObject(body, kReservationNeeds);
   if (!parsed.ok()) return parsed.error();
   const Json& j = *parsed;
   GP_RETURN_IF_ERROR(OnlyFields(j, {"tenant", "flavor", "gpus", "start", "end", "maintenance"}, ""));
@@ -576,7 +594,7 @@ std::string MicrosToDecimal(int64_t micros) {
 
 Result<PriceList> DecodePriceList(const State& state, std::string_view body,
                                   std::optional<Time>* effective_from) {
-  Result<Json> parsed = ParseObject(body);
+  Result<Json> parsed = ParseObject(body, kPricesNeeds);
   if (!parsed.ok()) return parsed.error();
   const Json& j = *parsed;
   if (effective_from != nullptr) {
@@ -747,7 +765,7 @@ Result<PriorityClassId> JobPriorityClass(const State& state, const Json& j) {
 }  // namespace
 
 Result<JobSpec> DecodeJobRequest(const State& state, const Principal& caller, std::string_view body) {
-  Result<Json> parsed = ParseObject(body);
+  Result<Json> parsed = ParseObject(body, kJobNeeds);
   if (!parsed.ok()) return parsed.error();
   const Json& j = *parsed;
   GP_RETURN_IF_ERROR(OnlyFields(j, {"tenant", "name", "priority_class", "replicas", "resources",
@@ -875,6 +893,21 @@ Result<JobSpec> DecodeJobRequest(const State& state, const Principal& caller, st
     spec.reservation = ReservationId(std::stoull(*rid));
   }
   return state.ValidateSpec(std::move(spec));
+}
+
+Result<nlohmann::json> ParseTokenRequest(std::string_view body) { return ParseObject(body, kTokenNeeds); }
+
+std::string EmptyBodyMessage(std::string_view method, std::string_view path) {
+  std::string_view needs = "send a JSON object";
+  if (path == "/v1/jobs") needs = kJobNeeds;
+  if (path == "/v1/tenants") needs = kTenantNeeds;
+  if (path.rfind("/v1/tenants/", 0) == 0 && method == "PATCH") needs = kTenantPatchNeeds;
+  if (path == "/v1/priority-classes") needs = kClassNeeds;
+  if (path == "/v1/reservations") needs = kReservationNeeds;
+  if (path == "/v1/prices") needs = kPricesNeeds;
+  if (path == "/v1/tokens") needs = kTokenNeeds;
+  return "the request has no body (no Content-Length): " + std::string(needs) +
+         " (every request's fields are in /v1/openapi.json)";
 }
 
 }  // namespace gpupool

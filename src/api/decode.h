@@ -4,6 +4,7 @@
 #pragma once
 
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -113,5 +114,11 @@ bool ValidUtf8(std::string_view s);
 int HttpStatus(ErrorCode code);
 // {"error": {"code", "message", "details"}}
 std::string ErrorBody(const Error& e, const std::string& details = "");
+
+// POST /v1/tokens's body as a JSON object; an empty one says what a token needs.
+Result<nlohmann::json> ParseTokenRequest(std::string_view body);
+// The 400 for a POST, PUT or PATCH that came without a body (the HTTP server refuses one without
+// a Content-Length before a handler runs): what the route's body must hold.
+std::string EmptyBodyMessage(std::string_view method, std::string_view path);
 
 }  // namespace gpupool

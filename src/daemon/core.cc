@@ -794,8 +794,9 @@ Reply DaemonCore::DeleteNode(const CallContext& c, const std::string& name) {
 
 Reply DaemonCore::CreateToken(const CallContext& c, const std::string& body) {
   if (c.principal == nullptr) return Unauthenticated();
-  const Json j = Json::parse(body, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) return Err(InvalidArgument("request body must be a JSON object"));
+  Result<Json> parsed = ParseTokenRequest(body);
+  if (!parsed.ok()) return Err(parsed.error());
+  const Json& j = *parsed;
   for (const auto& [k, v] : j.items()) {
     if (k != "name" && k != "role" && k != "tenant") return Err(InvalidArgument("unknown field '" + k + "'"));
   }

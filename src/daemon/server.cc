@@ -283,10 +283,12 @@ void Routes(httplib::Server& srv, Loop& loop, Metrics& metrics) {
   r.Add("GET", "/v1/burst", "/v1/burst", [](DaemonCore& c, C ctx, R) { return c.BurstView(ctx); });
   r.Add("GET", "/v1/prices", "/v1/prices", [](DaemonCore& c, C ctx, R) { return c.GetPrices(ctx); });
   r.Add("PUT", "/v1/prices", "/v1/prices", [](DaemonCore& c, C ctx, R req) { return c.SetPrices(ctx, req.body); });
-  srv.set_error_handler([](R, httplib::Response& res) {
+  srv.set_error_handler([](R req, httplib::Response& res) {
     if (!res.body.empty()) return;
     ErrorCode code = ErrorCode::kInvalidArgument;
     std::string msg = "bad request";
+    const bool writes = req.method == "POST" || req.method == "PUT" || req.method == "PATCH";
+    if (res.status == 400 && writes && !req.has_header("Content-Length")) msg = EmptyBodyMessage(req.method, req.path);
     if (res.status == 413) code = ErrorCode::kResourceExhausted, msg = "request body too large";
     if (res.status == 404) code = ErrorCode::kNotFound, msg = "no such route";
     if (res.status == 405) msg = "method not allowed";

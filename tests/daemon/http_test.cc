@@ -1,6 +1,10 @@
 // The daemon over real HTTP: the isolation matrix (every endpoint x every role x own and other
 // tenant), the bad-input table, the OpenAPI document against the routes, and /metrics.
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <functional>
@@ -30,6 +34,23 @@ std::string JobBody(const std::string& tenant, const std::string& name, int gpus
                {"resources", {{"flavor", "h100-80gb"}, {"gpus", gpus}}},
                {"duration_estimate_s", 3600}, {"command", {"python", "train.py"}}})
       .dump();
+}
+
+// Sends `request` as it is on a new connection to 127.0.0.1:port and returns all it reads back.
+std::string RawRequest(int port, const std::string& request) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  std::string out;
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
+      ::send(fd, request.data(), request.size(), 0) == static_cast<ssize_t>(request.size())) {
+    char buf[4096];
+    for (ssize_t n; (n = ::recv(fd, buf, sizeof buf, 0)) > 0;) out.append(buf, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  return out;
 }
 
 class DaemonHttp : public ::testing::Test {
@@ -448,6 +469,14 @@ TEST_F(DaemonHttp, BadInputIsA4xxAndChangesNothing) {
     EXPECT_FALSE(r.body["error"]["message"].get<std::string>().empty()) << b.what;
     EXPECT_TRUE(r.body["error"].contains("details")) << b.what;
   }
+  // An empty body says what the request needs, never just "bad request", with or without a
+  // Content-Length (the HTTP server refuses a POST without one before any handler).
+  const std::string empty = Call(c, "POST", "/v1/jobs", admin, "").body["error"]["message"];
+  EXPECT_NE(empty.find("the request body is empty: a job needs 'tenant', 'name', 'resources'"), std::string::npos) << empty;
+  const std::string raw = RawRequest(daemon_->port(), "POST /v1/tokens HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " +
+                                                         admin + "\r\nConnection: close\r\n\r\n");
+  EXPECT_NE(raw.find("400"), std::string::npos) << raw;
+  EXPECT_NE(raw.find("the request has no body (no Content-Length): a token needs 'name' and 'role'"), std::string::npos) << raw;
   EXPECT_EQ(count(), before) << "a rejected request must change nothing (jobs, audit)";
   EXPECT_EQ(Call(c, "GET", "/healthz", "").status, 200) << "still alive";
 }
