@@ -708,6 +708,102 @@ TEST_F(CoreTest, APriceChangeNeverRepricesThePastAndSurvivesRestart) {
   EXPECT_EQ(r["history"].size(), 4u);
 }
 
+// Issue 14, item 8: without prices, and after a price change that leaves a flavor out, a usage
+// report still gives every quantity; the flavor without a price is "unpriced", named by its
+// name in a warning, never an error; pricing every flavor again takes effect from then on.
+TEST_F(CoreTest, UsageGivesQuantitiesWithoutPricesAndNamesAnUnpricedFlavor) {
+  auto usage = [&](int64_t from, int64_t to, const std::string& format = "") {
+    std::map<std::string, std::string> q = {{"from", Rfc3339(Time::FromMillis(from))},
+                                            {"to", Rfc3339(Time::FromMillis(to))}};
+    if (!format.empty()) q["format"] = format;
+    return core_->Usage(As(admin_, to), q);
+  };
+  auto rows_of = [](const Json& report, const std::string& flavor) {
+    std::vector<Json> out;
+    for (const Json& r : report["items"]) {
+      if (r["flavor"] == flavor) out.push_back(r);
+    }
+    return out;
+  };
+  ASSERT_EQ(core_->SubmitJob(As(members_["research"]), Job("research"), "").status, 201);
+  const std::string a100 = Json({{"tenant", "product"}, {"name", "f"}, {"priority_class", "training"},
+                                 {"replicas", 1},
+                                 {"resources", {{"flavor", "a100-80gb"}, {"gpu_fraction", 0.5}, {"memory_gb", 16}}},
+                                 {"duration_estimate_s", 3600}, {"command", {"run"}}})
+                               .dump();
+  ASSERT_EQ(core_->SubmitJob(As(members_["product"]), a100, "").status, 201);
+  core_->Tick(Time::FromMillis(2100), true);
+
+  // 1. No prices at all: the quantities, every cost "unpriced", and warnings by flavor name.
+  Reply r = usage(0, 300'000);
+  ASSERT_EQ(r.status, 200) << r.body;
+  Json j = Json::parse(r.body);
+  EXPECT_GT(j["total"]["gpu_hours"].get<double>(), 0);
+  EXPECT_EQ(j["total"]["cost"], "unpriced");
+  EXPECT_EQ(j["total"]["unpriced_flavors"], Json({"a100-80gb", "h100-80gb"}));
+  for (const Json& row : j["items"]) EXPECT_EQ(row["cost"], "unpriced") << row;
+  ASSERT_EQ(j["warnings"].size(), 2u);
+  EXPECT_EQ(j["warnings"][1], "no price for h100-80gb from " + Rfc3339(Time()) + " to " +
+                                  Rfc3339(Time::FromMillis(300'000)));
+  EXPECT_EQ(r.body.find("flavor 0"), std::string::npos);
+  EXPECT_EQ(r.body.find("flavor 1"), std::string::npos);
+
+  // 2. A price list that leaves out the a100 (the answer says so). The earlier period, priced by
+  // the first list, still reports: the h100 is priced, the a100 is unpriced and named.
+  const Reply put = core_->SetPrices(As(admin_, 300'000), R"({"flavors": {"h100-80gb": {"per_gpu_hour": "2.00"}}})");
+  ASSERT_EQ(put.status, 200) << put.body;
+  EXPECT_EQ(Json::parse(put.body)["warnings"],
+            Json({"no price for a100-80gb from " + Rfc3339(Time::FromMillis(300'000)) +
+                  ": its usage will be reported as unpriced"}));
+  r = usage(0, 300'000);
+  ASSERT_EQ(r.status, 200) << r.body;
+  j = Json::parse(r.body);
+  for (const Json& row : rows_of(j, "h100-80gb")) {
+    EXPECT_NE(row["cost"], "unpriced") << row;
+    EXPECT_EQ(row["unpriced_unit_ms"], "0");
+  }
+  ASSERT_FALSE(rows_of(j, "a100-80gb").empty());
+  for (const Json& row : rows_of(j, "a100-80gb")) {
+    EXPECT_EQ(row["cost"], "unpriced");
+    EXPECT_EQ(row["priced_cost"], "0.000000");
+    EXPECT_EQ(row["unpriced_unit_ms"], row["billed_unit_ms"]);
+  }
+  EXPECT_EQ(j["total"]["cost"], "unpriced");
+  EXPECT_EQ(j["total"]["unpriced_flavors"], Json({"a100-80gb"}));
+  EXPECT_EQ(j["warnings"], Json({"no price for a100-80gb from " + Rfc3339(Time()) + " to " +
+                                 Rfc3339(Time::FromMillis(300'000))}));
+  EXPECT_EQ(r.body.find("flavor 1"), std::string::npos);
+  Reply csv = usage(0, 300'000, "csv");
+  ASSERT_EQ(csv.status, 200) << csv.body;
+  EXPECT_NE(csv.body.find("product,a100-80gb,guaranteed,"), std::string::npos) << csv.body;
+  EXPECT_NE(csv.body.find(",unpriced,0.000000,"), std::string::npos) << csv.body;
+
+  // 3. Every flavor priced again: reports over any period work; the a100's time under the list
+  // without it stays unpriced (nothing re-prices the past), its time after is priced.
+  ASSERT_EQ(core_->SetPrices(As(admin_, 600'000), R"({"flavors": {"h100-80gb": {"per_gpu_hour": "2.00"},
+                                                                  "a100-80gb": {"per_gpu_hour": "1.00"}}})")
+                .status, 200);
+  core_->Tick(Time::FromMillis(900'000), true);
+  r = usage(0, 900'000);
+  ASSERT_EQ(r.status, 200) << r.body;
+  j = Json::parse(r.body);
+  EXPECT_EQ(j["warnings"], Json({"no price for a100-80gb from " + Rfc3339(Time()) + " to " +
+                                 Rfc3339(Time::FromMillis(600'000))}));
+  r = usage(600'000, 900'000);
+  ASSERT_EQ(r.status, 200) << r.body;
+  j = Json::parse(r.body);
+  EXPECT_TRUE(j["warnings"].empty()) << j["warnings"];
+  EXPECT_NE(j["total"]["cost"], "unpriced");
+  EXPECT_EQ(j["total"]["cost"], j["total"]["priced_cost"]);
+  EXPECT_GT(std::stod(j["total"]["cost"].get<std::string>()), 0);
+  // The same after a restart (the price records are journaled).
+  const std::string all = usage(0, 900'000).body;
+  ASSERT_TRUE(core_->Flush().ok());
+  core_.reset();
+  core_ = Open();
+  EXPECT_EQ(usage(0, 900'000).body, all);
+}
+
 // Burst to on-demand through the core, with the simulated provider: a job that waited past
 // max_wait gets an on-demand node, runs there billed at the on-demand price, the idle node goes
 // back after the idle timeout, and the fleet survives a restart. A budget too small refuses

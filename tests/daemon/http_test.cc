@@ -342,7 +342,7 @@ TEST_F(DaemonHttp, UsageIsScopedToTheCallersTenant) {
   ASSERT_TRUE(csv);
   EXPECT_EQ(csv->status, 200);
   EXPECT_NE(csv->get_header_value("Content-Type").find("text/csv"), std::string::npos);
-  EXPECT_EQ(csv->body.rfind("tenant,flavor,kind,gpu_hours,unit_ms,billed_unit_ms,cost\n", 0), 0u) << csv->body;
+  EXPECT_EQ(csv->body.rfind("tenant,flavor,kind,gpu_hours,unit_ms,billed_unit_ms,cost,priced_cost,unpriced_unit_ms\n", 0), 0u) << csv->body;
   EXPECT_NE(csv->body.find("\nalpha,h100-80gb,"), std::string::npos) << csv->body;
   EXPECT_EQ(csv->body.find("beta"), std::string::npos) << csv->body;
   for (const std::string bad : {"/v1/usage", "/v1/usage?from=yesterday", "/v1/usage?from=2020-01-01T00:00:00Z&group_by=team",
