@@ -951,7 +951,10 @@ void DaemonCore::Tick(Time now, bool simulate_executor) {
   }
   if (provider_) BurstJoin(now);  // nodes that are ready take work in this cycle
   if (!state_->pending().empty()) {
-    last_plan_ = Schedule(*state_, config_, now);
+    // On-demand nodes take only what their tenant's budget pays for (docs/design/burst.md).
+    const NodeDeadlines deadlines =
+        provider_ ? OnDemandDeadlines(*state_, burst_policies_, burst_offers_, fleet_, now) : NodeDeadlines{};
+    last_plan_ = Schedule(*state_, config_, now, deadlines);
     ++cycles_;
     for (const Event& e : PlanToEvents(last_plan_, now)) GP_CHECK(ApplyAndStage(e).ok());
     RecordReasons(*state_, last_plan_);

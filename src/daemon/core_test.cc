@@ -960,6 +960,64 @@ TEST_F(BurstTest, RequestIdsStayUniqueAcrossARestartWithARequestInFlight) {
   EXPECT_EQ(core_->burst_fleet()[1].request_id, "sim-000003");
 }
 
+// Issue 14, item 9: a node bought for one job does not take the tenant's other jobs unless the
+// budget pays for their run. j1 (4 GPUs, 30 min) bursts: 8 x 10.00 x (1 h minimum + 5 min
+// idle) = 86.67 of 100.00. j2 (4 GPUs, 10 h) arrives once the node runs j1; the node's free
+// half would take it, but the budget pays for the node only until j1's expected end (2010 s).
+// Before, j2 went there, and the release when spend reached 100.00 (at 4700 s) requeued it as
+// a node loss. Now it waits with the budget's reason, the node goes back idle, j2 runs in the
+// pool once that frees, and nothing is requeued. With a budget that pays for j2, it runs on the
+// node and the node stays until j2 is done.
+TEST_F(BurstTest, AnotherJobTakesTheOnDemandNodeOnlyIfTheBudgetPaysForIt) {
+  const Principal admin{"admin", Role::kClusterAdmin, TenantId(), ""};
+  auto node_of = [&](const std::string& id, int64_t s) {
+    const Json j = JobAt(id, s);
+    return j["placement"].empty() ? std::string() : j["placement"][0]["node"].get<std::string>();
+  };
+  for (const char* budget : {"100.00", "1000.00"}) {
+    SCOPED_TRACE(budget);
+    Start(budget);
+    Submit(0, 8, 3600);
+    TickAt(0);  // fills the pool node
+    const std::string j1 = Submit(10, 4, 1800);
+    TickAt(140);  // waited 130 s: a node is requested
+    TickAt(200);  // it joins and takes j1
+    ASSERT_EQ(node_of(j1, 200), "od-h100-80gb-0001");
+    TickAt(210);  // j1 starts: expected to end at 2010 s
+    const std::string j2 = Submit(220, 4, 36000);
+    TickAt(220);
+    EXPECT_EQ(JobAt(j2, 220)["state"], "pending") << "not past max_wait: nothing paid for it";
+    TickAt(400);  // past max_wait
+    TickAt(410);
+    const bool paid = std::string(budget) == "1000.00";
+    if (!paid) {
+      EXPECT_EQ(JobAt(j2, 410)["state"], "pending");
+      const std::string reason = JobAt(j2, 410)["reason"]["message"];
+      EXPECT_NE(reason.find("burst budget"), std::string::npos) << reason;
+      TickAt(2010);  // j1 done
+      TickAt(2320);  // idle for 310 s: released
+      ASSERT_TRUE(core_->burst_fleet()[0].released.has_value());
+      TickAt(3740);  // the pool node frees (the first job started at 140 s)
+      EXPECT_NE(node_of(j2, 3740), "");
+      EXPECT_NE(node_of(j2, 3740), "od-h100-80gb-0001");
+    } else {
+      // Paid at 400 s: 8 x 10.00 x (36400 - 2010) s = 764.22 more, within 1000.00 with j1's 86.67.
+      EXPECT_EQ(node_of(j2, 410), "od-h100-80gb-0001");
+      TickAt(4800);  // spend is past 100.00 long since; the node keeps j2
+      TickAt(36410);
+      EXPECT_EQ(JobAt(j2, 36420)["state"], "succeeded");
+      EXPECT_FALSE(core_->burst_fleet()[0].released.has_value());
+    }
+    // Nothing was cut short: no usage ended as infrastructure failure.
+    const Json usage = Json::parse(core_->Usage({&admin, "", At(40000)}, {{"from", Rfc3339(At(0))},
+                                                                          {"to", Rfc3339(At(40000))},
+                                                                          {"group_by", "kind"}}).body);
+    for (const Json& row : usage["items"]) EXPECT_NE(row["kind"], "infrastructure_failure") << usage.dump();
+    const Json burst = Json::parse(core_->BurstView({&member_, "", At(40000)}).body);
+    EXPECT_LE(std::stod(burst["policies"][0]["spent"].get<std::string>()), std::stod(budget));
+  }
+}
+
 TEST_F(BurstTest, ABudgetTooSmallRefusesWithTheReason) {
   Start("10.00");
   Submit(0, 8, 3600);
