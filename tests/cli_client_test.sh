@@ -49,7 +49,8 @@ nodes:
 prices:
   flavors: {h100-80gb: {per_gpu_hour: "3.50"}}
 EOF
-"$bin" serve --config "$tmp/config.yaml" --data-dir "$tmp/data" --listen 127.0.0.1:0 \
+# The simulated executor runs what is placed (these are the client's tests, not the agents').
+"$bin" serve --config "$tmp/config.yaml" --data-dir "$tmp/data" --listen 127.0.0.1:0 --simulate-executor \
   > "$tmp/daemon.log" 2>&1 &
 daemon=$!
 for _ in $(seq 1 100); do
@@ -109,7 +110,7 @@ for _ in $(seq 1 100); do
   python3 -c "
 import json, sys
 jobs = {j['id']: j for j in json.load(open('$tmp/out'))['items']}
-ok = jobs['$small']['state'] == 'admitted' and jobs['$big'].get('reason', {}).get('code') not in (None, 'not_yet_considered')
+ok = jobs['$small']['state'] == 'running' and jobs['$big'].get('reason', {}).get('code') not in (None, 'not_yet_considered')
 sys.exit(0 if ok else 1)" && break
   sleep 0.1
 done
@@ -117,7 +118,7 @@ done
 # --- get jobs: table, filters, JSON and YAML.
 gp get jobs
 expect_rc 0 "get jobs"
-out_has "^ *$small +small +research +admitted +h100-80gb:1gpu +1 +[0-9]+[sm]"
+out_has "^ *$small +small +research +running +h100-80gb:1gpu +1 +[0-9]+[sm]"
 out_has "^ *$big +big +research +pending +h100-80gb:4gpu +2 +[0-9a-z]+ +[a-z_]+$"
 out_has "^ *$prod +serve +prod "
 gp get jobs --tenant prod
@@ -178,7 +179,7 @@ out_has "^Command: +python train.py --epochs '10 20'$"
 out_has '^Duration estimate: +2h \(7200 s\)$'
 gp describe job "$small"
 expect_rc 0 "describe small"
-out_has '^State: +admitted$'
+out_has '^State: +running$'
 out_has '^Admitted as: +guaranteed$'
 out_has '^Placement:$'
 out_has '^ +0 +h100-0 +[0-9]$'
@@ -186,7 +187,7 @@ gp describe job "$small" -o json
 json "assert d['placement'][0]['node'] == 'h100-0', d"
 gp describe job "$small" -o yaml
 out_has "^id: \"$small\"$"
-out_has '^state: admitted$'
+out_has '^state: running$'
 
 # --- nodes and tenants.
 gp get nodes

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The web console in a real browser (issue 7): `gpupool serve` with two node agents running
+# The web console in a real browser (issue 7): `gpupool serve` with three node agents running
 # jobs for real on fake GPUs, and playwright-core driving Debian's headless Chromium through
 # tests/console/console_test.mjs. Screenshots go to ARTIFACT_DIR.
 # Usage: console_test.sh GPUPOOL_BINARY ARTIFACT_DIR
@@ -31,14 +31,17 @@ pids+=($!)
 until_ok 20 test -s "$tmp/data/port" || fail "daemon did not start"
 url="http://127.0.0.1:$(cat "$tmp/data/port")"
 admin=$(cat "$tmp/data/admin.token")
-# Jobs on the H100 nodes run for real through agents; the MIG node has none (its jobs are
-# placed and hold their slices, which is what the cluster map shows).
-for n in n-0 n-1; do
-  GPUPOOL_URL=$url GPUPOOL_TOKEN=$admin "$bin" agent --name "$n" --gpus fake:4xh100-80gb \
+# Jobs run for real through agents on fake GPUs; the MIG node's agent applies the layouts the
+# scheduler chooses (a node without an agent would be not_ready).
+for n in n-0 n-1 m-0; do
+  gpus=fake:4xh100-80gb
+  [ "$n" = m-0 ] && gpus="fake:2xa100-40gb:mig --allow-mig-changes"
+  # shellcheck disable=SC2086
+  GPUPOOL_URL=$url GPUPOOL_TOKEN=$admin "$bin" agent --name "$n" --gpus $gpus \
     --work-dir "$tmp/work-$n" > "$tmp/agent-$n.log" 2>&1 &
   pids+=($!)
 done
-for n in n-0 n-1; do
+for n in n-0 n-1 m-0; do
   until_ok 20 grep -q '"msg":"registered"' "$tmp/agent-$n.log" || fail "agent $n did not register"
 done
 

@@ -75,8 +75,16 @@ Result<DaemonConfig> ParseDaemonConfig(const std::string& yaml_text) {
   Result<Json> parsed = YamlToJson(yaml_text);
   if (!parsed.ok()) return parsed.error();
   const Json& root = *parsed;
-  GP_RETURN_IF_ERROR(OnlyKeys(root, {"scheduler", "listen", "data_dir", "priority_classes", "tenants", "nodes", "prices", "burst"}, ""));
+  GP_RETURN_IF_ERROR(OnlyKeys(root, {"scheduler", "agents", "listen", "data_dir", "priority_classes", "tenants", "nodes",
+                                      "prices", "burst"}, ""));
   DaemonConfig out;
+  if (root.contains("agents")) {
+    const Json& a = root["agents"];
+    GP_RETURN_IF_ERROR(OnlyKeys(a, {"start_deadline_s"}, "agents"));
+    Result<int64_t> deadline = IntOf(a, "start_deadline_s", 120, 1, 86400, "agents");
+    if (!deadline.ok()) return deadline.error();
+    out.start_deadline = Duration::Seconds(*deadline);
+  }
   if (root.contains("scheduler")) {
     const Json& s = root["scheduler"];
     GP_RETURN_IF_ERROR(OnlyKeys(s, {"placement", "tick_ms", "preemption", "backfill", "mig_reconfigure"}, "scheduler"));

@@ -4,6 +4,8 @@
 // start.
 //
 //   scheduler: {placement: fgd, tick_ms: 200, preemption: true, backfill: true}
+//   agents: {start_deadline_s: 120}  # a placement its node's agent has not started by then is
+//                                    # withdrawn and the job requeued (docs/design/agent.md)
 //   listen: 127.0.0.1:8080          # --listen wins
 //   data_dir: /var/lib/gpupool      # --data-dir wins
 //   priority_classes:               # optional; the defaults when absent
@@ -44,6 +46,7 @@ struct DaemonConfig {
   BurstSettings burst;
   SchedulerConfig scheduler;
   int tick_ms = 200;
+  Duration start_deadline = Duration::Minutes(2);  // agents: start_deadline_s
   std::string listen;    // empty: not set in the file
   std::string data_dir;  // empty: not set in the file
 };

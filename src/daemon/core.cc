@@ -17,7 +17,8 @@ namespace {
 
 using namespace reply;
 
-Json JobJson(const State& s, const Job& j) {
+// The job as the API shows it to `caller`; with its events (GET /v1/jobs/{id}) or without (lists).
+Json JobJson(const State& s, const JobHistory& history, const Principal& caller, const Job& j, bool events) {
   const ReplicaShape& sh = j.spec.shape;
   const GpuModel& m = s.catalogue().model(sh.flavor);
   Json res = {{"flavor", m.name}};
@@ -53,7 +54,16 @@ Json JobJson(const State& s, const Job& j) {
               {"placement", placement}};
   if (j.state == JobState::kPending) {
     out["reason"] = {{"code", std::string(ReasonCodeName(j.reason.code))}, {"message", j.reason.message}};
+    // A job sent back leads with why, until it is admitted again; the scheduler's reason says
+    // what it waits for now.
+    if (std::optional<HistoryEntry> back = history.LastSetback(j.id)) {
+      out["reason"] = {{"code", back->type == HistoryType::kPreempted ? "preempted" : "requeued"},
+                       {"message", JobHistory::Message(s, caller, *back) + " at " + Rfc3339(back->at) +
+                                       "; now " + j.reason.message},
+                       {"waiting", std::string(ReasonCodeName(j.reason.code))}};
+    }
   }
+  if (events) out["events"] = history.View(s, caller, j.id);
   if (HoldsResources(j.state)) out["admitted_as"] = std::string(AdmissionKindName(j.admitted_as));
   if (j.state == JobState::kRunning) out["started_at_ms"] = j.started.millis();
   if (j.spec.reservation.valid()) out["reservation"] = std::to_string(j.spec.reservation.value());
@@ -85,6 +95,7 @@ Result<std::unique_ptr<DaemonCore>> DaemonCore::Open(std::unique_ptr<Journal> jo
 Status DaemonCore::Replay(const std::vector<Record>& records) {
   state_ = std::make_unique<State>();
   ledger_ = Ledger();
+  history_ = JobHistory();
   prices_.clear();
   fleet_.clear();
   burst_requests_seen_ = 0;
@@ -209,11 +220,17 @@ Status DaemonCore::ApplyEvent(const Event& e) {
   if (!change.ok()) return Error{ErrorCode::kInternal, change.error().message};
   GP_RETURN_IF_ERROR(Apply(*state_, e));
   ledger_.Commit(std::move(change).value());
+  history_.Observe(*state_, e);
   // The exited replicas of an attempt are forgotten when it stops holding resources (the next
   // attempt starts with none, and a finished job keeps no entry).
-  if (const auto* f = std::get_if<JobFinished>(&e)) exits_.erase(f->id);
-  if (const auto* l = std::get_if<JobLost>(&e)) exits_.erase(l->id);
-  if (const auto* p = std::get_if<JobPreempted>(&e)) exits_.erase(p->id);
+  JobId ended;
+  if (const auto* f = std::get_if<JobFinished>(&e)) ended = f->id;
+  if (const auto* l = std::get_if<JobLost>(&e)) ended = l->id;
+  if (const auto* p = std::get_if<JobPreempted>(&e)) ended = p->id;
+  if (ended.valid()) {
+    exits_.erase(ended);
+    started_.erase(ended);
+  }
   if (const auto* n = std::get_if<NodeConditionChanged>(&e); n && n->condition == NodeCondition::kRetired) {
     for (BurstNode& b : fleet_) {
       if (b.node == n->node && !b.released) b.released = n->at;
@@ -360,7 +377,7 @@ Reply DaemonCore::GetJob(const CallContext& c, const std::string& id) {
   if (c.principal == nullptr) return Unauthenticated();
   const Job* j = VisibleJob(c, id);
   if (j == nullptr) return Err(NotFound("no job '" + id + "'"));
-  return JsonReply(200, JobJson(*state_, *j));
+  return JsonReply(200, JobJson(*state_, history_, *c.principal, *j, true));
 }
 
 Reply DaemonCore::ListJobs(const CallContext& c, const std::map<std::string, std::string>& query) {
@@ -405,7 +422,7 @@ Reply DaemonCore::ListJobs(const CallContext& c, const std::map<std::string, std
       more = true;
       break;
     }
-    items.push_back(JobJson(*state_, j));
+    items.push_back(JobJson(*state_, history_, *c.principal, j, false));
     last = j.id.value();
   }
   return JsonReply(200, {{"items", items}, {"next_cursor", more ? Json(EncodeCursor("jobs", last)) : Json(nullptr)}});
@@ -417,7 +434,7 @@ Reply DaemonCore::CancelJob(const CallContext& c, const std::string& id) {
   if (j == nullptr) return Err(NotFound("no job '" + id + "'"));
   if (!c.principal->Writes()) return Forbidden("cancel jobs");
   if (IsTerminal(j->state)) return Err(FailedPrecondition("job already " + std::string(JobStateName(j->state))));
-  if (Status s = ApplyAndStage(JobFinished{j->id, JobState::kCancelled, c.now}); !s.ok()) {
+  if (Status s = ApplyAndStage(JobFinished{j->id, JobState::kCancelled, c.now, "by " + c.principal->name}); !s.ok()) {
     return Err(s.error());
   }
   Audit(c, "job.cancel", id);
@@ -596,7 +613,10 @@ Json DaemonCore::NodeView(const CallContext& c, const Node& n, bool detail, bool
               {"shared_gpus", shared},
               {"free_whole_gpus", whole_free},
               {"block", n.block},
-              {"nvlink_domain", n.nvlink_domain}};
+              {"nvlink_domain", n.nvlink_domain},
+              {"labels", n.labels},
+              {"dedicated_to", n.dedicated_to.valid() ? Json(state_->tenant(n.dedicated_to).name) : Json(nullptr)}};
+  if (!n.condition_reason.empty()) out["condition_reason"] = n.condition_reason;
   if (detail) {
     Json jobs = Json::array();
     for (JobId id : n.Jobs()) {
@@ -621,6 +641,7 @@ Json DaemonCore::DevicesView(const CallContext& c, const Node& n) const {
   for (size_t i = 0; i < n.gpus.size(); ++i) {
     const Gpu& g = n.gpus[i];
     Json d = {{"index", i}, {"mode", std::string(GpuModeName(g.mode))}, {"healthy", g.healthy}};
+    if (!g.healthy && !g.health_reason.empty()) d["health_reason"] = g.health_reason;
     // The node agent's refusal of the MIG layout the scheduler chose (operators only).
     if (auto a = agents_.find(n.id); a != agents_.end() && c.principal->admin()) {
       if (auto e = a->second.mig_error.find(static_cast<int>(i)); e != a->second.mig_error.end()) d["mig_error"] = e->second;
@@ -679,7 +700,8 @@ Reply DaemonCore::NodeAction(const CallContext& c, const std::string& name, cons
                            : action == "drain"  ? NodeCondition::kDraining
                                                 : NodeCondition::kCordoned;
   if (Status s = ApplyAndStage(NodeConditionChanged{*id, to, c.now}); !s.ok()) return Err(s.error());
-  const int requeued = action == "drain" ? RequeueJobsOn(*id, c.now) : 0;
+  const int requeued =
+      action == "drain" ? RequeueJobsOn(*id, c.now, RequeueCause::kNodeDrained, "node " + name + " was drained by " + c.principal->name) : 0;
   Audit(c, "node." + action, name);
   return JsonReply(200, {{"name", name}, {"condition", std::string(NodeConditionName(to))},
                          {"requeued_jobs", requeued}});
@@ -950,6 +972,10 @@ void DaemonCore::Tick(Time now, bool simulate_executor) {
     for (const Event& e : events) GP_CHECK(ApplyAndStage(e).ok());
   }
   if (provider_) BurstJoin(now);  // nodes that are ready take work in this cycle
+  if (start_deadline_ && !simulate_executor) {
+    MarkNodesWithoutAgents(now);
+    CheckStartDeadlines(now);
+  }
   if (!state_->pending().empty()) {
     // On-demand nodes take only what their tenant's budget pays for (docs/design/burst.md).
     const NodeDeadlines deadlines =

@@ -22,6 +22,7 @@
 #include "api/auth.h"
 #include "burst/provider.h"
 #include "daemon/config.h"
+#include "daemon/job_history.h"
 #include "policy/quota/quota.h"
 #include "scheduler/config.h"
 #include "scheduler/plan.h"
@@ -120,6 +121,11 @@ class DaemonCore {
   Reply AgentHeartbeat(const CallContext& c, const std::string& node, const std::string& body);
   Reply JobLogs(const CallContext& c, const std::string& id);
   void SetHeartbeat(Duration interval, Duration timeout);
+  // Node agents run the jobs (core_starts.cc): from the next Tick, a node without a registered
+  // agent is not_ready, and a placement not started within `start_deadline` is withdrawn (the
+  // job requeued with the cause, the node marked). Without this call (the simulated executor,
+  // tests of the API alone) neither happens.
+  void SetAgentExecutor(Duration start_deadline);
 
   // One scheduling cycle at `now`, and the simulated executor: admitted jobs start, running jobs
   // end after their estimate (demo).
@@ -131,6 +137,7 @@ class DaemonCore {
 
   const State& state() const { return *state_; }
   const Ledger& ledger() const { return ledger_; }
+  const JobHistory& history() const { return history_; }
   // Price lists over time, oldest first (a price change takes effect from a time on, and never
   // re-prices what was used before it).
   const PriceHistory& price_history() const { return prices_; }
@@ -172,11 +179,17 @@ class DaemonCore {
   Status StageTenant(const Tenant& t);
   // Requeues every job with a replica on the node, whole gangs (JobLost: the lost time is
   // infrastructure's); returns how many. Drains, silent agents, health and burst releases.
-  int RequeueJobsOn(NodeId id, Time now);
-  // Sets the node's condition, then RequeueJobsOn.
-  void RequeueNode(NodeId id, NodeCondition to, Time now);
+  int RequeueJobsOn(NodeId id, Time now, RequeueCause cause, const std::string& detail);
+  // Sets the node's condition (with `detail` as its reason), then RequeueJobsOn.
+  void RequeueNode(NodeId id, NodeCondition to, Time now, RequeueCause cause, const std::string& detail);
   // Nodes whose agent has been silent longer than the timeout become unreachable.
   void CheckHeartbeats(Time now);
+  // With agents as the executor (core_starts.cc): ready nodes no agent registered for become
+  // not_ready; placements not started by their deadline are withdrawn.
+  void MarkNodesWithoutAgents(Time now);
+  void CheckStartDeadlines(Time now);
+  // Why `node` has not started its replicas of `job`, for the job's events and the node.
+  std::string WhyNotStarted(const Job& job, NodeId node) const;
   struct AgentState;
   // Parts of AgentHeartbeat (core_agents.cc). Replica reports: job states, and the stop and
   // forget lists; `occupied` gets the (job, replica) keys the agent holds for the current
@@ -210,6 +223,7 @@ class DaemonCore {
   SchedulerConfig config_;
   std::unique_ptr<State> state_;
   Ledger ledger_;    // rebuilt from the journal's events on every replay
+  JobHistory history_;  // likewise: each job's events, for GET /v1/jobs/{id}
   PriceHistory prices_;  // the "prices" records, applied in order
   std::map<TenantId, BurstPolicy> burst_policies_;
   std::map<FlavorId, OnDemandOffer> burst_offers_;
@@ -240,6 +254,11 @@ class DaemonCore {
   Status ApplyReplicaExitRecord(const nlohmann::json& j);
   // Replicas that exited 0, of attempts still holding GPUs; journaled ("replica_exit").
   std::map<JobId, std::set<int>> exits_;
+  // Replicas of the current attempt an agent has reported running (memory only: every
+  // heartbeat reports them again); forgotten with exits_.
+  std::map<JobId, std::set<int>> started_;
+  std::optional<Duration> start_deadline_;  // set: agents are the executor
+  std::optional<Time> deadlines_from_;      // the first tick with agents as the executor
   std::map<JobId, std::map<int, ReplicaLogs>> logs_;
   Duration heartbeat_interval_ = Duration::Seconds(1);
   Duration heartbeat_timeout_ = Duration::Seconds(10);

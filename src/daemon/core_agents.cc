@@ -204,11 +204,19 @@ Reply DaemonCore::RegisterAgent(const CallContext& c, const std::string& body) {
   if (!passed) {
     to = NodeCondition::kUnhealthy;
     Log("warn", "node failed its acceptance test", {{"node", name}, {"output", output}});
-  } else if (n.condition == NodeCondition::kUnreachable || n.condition == NodeCondition::kUnhealthy) {
+  } else if (n.condition == NodeCondition::kUnreachable || n.condition == NodeCondition::kUnhealthy ||
+             n.condition == NodeCondition::kNotReady) {
     to = NodeCondition::kReady;  // back, and (where configured) passed its acceptance test again
   }
   if (to != n.condition) {
-    if (Status s = ApplyAndStage(NodeConditionChanged{*id, to, c.now}); !s.ok()) return Err(s.error());
+    const std::string why = passed ? "" : "failed its acceptance test: " + output;
+    if (Status s = ApplyAndStage(NodeConditionChanged{*id, to, c.now, why}); !s.ok()) return Err(s.error());
+  }
+  // A node that registers and passes its acceptance test (after a reset or a reboot) has its
+  // GPUs back in service.
+  for (size_t i = 0; passed && i < state_->node(*id).gpus.size(); ++i) {
+    if (state_->node(*id).gpus[i].healthy) continue;
+    if (Status s = ApplyAndStage(GpuHealthChanged{*id, static_cast<uint16_t>(i), true, c.now}); !s.ok()) return Err(s.error());
   }
   agent.last_heartbeat = c.now;
   agents_[*id] = std::move(agent);
@@ -247,15 +255,15 @@ Status DaemonCore::ApplyAgentRecord(const Json& j) {
   return Ok();
 }
 
-int DaemonCore::RequeueJobsOn(NodeId id, Time now) {
+int DaemonCore::RequeueJobsOn(NodeId id, Time now, RequeueCause cause, const std::string& detail) {
   const std::vector<JobId> on_node = state_->node(id).Jobs();  // a copy: JobLost changes the index
-  for (JobId jid : on_node) GP_CHECK(ApplyAndStage(JobLost{jid, now}).ok());
+  for (JobId jid : on_node) GP_CHECK(ApplyAndStage(JobLost{jid, now, cause, detail}).ok());
   return static_cast<int>(on_node.size());
 }
 
-void DaemonCore::RequeueNode(NodeId id, NodeCondition to, Time now) {
-  if (state_->node(id).condition != to) GP_CHECK(ApplyAndStage(NodeConditionChanged{id, to, now}).ok());
-  RequeueJobsOn(id, now);
+void DaemonCore::RequeueNode(NodeId id, NodeCondition to, Time now, RequeueCause cause, const std::string& detail) {
+  if (state_->node(id).condition != to) GP_CHECK(ApplyAndStage(NodeConditionChanged{id, to, now, detail}).ok());
+  RequeueJobsOn(id, now, cause, detail);
 }
 
 namespace {
@@ -397,6 +405,7 @@ Status DaemonCore::AgentReplicas(const CallContext& c, NodeId node, const Json& 
     }
     occupied.insert({jid->value(), ri});
     if (st == "running") {
+      started_[*jid].insert(ri);
       if (job->state == JobState::kAdmitted) GP_CHECK(ApplyAndStage(JobStarted{*jid, c.now}).ok());
       continue;
     }
@@ -405,7 +414,10 @@ Status DaemonCore::AgentReplicas(const CallContext& c, NodeId node, const Json& 
     const bool ok = code.ok() && *code == 0 && signal == 0;
     forget.push_back(key);
     if (!ok) {  // one failed replica fails the job; the others are told to stop
-      GP_CHECK(ApplyAndStage(JobFinished{*jid, JobState::kFailed, c.now}).ok());
+      const std::string why = "replica " + std::to_string(ri) + " on " + state_->node(node).name +
+                              (signal ? " was killed by signal " + std::to_string(signal)
+                                      : " exited with code " + (code.ok() ? std::to_string(*code) : std::string("?")));
+      GP_CHECK(ApplyAndStage(JobFinished{*jid, JobState::kFailed, c.now, why}).ok());
       Log("info", "job failed", {{"job", key["job"].get<std::string>()}, {"replica", std::to_string(ri)},
                                  {"exit_code", code.ok() ? std::to_string(*code) : "?"}, {"signal", std::to_string(signal)}});
     } else {
@@ -476,8 +488,10 @@ std::map<std::pair<JobId, int>, DaemonCore::ReplicaLogs> DaemonCore::AgentLogs(N
 }
 
 void DaemonCore::AgentHealth(const CallContext& c, NodeId node, const Json& events) {
-  // The worst verdict of this heartbeat decides.
+  // The worst verdict of this heartbeat decides for the node; each GPU with a verdict of drain
+  // or worse is marked unhealthy with its own reason (describe node says why).
   HealthVerdict worst;
+  std::map<uint16_t, HealthVerdict> by_gpu;
   for (const Json& h : events) {
     if (!h.is_object()) continue;
     HealthEvent e;
@@ -507,18 +521,26 @@ void DaemonCore::AgentHealth(const CallContext& c, NodeId node, const Json& even
     } else {
       continue;
     }
-    worst = Worse(worst, Classify(e));
+    const HealthVerdict v = Classify(e);
+    worst = Worse(worst, v);
+    if (e.gpu < state_->node(node).gpus.size()) by_gpu[static_cast<uint16_t>(e.gpu)] = Worse(by_gpu[static_cast<uint16_t>(e.gpu)], v);
   }
   const std::string& name = state_->node(node).name;
+  for (const auto& [gpu, v] : by_gpu) {
+    const Gpu& g = state_->node(node).gpus[gpu];
+    if (v.action < HealthAction::kDrain || (!g.healthy && g.health_reason == v.reason)) continue;
+    GP_CHECK(ApplyAndStage(GpuHealthChanged{node, gpu, false, c.now,
+                                            v.reason + " (" + std::string(HealthActionName(v.action)) + ")"}).ok());
+  }
   if (worst.action != HealthAction::kNone) {
     Log(worst.action == HealthAction::kWatch ? "info" : "warn", "GPU health event",
         {{"node", name}, {"action", std::string(HealthActionName(worst.action))}, {"reason", worst.reason}});
   }
   if (worst.action >= HealthAction::kDrain) {
-    RequeueNode(node, NodeCondition::kDraining, c.now);
+    RequeueNode(node, NodeCondition::kDraining, c.now, RequeueCause::kNodeUnhealthy, "node " + name + ": " + worst.reason);
     Audit(c, "node.drain", name + ": " + worst.reason);
   } else if (worst.action == HealthAction::kCordon && state_->node(node).condition == NodeCondition::kReady) {
-    GP_CHECK(ApplyAndStage(NodeConditionChanged{node, NodeCondition::kCordoned, c.now}).ok());
+    GP_CHECK(ApplyAndStage(NodeConditionChanged{node, NodeCondition::kCordoned, c.now, worst.reason}).ok());
   }
 }
 
@@ -596,7 +618,8 @@ void DaemonCore::CheckHeartbeats(Time now) {
     }
     Log("warn", "node agent silent: node unreachable, its jobs requeued",
         {{"node", n.name}, {"silent_ms", std::to_string((now - *a.last_heartbeat).millis())}});
-    RequeueNode(id, NodeCondition::kUnreachable, now);
+    RequeueNode(id, NodeCondition::kUnreachable, now, RequeueCause::kNodeLost,
+                "node " + n.name + "'s agent was silent for " + ToString(now - *a.last_heartbeat));
   }
 }
 

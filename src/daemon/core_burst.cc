@@ -127,8 +127,9 @@ void DaemonCore::BurstTick(Time now) {
   for (NodeId id : d.release) {
     // The planner releases idle nodes, and busy ones only when the budget is spent: their jobs
     // go back to the queue (recorded like a node loss, so the cut-short run is not billed).
-    const int requeued = RequeueJobsOn(id, now);
     const std::string name = state_->node(id).name;
+    const int requeued = RequeueJobsOn(id, now, RequeueCause::kBudget,
+                                       "the on-demand budget is spent: node " + name + " was released");
     if (Status s = ApplyAndStage(NodeConditionChanged{id, NodeCondition::kRetired, now}); !s.ok()) {
       Log("error", "cannot retire on-demand node", {{"node", name}, {"error", s.error().message}});
       continue;

@@ -409,6 +409,7 @@ Status Serve(const ServeOptions& o) {
   }
 
   core.SetHeartbeat(Duration::Millis(o.heartbeat_interval_ms), Duration::Millis(o.heartbeat_timeout_ms));
+  if (!o.demo && !o.simulate_executor) core.SetAgentExecutor(config.start_deadline);
   BurstSettings burst = config.burst;
   if (o.demo && !burst.enabled()) burst = DemoBurst(core.state());
   if (burst.enabled()) {

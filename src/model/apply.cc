@@ -22,6 +22,8 @@ class StateMutator {
   Status operator()(const GpuHealthChanged& e);
   Status operator()(const ReservationCreated& e);
   Status operator()(const ReservationCancelled& e);
+  Status operator()(const NodeRemoved& e);
+  Status operator()(const NodeLabelsReported& e);
 
  private:
   Result<Job*> FindJob(JobId id);
@@ -295,7 +297,7 @@ Status StateMutator::operator()(const NodeConditionChanged& e) {
   Result<Node*> nr = FindNode(e.node);
   if (!nr.ok()) return nr.error();
   Node& n = **nr;
-  if (e.condition > NodeCondition::kRetired) return InvalidArgument("unknown node condition");
+  if (e.condition > NodeCondition::kNotReady) return InvalidArgument("unknown node condition");
   if (n.condition == NodeCondition::kRetired) {
     return FailedPrecondition("node " + n.name + " is retired");
   }
@@ -305,6 +307,7 @@ Status StateMutator::operator()(const NodeConditionChanged& e) {
     }
   }
   n.condition = e.condition;
+  n.condition_reason = e.reason;
   return Ok();
 }
 
@@ -312,7 +315,49 @@ Status StateMutator::operator()(const GpuHealthChanged& e) {
   Result<Node*> nr = FindNode(e.node);
   if (!nr.ok()) return nr.error();
   if (e.gpu >= (*nr)->gpus.size()) return InvalidArgument("GPU index out of range");
-  (*nr)->gpus[e.gpu].healthy = e.healthy;
+  Gpu& g = (*nr)->gpus[e.gpu];
+  g.healthy = e.healthy;
+  g.health_reason = e.healthy ? "" : e.reason;
+  return Ok();
+}
+
+Status StateMutator::operator()(const NodeRemoved& e) {
+  Result<Node*> nr = FindNode(e.node);
+  if (!nr.ok()) return nr.error();
+  Node& n = **nr;
+  if (n.removed) return FailedPrecondition("node " + n.name + " is already removed");
+  if (n.condition != NodeCondition::kDraining) {
+    return FailedPrecondition("node " + n.name + " is " + std::string(NodeConditionName(n.condition)) +
+                              ": drain it before removing it");
+  }
+  for (const Gpu& g : n.gpus) {
+    if (!g.idle()) return FailedPrecondition("node " + n.name + " still runs work: wait until it is empty");
+  }
+  n.condition = NodeCondition::kRetired;
+  n.condition_reason = "removed";
+  n.removed = true;
+  s_.node_by_name_.erase(n.name);
+  return Ok();
+}
+
+Status StateMutator::operator()(const NodeLabelsReported& e) {
+  Result<Node*> nr = FindNode(e.node);
+  if (!nr.ok()) return nr.error();
+  Node& n = **nr;
+  for (const std::string& l : e.labels) {
+    const size_t eq = l.find('=');
+    if (l.rfind(kAgentLabelPrefix, 0) != 0 || eq == std::string::npos || eq == kAgentLabelPrefix.size()) {
+      return InvalidArgument("label '" + l + "' is not key=value with a key under " + std::string(kAgentLabelPrefix));
+    }
+  }
+  std::vector<std::string> labels;
+  for (const std::string& l : n.labels) {
+    if (l.rfind(kAgentLabelPrefix, 0) != 0) labels.push_back(l);
+  }
+  labels.insert(labels.end(), e.labels.begin(), e.labels.end());
+  std::sort(labels.begin(), labels.end());
+  labels.erase(std::unique(labels.begin(), labels.end()), labels.end());
+  n.labels = std::move(labels);
   return Ok();
 }
 

@@ -2,6 +2,8 @@
 // before acknowledging; the simulator applies the same ones (STYLE.md habit 4).
 #pragma once
 
+#include <string>
+#include <string_view>
 #include <variant>
 #include <vector>
 
@@ -28,15 +30,34 @@ struct JobFinished {
   JobId id;
   JobState outcome = JobState::kSucceeded;  // kSucceeded, kFailed or kCancelled
   Time at;
+  std::string detail;  // for people: "replica 1 exited with code 3", "cancelled by alice"
 };
+// Why a job was preempted: another tenant takes back its guarantee, or a job of higher
+// priority of the same tenant needs the room.
+enum class PreemptKind : uint8_t { kReclaim, kPriority };
+std::string_view PreemptKindName(PreemptKind k);
 struct JobPreempted {
   JobId id;
   JobId by;  // the preemptor; never preempted back by this job
   Time at;
+  PreemptKind kind = PreemptKind::kReclaim;
 };
-struct JobLost {  // node failure: back to pending, lost time is infrastructure's
+// Why a job that held resources went back to pending without a preemption. Every cause but
+// kBudget is infrastructure's: the lost time is not billed (accounting/ledger.h).
+enum class RequeueCause : uint8_t {
+  kNodeLost,       // its node's agent went silent
+  kNodeDrained,    // an operator drained the node
+  kNodeUnhealthy,  // a health action drained the node (XID, ECC, a lost GPU or MIG device)
+  kStartTimeout,   // admitted, but its node did not start it within the start deadline
+  kReleased,       // the on-demand node it ran on was given back
+  kBudget,         // the tenant's on-demand budget is spent
+};
+std::string_view RequeueCauseName(RequeueCause c);
+struct JobLost {  // back to pending, with the cause
   JobId id;
   Time at;
+  RequeueCause cause = RequeueCause::kNodeLost;
+  std::string detail;  // for people: "node n-3 has no agent"
 };
 struct MigReconfigured {
   NodeId node;
@@ -48,11 +69,28 @@ struct NodeConditionChanged {
   NodeId node;
   NodeCondition condition = NodeCondition::kReady;
   Time at;
+  std::string reason;  // why, for people; becomes Node::condition_reason
 };
 struct GpuHealthChanged {
   NodeId node;
   uint16_t gpu = 0;
   bool healthy = true;
+  Time at;
+  std::string reason;  // the fault, for people; becomes Gpu::health_reason
+};
+// A node leaves the cluster for good (DELETE /v1/nodes/{name}): only a node that is drained
+// (condition draining) and idle. It stays in the state under its id, retired, for the jobs
+// and the ledger that refer to it; its name is free for a new node.
+struct NodeRemoved {
+  NodeId node;
+  Time at;
+};
+// Labels a node's agent reports about itself (driver and CUDA versions, GPU product): the keys
+// under kAgentLabelPrefix are replaced by `labels`, the others are kept. Each must be
+// "key=value" with a key under the prefix.
+struct NodeLabelsReported {
+  NodeId node;
+  std::vector<std::string> labels;
   Time at;
 };
 
@@ -79,7 +117,8 @@ struct ReservationCancelled {
 
 using Event = std::variant<JobSubmitted, JobAdmitted, JobStarted, JobFinished, JobPreempted,
                            JobLost, MigReconfigured, NodeConditionChanged, GpuHealthChanged,
-                           ReservationCreated, ReservationCancelled>;
+                           ReservationCreated, ReservationCancelled, NodeRemoved,
+                           NodeLabelsReported>;
 
 // Validates the event against the state and applies it; on error nothing changes.
 Status Apply(State& state, const Event& event);

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "model/job.h"
+#include "model/events.h"
 #include "model/node.h"
 
 namespace gpupool {
@@ -25,6 +26,27 @@ std::string_view NodeConditionName(NodeCondition c) {
     case NodeCondition::kUnhealthy: return "unhealthy";
     case NodeCondition::kUnreachable: return "unreachable";
     case NodeCondition::kRetired: return "retired";
+    case NodeCondition::kNotReady: return "not_ready";
+  }
+  return "?";
+}
+
+std::string_view PreemptKindName(PreemptKind k) {
+  switch (k) {
+    case PreemptKind::kReclaim: return "reclaim";
+    case PreemptKind::kPriority: return "priority";
+  }
+  return "?";
+}
+
+std::string_view RequeueCauseName(RequeueCause c) {
+  switch (c) {
+    case RequeueCause::kNodeLost: return "node_lost";
+    case RequeueCause::kNodeDrained: return "node_drained";
+    case RequeueCause::kNodeUnhealthy: return "node_unhealthy";
+    case RequeueCause::kStartTimeout: return "start_timeout";
+    case RequeueCause::kReleased: return "node_released";
+    case RequeueCause::kBudget: return "budget";
   }
   return "?";
 }

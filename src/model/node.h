@@ -35,6 +35,7 @@ struct Gpu {
   std::array<JobId, MigLayout::kMaxInstances> instance_occupant{};  // kMig, by layout index
   uint8_t max_clients = 0;                                // kShared; 0 = no client cap
   std::vector<SharedOccupant> shared;                     // kShared
+  std::string health_reason;  // why it is unhealthy (the fault), empty when healthy
 
   // True when no job holds any part of this GPU.
   bool idle() const;
@@ -50,6 +51,7 @@ enum class NodeCondition : uint8_t {
   kUnhealthy,    // failed a health check
   kUnreachable,  // lost heartbeats
   kRetired,      // gone for good (an on-demand node given back): terminal, only when idle
+  kNotReady,     // no node agent has registered for it (yet): nothing can start there
 };
 std::string_view NodeConditionName(NodeCondition c);
 
@@ -59,6 +61,9 @@ std::string_view TopologyLevelName(TopologyLevel l);
 // The label of a node bought on demand for a burst (DESIGN.md §6); such a node is also
 // dedicated to the tenant it was bought for.
 inline constexpr std::string_view kOnDemandLabel = "gpupool.io/on-demand=true";
+// Labels under this prefix are the node agent's to report (NodeLabelsReported): driver and
+// CUDA versions and the GPU product.
+inline constexpr std::string_view kAgentLabelPrefix = "node.gpupool.io/";
 
 struct Node {
   NodeId id;
@@ -69,6 +74,8 @@ struct Node {
   std::string nvlink_domain;
   std::string block;
   NodeCondition condition = NodeCondition::kReady;
+  std::string condition_reason;  // why it is in that condition, for people; may be empty
+  bool removed = false;          // deleted (NodeRemoved): retired, and its name is free
   TenantId dedicated_to;            // valid: a node pool bound to that tenant
   std::vector<std::string> labels;  // sorted "key=value"
   // Host resources. A capacity of 0 means "not tracked": any demand fits.

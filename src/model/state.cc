@@ -17,6 +17,7 @@ State& State::operator=(const State& other) {
   tenants_ = other.tenants_;
   classes_ = other.classes_;
   nodes_ = other.nodes_;
+  node_by_name_ = other.node_by_name_;
   jobs_ = other.jobs_;
   pending_ = other.pending_;
   active_ = other.active_;
@@ -93,6 +94,8 @@ Result<NodeId> State::AddNode(Node n) {
   std::sort(n.labels.begin(), n.labels.end());
   n.cpu_used = n.memory_used = 0;
   n.id = NodeId(static_cast<uint32_t>(nodes_.size()));
+  n.removed = false;
+  node_by_name_.emplace(n.name, n.id);
   nodes_.push_back(std::move(n));
   return nodes_.back().id;
 }
@@ -127,9 +130,7 @@ const Node& State::node(NodeId id) const {
 }
 
 Result<NodeId> State::FindNode(std::string_view name) const {
-  for (const Node& n : nodes_) {
-    if (n.name == name) return n.id;
-  }
+  if (auto it = node_by_name_.find(std::string(name)); it != node_by_name_.end()) return it->second;
   return NotFound("unknown node '" + std::string(name) + "'");
 }
 

@@ -12,6 +12,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "core/result.h"
@@ -52,6 +53,7 @@ class State {
   Result<PriorityClassId> FindPriorityClass(std::string_view name) const;
   const std::vector<Node>& nodes() const { return nodes_; }
   const Node& node(NodeId id) const;
+  // By name, among the nodes not removed (NodeRemoved frees the name); O(1).
   Result<NodeId> FindNode(std::string_view name) const;
 
   // --- jobs --------------------------------------------------------------------------------
@@ -89,6 +91,7 @@ class State {
   std::vector<Tenant> tenants_;
   std::vector<PriorityClass> classes_;
   std::vector<Node> nodes_;
+  std::unordered_map<std::string, NodeId> node_by_name_;  // nodes not removed
   std::map<JobId, Job> jobs_;
   std::vector<Job*> by_id_;  // job id - 1 -> its entry in jobs_ (ids are dense from 1)
   std::set<JobId> pending_, active_;

@@ -26,7 +26,7 @@ Status Validate(const SchedulerConfig& cfg) {
 std::vector<Event> PlanToEvents(const Plan& plan, Time now) {
   std::vector<Event> out;
   for (const PreemptDecision& p : plan.preemptions) {
-    out.push_back(JobPreempted{p.victim, p.preemptor, now});
+    out.push_back(JobPreempted{p.victim, p.preemptor, now, p.kind});
   }
   for (const ReconfigureDecision& r : plan.reconfigurations) {
     out.push_back(MigReconfigured{r.node, r.gpu, r.to, now});

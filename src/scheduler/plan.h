@@ -20,8 +20,6 @@ struct ReconfigureDecision {
   friend bool operator==(const ReconfigureDecision&, const ReconfigureDecision&) = default;
 };
 
-enum class PreemptKind : uint8_t { kReclaim, kPriority };
-
 struct PreemptDecision {
   JobId victim;
   JobId preemptor;

@@ -78,6 +78,9 @@ class Cycle {
   FailKey KeyOf(const Job& job, Time end) const;
   PendingReason CapacityReason(const Job& job, const Placer::Outcome& o, Time end);
   uint32_t AddReason(PendingReason reason);
+  // "; 3 are not_ready (no node agent has registered for it), 1 is cordoned": the nodes of the
+  // flavor the tenant could use but for their condition, counted once per tenant and flavor.
+  const std::string& UnschedulableNote(TenantId t, FlavorId f);
   void Wait(const Job& job, PendingReason reason);
   void WaitWith(const Job& job, uint32_t reason);
 
@@ -99,6 +102,7 @@ class Cycle {
   std::map<std::tuple<uint32_t, uint16_t, int64_t, int, int64_t, int64_t, int64_t>, uint32_t>
       quota_reasons_;
   std::vector<JobId> released_;
+  std::map<std::pair<uint32_t, uint16_t>, std::string> unschedulable_notes_;
   // GPU-equivalents held by the jobs naming each reservation; built on first use.
   std::optional<std::map<ReservationId, GpuEq>> reserved_used_;
   int preempt_budget_ = 0;
@@ -150,6 +154,28 @@ FailKey Cycle::KeyOf(const Job& job, Time end) const {
 uint32_t Cycle::AddReason(PendingReason reason) {
   plan_.reasons.push_back(std::move(reason));
   return static_cast<uint32_t>(plan_.reasons.size() - 1);
+}
+
+const std::string& Cycle::UnschedulableNote(TenantId t, FlavorId f) {
+  auto [it, fresh] = unschedulable_notes_.try_emplace({t.value(), f.value()});
+  if (!fresh) return it->second;
+  const Tenant& ten = state_.tenant(t);
+  std::map<NodeCondition, std::pair<int, std::string>> by;  // count, the first node's reason
+  for (const Node& n : state_.nodes()) {
+    if (n.flavor != f || n.schedulable() || n.condition == NodeCondition::kRetired) continue;
+    if (n.dedicated_to.valid() && n.dedicated_to != t) continue;
+    if (!std::includes(n.labels.begin(), n.labels.end(), ten.required_labels.begin(), ten.required_labels.end())) {
+      continue;
+    }
+    auto& [count, reason] = by[n.condition];
+    if (count++ == 0) reason = n.condition_reason;
+  }
+  for (const auto& [condition, entry] : by) {
+    it->second += (it->second.empty() ? "; " : ", ") + std::to_string(entry.first) +
+                  (entry.first == 1 ? " is " : " are ") + std::string(NodeConditionName(condition)) +
+                  (entry.second.empty() ? "" : " (" + entry.second + ")");
+  }
+  return it->second;
 }
 
 void Cycle::Wait(const Job& job, PendingReason reason) { WaitWith(job, AddReason(std::move(reason))); }
@@ -238,8 +264,8 @@ void Cycle::Consider(const Job& job) {
   const std::vector<uint32_t>& pools = session_.EligiblePools(t, f);
   if (pools.empty()) {
     Wait(job, {ReasonCode::kNoEligibleNodes,
-               "no ready node offers " + state_.catalogue().model(f).name +
-                   " to tenant " + state_.tenant(t).name});
+               "no ready node offers " + state_.catalogue().model(f).name + " to tenant " +
+                   state_.tenant(t).name + UnschedulableNote(t, f)});
     return;
   }
   bool could_fit = false;

@@ -93,6 +93,20 @@ Result<JobSpec> SpecFromJson(const Json& j) {
   }
 }
 
+Result<PreemptKind> ParsePreemptKind(const std::string& name) {
+  for (PreemptKind k : {PreemptKind::kReclaim, PreemptKind::kPriority}) {
+    if (PreemptKindName(k) == name) return k;
+  }
+  return InvalidArgument("unknown preemption kind '" + name + "'");
+}
+
+Result<RequeueCause> ParseRequeueCause(const std::string& name) {
+  for (int i = 0; i <= static_cast<int>(RequeueCause::kBudget); ++i) {
+    if (RequeueCauseName(static_cast<RequeueCause>(i)) == name) return static_cast<RequeueCause>(i);
+  }
+  return InvalidArgument("unknown requeue cause '" + name + "'");
+}
+
 }  // namespace
 
 Json TenantToJson(const State& s, const Tenant& t) {
@@ -229,27 +243,46 @@ Json EventToJson(const Event& e) {
     Json operator()(const JobStarted& x) {
       return {{"type", "started"}, {"id", x.id.value()}, {"at", x.at.millis()}};
     }
+    // Fields added after the first journals (detail, kind, cause, reason) are written only
+    // when they say something, and read as their defaults when absent.
     Json operator()(const JobFinished& x) {
-      return {{"type", "finished"}, {"id", x.id.value()}, {"at", x.at.millis()},
-              {"outcome", static_cast<int>(x.outcome)}};
+      Json j = {{"type", "finished"}, {"id", x.id.value()}, {"at", x.at.millis()},
+                {"outcome", static_cast<int>(x.outcome)}};
+      if (!x.detail.empty()) j["detail"] = x.detail;
+      return j;
     }
     Json operator()(const JobPreempted& x) {
-      return {{"type", "preempted"}, {"id", x.id.value()}, {"by", x.by.value()}, {"at", x.at.millis()}};
+      Json j = {{"type", "preempted"}, {"id", x.id.value()}, {"by", x.by.value()}, {"at", x.at.millis()}};
+      if (x.kind != PreemptKind::kReclaim) j["kind"] = std::string(PreemptKindName(x.kind));
+      return j;
     }
     Json operator()(const JobLost& x) {
-      return {{"type", "lost"}, {"id", x.id.value()}, {"at", x.at.millis()}};
+      Json j = {{"type", "lost"}, {"id", x.id.value()}, {"at", x.at.millis()}};
+      if (x.cause != RequeueCause::kNodeLost) j["cause"] = std::string(RequeueCauseName(x.cause));
+      if (!x.detail.empty()) j["detail"] = x.detail;
+      return j;
     }
     Json operator()(const MigReconfigured& x) {
       return {{"type", "mig"}, {"node", x.node.value()}, {"gpu", x.gpu},
               {"layout", x.layout.Encode()}, {"at", x.at.millis()}};
     }
     Json operator()(const NodeConditionChanged& x) {
-      return {{"type", "condition"}, {"node", x.node.value()},
-              {"condition", static_cast<int>(x.condition)}, {"at", x.at.millis()}};
+      Json j = {{"type", "condition"}, {"node", x.node.value()},
+                {"condition", static_cast<int>(x.condition)}, {"at", x.at.millis()}};
+      if (!x.reason.empty()) j["reason"] = x.reason;
+      return j;
     }
     Json operator()(const GpuHealthChanged& x) {
-      return {{"type", "gpu_health"}, {"node", x.node.value()}, {"gpu", x.gpu},
-              {"healthy", x.healthy}, {"at", x.at.millis()}};
+      Json j = {{"type", "gpu_health"}, {"node", x.node.value()}, {"gpu", x.gpu},
+                {"healthy", x.healthy}, {"at", x.at.millis()}};
+      if (!x.reason.empty()) j["reason"] = x.reason;
+      return j;
+    }
+    Json operator()(const NodeRemoved& x) {
+      return {{"type", "node_removed"}, {"node", x.node.value()}, {"at", x.at.millis()}};
+    }
+    Json operator()(const NodeLabelsReported& x) {
+      return {{"type", "node_labels"}, {"node", x.node.value()}, {"labels", x.labels}, {"at", x.at.millis()}};
     }
     // A maintenance window has no tenant: null, not the invalid id's number.
     Json operator()(const ReservationCreated& x) {
@@ -286,23 +319,43 @@ Result<Event> EventFromJson(const Json& j) {
     if (*type == "started") return Event(JobStarted{JobId(j.at("id").get<uint64_t>()), at});
     if (*type == "finished") {
       return Event(JobFinished{JobId(j.at("id").get<uint64_t>()),
-                               static_cast<JobState>(j.at("outcome").get<int>()), at});
+                               static_cast<JobState>(j.at("outcome").get<int>()), at, j.value("detail", "")});
     }
     if (*type == "preempted") {
-      return Event(JobPreempted{JobId(j.at("id").get<uint64_t>()), JobId(j.at("by").get<uint64_t>()), at});
+      PreemptKind kind = PreemptKind::kReclaim;
+      if (j.contains("kind")) {
+        Result<PreemptKind> k = ParsePreemptKind(j.at("kind").get<std::string>());
+        if (!k.ok()) return k.error();
+        kind = *k;
+      }
+      return Event(JobPreempted{JobId(j.at("id").get<uint64_t>()), JobId(j.at("by").get<uint64_t>()), at, kind});
     }
-    if (*type == "lost") return Event(JobLost{JobId(j.at("id").get<uint64_t>()), at});
+    if (*type == "lost") {
+      RequeueCause cause = RequeueCause::kNodeLost;
+      if (j.contains("cause")) {
+        Result<RequeueCause> c = ParseRequeueCause(j.at("cause").get<std::string>());
+        if (!c.ok()) return c.error();
+        cause = *c;
+      }
+      return Event(JobLost{JobId(j.at("id").get<uint64_t>()), at, cause, j.value("detail", "")});
+    }
     if (*type == "mig") {
       return Event(MigReconfigured{NodeId(j.at("node").get<uint32_t>()), j.at("gpu").get<uint16_t>(),
                                    MigLayout::Decode(j.at("layout").get<uint64_t>()), at});
     }
     if (*type == "condition") {
       return Event(NodeConditionChanged{NodeId(j.at("node").get<uint32_t>()),
-                                        static_cast<NodeCondition>(j.at("condition").get<int>()), at});
+                                        static_cast<NodeCondition>(j.at("condition").get<int>()), at,
+                                        j.value("reason", "")});
     }
     if (*type == "gpu_health") {
       return Event(GpuHealthChanged{NodeId(j.at("node").get<uint32_t>()), j.at("gpu").get<uint16_t>(),
-                                    j.at("healthy").get<bool>(), at});
+                                    j.at("healthy").get<bool>(), at, j.value("reason", "")});
+    }
+    if (*type == "node_removed") return Event(NodeRemoved{NodeId(j.at("node").get<uint32_t>()), at});
+    if (*type == "node_labels") {
+      return Event(NodeLabelsReported{NodeId(j.at("node").get<uint32_t>()),
+                                      j.at("labels").get<std::vector<std::string>>(), at});
     }
     if (*type == "reservation") {
       Reservation r;

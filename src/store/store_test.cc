@@ -123,7 +123,21 @@ TEST(Codec, EveryEventKindRoundTrips) {
                                      .end = Time::Never(), .maintenance = true,
                                      .created = Time::FromMillis(15)}},
       ReservationCancelled{ReservationId(4), Time::FromMillis(16)},
+      // The fields added later, each away from its default.
+      JobFinished{JobId(1), JobState::kFailed, Time::FromMillis(17), "replica 1 on h100-2 exited with code 3"},
+      JobPreempted{JobId(1), JobId(2), Time::FromMillis(18), PreemptKind::kPriority},
+      JobLost{JobId(1), Time::FromMillis(19), RequeueCause::kStartTimeout, "node h100-3 has no agent"},
+      JobLost{JobId(1), Time::FromMillis(19), RequeueCause::kBudget, ""},
+      NodeConditionChanged{NodeId(2), NodeCondition::kNotReady, Time::FromMillis(20), "no node agent has registered"},
+      GpuHealthChanged{NodeId(2), 5, false, Time::FromMillis(21), "XID 79: GPU fell off the bus"},
+      NodeRemoved{NodeId(2), Time::FromMillis(22)},
+      NodeLabelsReported{NodeId(2), {"node.gpupool.io/cuda-version=12.4"}, Time::FromMillis(23)},
   };
+  // An old journal's records (before causes and reasons) read as the defaults.
+  Result<Event> old_lost = EventFromJson(Json::parse(R"({"type":"lost","id":1,"at":5})"));
+  ASSERT_TRUE(old_lost.ok());
+  EXPECT_EQ(std::get<JobLost>(*old_lost).cause, RequeueCause::kNodeLost);
+  EXPECT_FALSE(EventFromJson(Json::parse(R"({"type":"lost","id":1,"at":5,"cause":"gremlins"})")).ok());
   for (const Event& e : events) {
     const Json j = EventToJson(e);
     Result<Event> back = EventFromJson(Json::parse(j.dump()));

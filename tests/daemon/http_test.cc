@@ -37,7 +37,9 @@ class DaemonHttp : public ::testing::Test {
   static void SetUpTestSuite() {
     const auto dir = FreshDir("http");
     std::ofstream(dir / "cluster.yaml") << kConfig;
-    daemon_ = new DaemonProcess(dir, {"--config", (dir / "cluster.yaml").string()});
+    // The simulated executor runs what is placed: these tests are of the API, not of agents (a
+    // node without an agent would be not_ready).
+    daemon_ = new DaemonProcess(dir, {"--config", (dir / "cluster.yaml").string(), "--simulate-executor"});
     ASSERT_TRUE(daemon_->ok()) << daemon_->log();
     httplib::Client c = daemon_->Client();
     tokens_["admin"] = daemon_->admin_token();
@@ -70,7 +72,7 @@ class DaemonHttp : public ::testing::Test {
     for (int i = 0; i < 200; ++i) {
       Response a = Call(c, "GET", "/v1/jobs/" + jobs_["alpha"], tokens_["admin"]);
       Response b = Call(c, "GET", "/v1/jobs/" + jobs_["beta"], tokens_["admin"]);
-      if (a.body["state"] == "admitted" && b.body["state"] == "admitted") {
+      if (a.body["state"] == "running" && b.body["state"] == "running") {
         nodes_["alpha"] = a.body["placement"][0]["node"];
         nodes_["beta"] = b.body["placement"][0]["node"];
         break;
@@ -599,7 +601,7 @@ nodes:
   - {name: n, count: 1, flavor: h100-80gb, gpus: 2}
   - {name: m, count: 1, flavor: a100-40gb, gpus: 1, mig_gpus: 1}
 )";
-  DaemonProcess d(dir, {"--config", (dir / "cluster.yaml").string()});
+  DaemonProcess d(dir, {"--config", (dir / "cluster.yaml").string(), "--simulate-executor"});
   ASSERT_TRUE(d.ok()) << d.log();
   httplib::Client c = d.Client();
   std::map<std::string, std::string> token, job;

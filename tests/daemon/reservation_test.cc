@@ -36,7 +36,7 @@ std::string Hour(int h) {
 TEST(Reservations, ConcurrentOverlappingRequestsNeverDoubleBook) {
   const auto dir = FreshDir("reservations");
   std::ofstream(dir / "cluster.yaml") << kConfig;
-  std::vector<std::string> args = {"--config", (dir / "cluster.yaml").string()};
+  std::vector<std::string> args = {"--config", (dir / "cluster.yaml").string(), "--simulate-executor"};
   auto daemon = std::make_unique<DaemonProcess>(dir, args);
   ASSERT_TRUE(daemon->ok()) << daemon->log();
   const std::string admin = daemon->admin_token();

@@ -1,0 +1,77 @@
+// DaemonCore with node agents as the executor (docs/design/agent.md, "Start deadline"): a node
+// no agent has registered for is not_ready, so nothing is placed there; a placement its node
+// does not start within the start deadline is withdrawn, the job requeued with the node and
+// the cause, and the node marked so the scheduler stops choosing it.
+#include <algorithm>
+
+#include "daemon/core.h"
+#include "daemon/log.h"
+
+namespace gpupool {
+
+void DaemonCore::SetAgentExecutor(Duration start_deadline) {
+  GP_CHECK(start_deadline > Duration()) << "the start deadline must be positive";
+  start_deadline_ = start_deadline;
+}
+
+void DaemonCore::MarkNodesWithoutAgents(Time now) {
+  for (const Node& n : state_->nodes()) {
+    if (n.condition != NodeCondition::kReady || agents_.count(n.id)) continue;
+    GP_CHECK(ApplyAndStage(NodeConditionChanged{n.id, NodeCondition::kNotReady, now,
+                                                "no node agent has registered for it"})
+                 .ok());
+  }
+}
+
+std::string DaemonCore::WhyNotStarted(const Job& job, NodeId node) const {
+  const std::string& name = state_->node(node).name;
+  auto agent = agents_.find(node);
+  if (agent == agents_.end()) return "node " + name + " has no agent";
+  for (const ReplicaPlacement& rp : job.placement) {
+    if (rp.node != node) continue;
+    for (const GpuGrant& g : rp.grants) {
+      if (auto e = agent->second.mig_error.find(g.gpu); e != agent->second.mig_error.end()) {
+        return "MIG layout refused by the agent of node " + name + ": " + e->second;
+      }
+    }
+  }
+  return "node " + name + "'s agent did not start it within " + ToString(*start_deadline_);
+}
+
+void DaemonCore::CheckStartDeadlines(Time now) {
+  // A restarted daemon gives every placement a whole deadline from its first tick: agents
+  // report what runs in their next heartbeat.
+  if (!deadlines_from_) deadlines_from_ = now;
+  std::vector<std::pair<JobId, NodeId>> late;
+  for (JobId id : state_->active()) {
+    const Job& j = *state_->FindJob(id);
+    if (now - std::max(j.admitted, *deadlines_from_) < *start_deadline_) continue;
+    const auto started = started_.find(id);
+    const auto exited = exits_.find(id);
+    for (size_t r = 0; r < j.placement.size(); ++r) {
+      const int ri = static_cast<int>(r);
+      const bool ran = (started != started_.end() && started->second.count(ri)) ||
+                       (exited != exits_.end() && exited->second.count(ri));
+      if (!ran) {
+        late.push_back({id, j.placement[r].node});
+        break;
+      }
+    }
+  }
+  for (const auto& [id, node] : late) {
+    const Job& j = *state_->FindJob(id);
+    const std::string why = WhyNotStarted(j, node);
+    const Node& n = state_->node(node);
+    Log("warn", "placement not started in time: job requeued, node taken out of scheduling",
+        {{"job", std::to_string(id.value())}, {"node", n.name}, {"reason", why}});
+    // No agent: not_ready until one registers. An agent that refuses or stalls: cordoned, for an
+    // operator to look at (uncordon after the fix).
+    const NodeCondition mark = agents_.count(node) ? NodeCondition::kCordoned : NodeCondition::kNotReady;
+    if (n.condition == NodeCondition::kReady) {
+      GP_CHECK(ApplyAndStage(NodeConditionChanged{node, mark, now, why}).ok());
+    }
+    GP_CHECK(ApplyAndStage(JobLost{id, now, RequeueCause::kStartTimeout, why}).ok());
+  }
+}
+
+}  // namespace gpupool

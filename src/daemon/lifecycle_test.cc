@@ -1,0 +1,251 @@
+// What a new user sees of a job's life (issue "first week"): every job's events with who and
+// why, scoped like the job; pending reasons that say a job was sent back.
+#include <gtest/gtest.h>
+
+#include "daemon/core_fixture.h"
+
+namespace gpupool {
+namespace {
+
+Time At(int64_t s) { return Time::FromMillis(s * 1000); }
+
+std::vector<std::string> Types(const Json& job) {
+  std::vector<std::string> out;
+  for (const Json& e : job["events"]) out.push_back(e["type"]);
+  return out;
+}
+
+// research borrows 16 H100 beyond its 24; product then asks for its guarantee and takes back
+// a borrowed job by reclaim, once the victims have run their 5 minutes.
+class HistoryTest : public CoreTest {
+ protected:
+  void SetUp() override {
+    CoreTest::SetUp();
+    for (int i = 0; i < 5; ++i) ASSERT_EQ(core_->SubmitJob(As(members_["research"], 2000), Job("research"), "").status, 201);
+    core_->Tick(At(3), false);
+    core_->Tick(At(4), true);  // the simulated executor starts them
+    for (int i = 0; i < 2; ++i) ASSERT_EQ(core_->SubmitJob(As(members_["product"], 5000), Job("product"), "").status, 201);
+    core_->Tick(At(400), false);  // past the 5-minute minimum runtime: reclaim
+    ASSERT_EQ(core_->last_plan().preemptions.size(), 1u);
+    victim_ = std::to_string(core_->last_plan().preemptions[0].victim.value());
+    preemptor_ = std::to_string(core_->last_plan().preemptions[0].preemptor.value());
+    ASSERT_TRUE(core_->Flush().ok());
+  }
+  Json Get(const Principal& p, const std::string& id) { return Json::parse(core_->GetJob(As(p, 401'000), id).body); }
+  std::string victim_, preemptor_;
+};
+
+TEST_F(HistoryTest, APreemptedJobSaysByWhomAndWhyToThoseWhoMaySeeIt) {
+  const Json admin = Get(admin_, victim_);
+  EXPECT_EQ(Types(admin), (std::vector<std::string>{"submitted", "admitted", "started", "preempted"}));
+  const Json& preempted = admin["events"][3];
+  EXPECT_EQ(preempted["reason"], "reclaim");
+  EXPECT_EQ(preempted["by"]["job"], preemptor_);
+  EXPECT_EQ(preempted["by"]["tenant"], "product");
+  EXPECT_NE(preempted["message"].get<std::string>().find("job " + preemptor_ + " of tenant product"), std::string::npos)
+      << preempted["message"];
+  EXPECT_NE(admin["events"][1]["message"].get<std::string>().find("admitted as borrowed on h100-"), std::string::npos);
+
+  // research's member sees that it was reclaimed, never by which job of which tenant.
+  const Json member = Get(members_["research"], victim_);
+  const Json& seen = member["events"][3];
+  EXPECT_TRUE(seen["by"].is_null());
+  EXPECT_EQ(seen["message"].get<std::string>().find("product"), std::string::npos) << seen["message"];
+  EXPECT_EQ(seen["message"].get<std::string>().find(preemptor_), std::string::npos) << seen["message"];
+  EXPECT_EQ(member.dump().find("product"), std::string::npos) << member.dump();
+}
+
+TEST_F(HistoryTest, APreemptedJobsReasonLeadsWithThePreemption) {
+  core_->Tick(At(401), false);  // the next cycle gives it a scheduler reason of its own
+  const Json job = Get(members_["research"], victim_);
+  ASSERT_EQ(job["state"], "pending");
+  EXPECT_EQ(job["reason"]["code"], "preempted");
+  const std::string msg = job["reason"]["message"];
+  EXPECT_EQ(msg.rfind("preempted by a job of another tenant (reclaim", 0), 0u) << msg;
+  EXPECT_NE(msg.find("; now "), std::string::npos) << msg;
+  EXPECT_NE(job["reason"]["waiting"], "none");
+  // Admitted again later, the lead is gone.
+}
+
+TEST_F(HistoryTest, TheHistorySurvivesARestartAndOtherTenantsCannotReadIt) {
+  const std::string before = core_->GetJob(As(admin_, 401'000), victim_).body;
+  core_.reset();
+  core_ = Open();
+  EXPECT_EQ(core_->GetJob(As(admin_, 401'000), victim_).body, before);
+  EXPECT_EQ(core_->GetJob(As(members_["product"], 401'000), victim_).status, 404);
+}
+
+TEST_F(CoreTest, CancelAndDrainSayWhoAndWhy) {
+  ASSERT_EQ(core_->SubmitJob(As(members_["research"]), Job("research"), "").status, 201);
+  ASSERT_EQ(core_->SubmitJob(As(members_["research"]), Job("research"), "").status, 201);
+  core_->Tick(At(3), false);
+  const Json placed = Json::parse(core_->GetJob(As(admin_), "2").body);
+  const std::string node = placed["placement"][0]["node"];
+  ASSERT_EQ(core_->NodeAction(As(admin_, 4000), node, "drain").status, 200);
+  ASSERT_EQ(core_->CancelJob(As(members_["research"], 5000), "1").status, 200);
+  const Json drained = Json::parse(core_->GetJob(As(members_["research"], 6000), "2").body);
+  const Json& requeued = drained["events"].back();
+  EXPECT_EQ(requeued["type"], "requeued");
+  EXPECT_EQ(requeued["reason"], "node_drained");
+  EXPECT_EQ(requeued["message"], "requeued (node_drained): node " + node + " was drained by admin");
+  EXPECT_EQ(drained["reason"]["code"], "requeued");
+  const Json cancelled = Json::parse(core_->GetJob(As(members_["research"], 6000), "1").body);
+  EXPECT_EQ(cancelled["events"].back()["type"], "cancelled");
+  EXPECT_EQ(cancelled["events"].back()["message"], "cancelled by research-bob");
+}
+
+// --- the start deadline ----------------------------------------------------------------
+
+TEST_F(CoreTest, NodesWithoutAnAgentAreNotReadyAndTakeNoWork) {
+  core_->SetAgentExecutor(Duration::Minutes(2));
+  ASSERT_EQ(core_->SubmitJob(As(members_["research"]), Job("research"), "").status, 201);
+  core_->Tick(At(3), false);
+  const Json node = Json::parse(core_->GetNode(As(admin_), "h100-0").body);
+  EXPECT_EQ(node["condition"], "not_ready");
+  EXPECT_EQ(node["condition_reason"], "no node agent has registered for it");
+  const Json pending = Json::parse(core_->GetJob(As(admin_), "1").body);
+  EXPECT_EQ(pending["state"], "pending");
+  EXPECT_NE(pending["reason"]["message"].get<std::string>().find("not_ready"), std::string::npos) << pending.dump();
+  // Its agent registers: ready, and the job goes there.
+  Json gpus = Json::array();
+  for (int i = 0; i < 8; ++i) gpus.push_back({{"index", i}, {"uuid", "GPU-h100-0-" + std::to_string(i)}});
+  ASSERT_EQ(core_->RegisterAgent(As(admin_, 4000), Json({{"node", "h100-0"}, {"flavor", "h100-80gb"}, {"gpus", gpus}}).dump()).status, 200);
+  EXPECT_EQ(Json::parse(core_->GetNode(As(admin_, 4000), "h100-0").body)["condition"], "ready");
+  core_->Tick(At(5), false);
+  const Json placed = Json::parse(core_->GetJob(As(admin_, 5000), "1").body);
+  EXPECT_EQ(placed["state"], "admitted");
+  EXPECT_EQ(placed["placement"][0]["node"], "h100-0");
+}
+
+class StartDeadlineTest : public AgentProtocolTest {
+ protected:
+  void SetUp() override {
+    AgentProtocolTest::SetUp();
+    core_->SetAgentExecutor(Duration::Minutes(2));
+    core_->SetHeartbeat(Duration::Seconds(1), Duration::Hours(1));  // silence is not the point here
+  }
+};
+
+TEST_F(StartDeadlineTest, APlacementItsAgentNeverStartsIsWithdrawnWithTheNodeNamed) {
+  const std::string j = Submit(member_a_, 4, 1);
+  core_->Tick(At(1), false);
+  const std::string node = NodeOf(j, 1), other = node == "g1" ? "g2" : "g1";
+  Beat(node, 2);  // the agent is there, but never reports the replica
+  core_->Tick(At(100), false);
+  EXPECT_EQ(Job(j, 100)["state"], "admitted") << "within the deadline";
+  core_->Tick(At(121), false);
+  const Json job = Job(j, 121);
+  const std::string why = "node " + node + "'s agent did not start it within 120s";
+  bool requeued = false;
+  for (const Json& e : job["events"]) {
+    if (e["type"] == "requeued") {
+      requeued = true;
+      EXPECT_EQ(e["reason"], "start_timeout");
+      EXPECT_EQ(e["message"], "requeued (start_timeout): " + why);
+    }
+  }
+  EXPECT_TRUE(requeued) << job.dump();
+  // The node is cordoned with the reason; the job went to the other node in the same tick.
+  const Json n = Json::parse(core_->GetNode({&admin_, "", At(121)}, node).body);
+  EXPECT_EQ(n["condition"], "cordoned");
+  EXPECT_EQ(n["condition_reason"], why);
+  EXPECT_EQ(NodeOf(j, 121), other);
+  EXPECT_EQ(job["state"], "admitted");
+}
+
+TEST_F(StartDeadlineTest, ARunningReportBeatsTheDeadline) {
+  const std::string j = Submit(member_a_, 4, 1);
+  core_->Tick(At(1), false);
+  const std::string node = NodeOf(j, 1);
+  const Json start = StartOf(Beat(node, 2), j);
+  ASSERT_TRUE(start.is_object());
+  Beat(node, 3, {{"replicas", {Report(start, "running")}}});
+  core_->Tick(At(300), false);
+  EXPECT_EQ(Job(j, 300)["state"], "running");
+  EXPECT_EQ(NodeOf(j, 300), node);
+}
+
+TEST_F(StartDeadlineTest, AGangWithOneReplicaNeverStartedIsWithdrawnWhole) {
+  const std::string j = Submit(member_a_, 4, 1, /*replicas=*/2);
+  core_->Tick(At(1), false);
+  const Json placed = Job(j, 1);
+  ASSERT_EQ(placed["placement"].size(), 2u);
+  const std::string first = placed["placement"][0]["node"], second = placed["placement"][1]["node"];
+  ASSERT_NE(first, second);
+  const Json start = StartOf(Beat(first, 2), j);
+  Beat(first, 3, {{"replicas", {Report(start, "running")}}});
+  Beat(second, 3);
+  EXPECT_EQ(Job(j, 3)["state"], "running") << "one replica runs";
+  core_->Tick(At(122), false);
+  const Json job = Job(j, 122);
+  EXPECT_EQ(job["events"].back()["type"], "requeued") << job.dump();
+  EXPECT_EQ(job["events"].back()["message"], "requeued (start_timeout): node " + second + "'s agent did not start it within 120s");
+  EXPECT_EQ(job["state"], "pending") << "the only other node is cordoned now";
+}
+
+TEST_F(StartDeadlineTest, AMigLayoutTheAgentRefusesIsNamed) {
+  const MigPlacement placed = PlaceMigJob();
+  ASSERT_FALSE(::testing::Test::HasFailure());
+  Beat("m1", 4, {{"mig_errors", {{{"gpu", 0}, {"layout", placed.target}, {"error", "MIG changes are off"}}}}});
+  core_->Tick(At(123), false);
+  const Json job = Job(placed.job, 123);
+  EXPECT_EQ(job["state"], "pending");
+  const std::string why = "MIG layout refused by the agent of node m1: GPU 0 not given MIG layout '" + placed.target +
+                          "': MIG changes are off";
+  EXPECT_EQ(job["events"].back()["message"], "requeued (start_timeout): " + why);
+  EXPECT_EQ(job["reason"]["code"], "requeued");
+  const Json n = Json::parse(core_->GetNode({&admin_, "", At(123)}, "m1").body);
+  EXPECT_EQ(n["condition"], "cordoned");
+  EXPECT_EQ(n["condition_reason"], why);
+}
+
+// --- health, as describe node shows it ----------------------------------------------------
+
+TEST_F(AgentProtocolTest, AnXidMarksItsGpuUnhealthyAndDescribeNodeSaysWhy) {
+  const std::string j = Submit(member_a_, 4, 1);
+  core_->Tick(At(1), false);
+  const std::string sick = NodeOf(j, 1);
+  Beat(sick, 2, {{"health", {{{"gpu", 1}, {"kind", "xid"}, {"code", 48}}, {{"gpu", 3}, {"kind", "xid"}, {"code", 13}}}}});
+  Json n = Json::parse(core_->GetNode({&admin_, "", At(2)}, sick).body);
+  EXPECT_EQ(n["condition"], "draining");
+  EXPECT_NE(n["condition_reason"].get<std::string>().find("XID 48"), std::string::npos) << n.dump();
+  EXPECT_EQ(n["healthy_gpus"], 3) << "GPU 1 is out, GPU 3's application error is not a fault";
+  EXPECT_FALSE(n["devices"][1]["healthy"]);
+  EXPECT_NE(n["devices"][1]["health_reason"].get<std::string>().find("XID 48"), std::string::npos) << n["devices"][1];
+  EXPECT_TRUE(n["devices"][3]["healthy"]);
+  EXPECT_FALSE(n["devices"][3].contains("health_reason"));
+  // The job's event says why it moved.
+  EXPECT_EQ(Job(j, 2)["events"].back()["reason"], "node_unhealthy");
+  // A failed acceptance test is the node's reason; passing it again brings the GPUs back.
+  ASSERT_EQ(Register(sick, 3, /*passed=*/false).status, 200);
+  n = Json::parse(core_->GetNode({&admin_, "", At(3)}, sick).body);
+  EXPECT_EQ(n["condition"], "unhealthy");
+  EXPECT_EQ(n["condition_reason"], "failed its acceptance test: dcgmi diag: FAIL");
+  EXPECT_FALSE(n["devices"][1]["healthy"]);
+  ASSERT_EQ(Register(sick, 4).status, 200);
+  n = Json::parse(core_->GetNode({&admin_, "", At(4)}, sick).body);
+  EXPECT_EQ(n["healthy_gpus"], 4);
+  // The fault survives a restart (GpuHealthChanged is journaled with its reason).
+}
+
+TEST_F(AgentProtocolTest, AGpusFaultAndItsReasonSurviveARestart) {
+  Beat("g1", 2, {{"health", {{{"gpu", 2}, {"kind", "ecc"}, {"count", 3}}}}});
+  const std::string before = core_->GetNode({&admin_, "", At(2)}, "g1").body;
+  EXPECT_FALSE(Json::parse(before)["devices"][2]["healthy"]);
+  Restart();
+  EXPECT_EQ(core_->GetNode({&admin_, "", At(2)}, "g1").body, before);
+}
+
+TEST(JobHistoryBounds, AJobRequeuedWithoutEndKeepsItsFirstAndLastEvents) {
+  State s = DemoCluster();
+  JobHistory h;
+  const JobId id(1);
+  for (int i = 0; i < 200; ++i) h.Observe(s, JobLost{id, Time::FromMillis(i), RequeueCause::kNodeLost, std::to_string(i)});
+  ASSERT_EQ(h.Of(id).size(), JobHistory::kMaxEntries);
+  EXPECT_EQ(h.dropped(id), 200 - JobHistory::kMaxEntries);
+  EXPECT_EQ(h.Of(id)[JobHistory::kKeepFirst - 1].detail, std::to_string(JobHistory::kKeepFirst - 1));
+  EXPECT_EQ(h.Of(id).back().detail, "199");
+}
+
+}  // namespace
+}  // namespace gpupool
