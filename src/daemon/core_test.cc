@@ -949,6 +949,47 @@ TEST_F(BurstTest, AnotherJobTakesTheOnDemandNodeOnlyIfTheBudgetPaysForIt) {
   }
 }
 
+// Issue 14, item 9: a budget stop is recorded as one. j1 (4 GPUs, 30 min estimate) bursts and
+// runs past its estimate (no executor finishes it). Spend reaches 100.00 at 4700 s (8 x 10.00
+// from 200 s); j1 is past what the budget paid for, so the node goes back and j1 is requeued
+// with the cause "budget". Its run on the node was the tenant's: billed on demand, not lost.
+TEST_F(BurstTest, ABudgetStopIsRecordedAsOneAndBilled) {
+  Start("100.00");
+  auto tick = [&](int64_t s) {
+    core_->Tick(At(s), false);
+    ASSERT_TRUE(core_->Flush().ok());
+  };
+  Submit(0, 8, 3600);
+  tick(0);
+  const std::string j1 = Submit(10, 4, 1800);
+  tick(140);
+  tick(200);
+  ASSERT_EQ(JobAt(j1, 200)["placement"][0]["node"], "od-h100-80gb-0001");
+  tick(4699);
+  EXPECT_FALSE(core_->burst_fleet()[0].released.has_value());
+  tick(4700);
+  ASSERT_TRUE(core_->burst_fleet()[0].released.has_value());
+  const Json job = JobAt(j1, 4700);
+  EXPECT_EQ(job["state"], "pending");
+  ASSERT_FALSE(job["events"].empty()) << job.dump();
+  const Json& last = job["events"].back();
+  EXPECT_EQ(last["type"], "requeued") << job.dump();
+  EXPECT_EQ(last["reason"], "budget") << job.dump();
+  const Principal admin{"admin", Role::kClusterAdmin, TenantId(), ""};
+  const Json usage = Json::parse(core_->Usage({&admin, "", At(5000)}, {{"from", Rfc3339(At(0))},
+                                                                       {"to", Rfc3339(At(5000))},
+                                                                       {"group_by", "kind"}}).body);
+  bool on_demand = false;
+  for (const Json& row : usage["items"]) {
+    EXPECT_NE(row["kind"], "infrastructure_failure") << usage.dump();
+    if (row["kind"] == "on_demand") {
+      on_demand = true;
+      EXPECT_EQ(row["cost"], "50.000000") << usage.dump();  // 4 GPUs x 10.00 x (4700 - 200) s
+    }
+  }
+  EXPECT_TRUE(on_demand) << usage.dump();
+}
+
 TEST_F(BurstTest, ABudgetTooSmallRefusesWithTheReason) {
   Start("10.00");
   Submit(0, 8, 3600);

@@ -66,7 +66,7 @@ int BurstSim::Step(State& s, Time now, const std::function<void(JobId)>& on_lost
     }
     for (JobId jid : on_node) {
       on_lost(jid);
-      GP_CHECK(Apply(s, JobLost{jid, now}).ok());
+      GP_CHECK(Apply(s, JobLost{jid, now, RequeueCause::kBudget, "the on-demand budget is spent"}).ok());
       ++requeued;
     }
     GP_CHECK(Apply(s, NodeConditionChanged{id, NodeCondition::kRetired, now}).ok());
