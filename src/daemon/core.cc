@@ -99,6 +99,7 @@ Status DaemonCore::Replay(const std::vector<Record>& records) {
   prices_.clear();
   fleet_.clear();
   burst_requests_seen_ = 0;
+  burst_changes_.clear();
   tokens_ = TokenStore();
   deleted_.clear();
   idempotency_.clear();
@@ -120,6 +121,8 @@ Status DaemonCore::Replay(const std::vector<Record>& records) {
   // Requests that never became nodes died with the process that made them (providers are
   // asked again if the jobs still wait).
   std::erase_if(fleet_, [](const BurstNode& n) { return !n.ready.has_value(); });
+  // After a failed append, the settings in force are the journal's again.
+  if (provider_) return UseBurstInForce();
   return Ok();
 }
 
@@ -193,6 +196,7 @@ Status DaemonCore::ApplyRecord(const Record& r) {
   }
   if (r.kind == "token_revoked") return tokens_.Revoke(j.value("id", ""));
   if (r.kind == "burst_request" || r.kind == "burst_node") return ApplyBurstRecord(r.kind, j);
+  if (r.kind == "burst_settings") return ApplyBurstSettingsRecord(j);
   if (r.kind == "agent") return ApplyAgentRecord(j);
   if (r.kind == "replica_exit") return ApplyReplicaExitRecord(j);
   if (r.kind == "prices") {

@@ -1001,6 +1001,83 @@ TEST_F(BurstTest, ABudgetTooSmallRefusesWithTheReason) {
   EXPECT_NE(reason.find("burst budget"), std::string::npos) << reason;
 }
 
+// Issue 14, item 11: the burst settings change through the API, take effect at the next tick,
+// are audited, survive a restart (the journal's win over the file's), and a bad change is
+// refused and changes nothing. Every provision and release writes a log line.
+TEST_F(BurstTest, SettingsChangeThroughTheApiWithoutARestart) {
+  Start("10.00");
+  const Principal admin{"admin", Role::kClusterAdmin, TenantId(), ""};
+  auto settings = [&](int64_t s) { return Json::parse(core_->GetBurstSettings({&admin, "", At(s)}).body); };
+  auto put = [&](int64_t s, const std::string& budget, const std::string& offers =
+                     R"({"h100-80gb": {"gpus_per_node": 8, "per_gpu_hour": "10.00", "provisioning_delay_s": 60, "max_nodes": 2}})") {
+    const std::string body = R"({"offers": )" + offers + R"(, "tenants": {"a": {"flavors": ["h100-80gb"], "max_gpus": 8, "budget": ")" +
+                             budget + R"(", "max_wait_s": 120, "idle_timeout_s": 300}}})";
+    return core_->SetBurstSettings({&admin, "", At(s)}, body);
+  };
+  Json before = settings(0);
+  EXPECT_EQ(before["tenants"]["a"]["budget"], "10.000000");
+  EXPECT_EQ(before["provider"], "simulated");
+  EXPECT_TRUE(before["changed_at"].is_null());
+  EXPECT_EQ(core_->GetBurstSettings({&member_, "", At(0)}).status, 403);
+  EXPECT_EQ(core_->SetBurstSettings({&member_, "", At(0)}, "{}").status, 403);
+
+  Submit(0, 8, 3600);
+  TickAt(0);
+  const std::string j2 = Submit(10, 8, 1800);
+  TickAt(140);
+  EXPECT_TRUE(core_->burst_fleet().empty()) << "10.00 pays for no node";
+  const Reply r = put(150, "200.00");
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(Json::parse(r.body)["tenants"]["a"]["budget"], "200.000000");
+  EXPECT_EQ(Json::parse(r.body)["changed_at"], Rfc3339(At(150)));
+  EXPECT_NE(core_->ListAudit({&admin, "", At(150)}).body.find("burst.settings.set"), std::string::npos);
+  ::testing::internal::CaptureStderr();
+  TickAt(160);  // the next tick uses the new budget
+  ASSERT_EQ(core_->burst_fleet().size(), 1u);
+  TickAt(220);  // the node joins and takes j2
+  // Refused, and nothing changes: a tenant that does not exist, a provider from the API, an
+  // offer taken away from under a live node.
+  const Json now = settings(230);
+  EXPECT_EQ(core_->SetBurstSettings({&admin, "", At(230)}, R"({"tenants": {"zz": {"flavors": ["h100-80gb"], "budget": "1"}}})").status, 400);
+  EXPECT_EQ(core_->SetBurstSettings({&admin, "", At(230)}, R"({"provider": "command", "create_command": "x", "delete_command": "y"})").status, 400);
+  EXPECT_EQ(core_->SetBurstSettings({&admin, "", At(230)}, R"({"offers": {}})").status, 409);
+  EXPECT_EQ(core_->SetBurstSettings({&admin, "", At(230)}, "[1]").status, 400);
+  EXPECT_EQ(settings(230), now);
+  TickAt(240);
+  TickAt(2040);  // j2 done (started at 240 s, 1800 s)
+  TickAt(2350);  // idle 310 s: released
+  const std::string log = ::testing::internal::GetCapturedStderr();
+  for (const char* line : {R"("msg":"on-demand node requested")", R"("msg":"on-demand node joined")",
+                           R"("msg":"on-demand node released")", R"("why":"idle")", R"("tenant":"a")"}) {
+    EXPECT_NE(log.find(line), std::string::npos) << line << " in\n" << log;
+  }
+  EXPECT_EQ(JobAt(j2, 2350)["state"], "succeeded");
+
+  // A restart with the file's settings (budget 10.00): the change made through the API is in force.
+  const Json changed = settings(2400);
+  ASSERT_TRUE(core_->Flush().ok());
+  core_.reset();
+  core_ = Open();
+  Enable();
+  EXPECT_EQ(settings(2400), changed);
+  EXPECT_EQ(Json::parse(core_->BurstView({&member_, "", At(2400)}).body)["policies"][0]["budget"], "200.000000");
+}
+
+// A provider that fails writes a log line saying so (the operator's create script here).
+TEST_F(BurstTest, AFailedProvisioningIsLogged) {
+  Start("200.00");
+  CommandProviderConfig cc{.create_command = "echo quota exceeded >&2; exit 3", .delete_command = "true"};
+  ASSERT_TRUE(core_->EnableBurst(config_.burst, std::make_unique<CommandProvider>(core_->state().catalogue(), cc)).ok());
+  Submit(0, 8, 3600);
+  TickAt(0);
+  Submit(10, 8, 1800);
+  ::testing::internal::CaptureStderr();
+  TickAt(140);
+  const std::string log = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(log.find(R"("msg":"on-demand provisioning failed; retrying in 30 s")"), std::string::npos) << log;
+  EXPECT_NE(log.find("quota exceeded"), std::string::npos) << log;
+}
+
 TEST_F(AgentProtocolTest, StartRunExitLogsAndScoping) {
   const std::string j = Submit(member_a_, 4, 1);
   core_->Tick(At(1), false);
