@@ -109,7 +109,7 @@ struct Ask {
 
 // What one tenant holds on demand, less the nodes released by this decision.
 struct TenantFleet {
-  Time window_start, window_end;
+  Time window_start;
   int64_t spent = 0;     // in the window, every node of the tenant
   Int128 committed = 0;  // expected further cost of the nodes that stay
   int64_t gpus = 0;      // on live and in-flight nodes that stay
@@ -150,7 +150,6 @@ class Planner {
       const auto p = policies_.find(t);
       const Duration period = p == policies_.end() ? Duration::Hours(24) : p->second.period;
       it->second.window_start = BudgetWindowStart(now_, period);
-      it->second.window_end = it->second.window_start + period;
       it->second.spent = SpentMicros(fleet_, t, it->second.window_start, now_);
     }
     return it->second;
