@@ -168,7 +168,8 @@ Result<PriorityClass> DecodePriorityClassRequest(std::string_view body) {
   Result<Json> parsed = ParseObject(body);
   if (!parsed.ok()) return parsed.error();
   const Json& j = *parsed;
-  GP_RETURN_IF_ERROR(OnlyFields(j, {"name", "value", "preemptible", "may_borrow", "grace_period_s"}, ""));
+  GP_RETURN_IF_ERROR(
+      OnlyFields(j, {"name", "value", "preemptible", "may_borrow", "grace_period_s", "min_runtime_s", "default"}, ""));
   PriorityClass pc;
   Result<std::string> name = Str(j, "name", "", 63);
   if (!name.ok()) return name.error();
@@ -177,16 +178,22 @@ Result<PriorityClass> DecodePriorityClassRequest(std::string_view body) {
   Result<int64_t> value = Int(j, "value", -1000000000, 1000000000, "");
   if (!value.ok()) return value.error();
   pc.value = static_cast<int32_t>(*value);
-  for (const char* key : {"preemptible", "may_borrow"}) {
+  for (const char* key : {"preemptible", "may_borrow", "default"}) {
     if (!j.contains(key)) continue;
     Result<bool> b = Bool(j, key, "");
     if (!b.ok()) return b.error();
-    (std::string(key) == "preemptible" ? pc.preemptible : pc.may_borrow) = *b;
+    const std::string k = key;
+    (k == "preemptible" ? pc.preemptible : k == "may_borrow" ? pc.may_borrow : pc.is_default) = *b;
   }
   if (j.contains("grace_period_s")) {
     Result<int64_t> g = Int(j, "grace_period_s", 0, 86400, "");
     if (!g.ok()) return g.error();
     pc.grace_period = Duration::Seconds(*g);
+  }
+  if (j.contains("min_runtime_s")) {
+    Result<int64_t> m = Int(j, "min_runtime_s", 0, 7 * 86400, "");
+    if (!m.ok()) return m.error();
+    pc.min_runtime = Duration::Seconds(*m);
   }
   return pc;
 }
@@ -601,6 +608,27 @@ bool ValidUtf8(std::string_view s) {
   return true;
 }
 
+namespace {
+
+// The job's priority_class, or the class marked default when it names none.
+Result<PriorityClassId> JobPriorityClass(const State& state, const Json& j) {
+  if (!j.contains("priority_class")) {
+    std::string names;
+    for (const PriorityClass& pc : state.priority_classes()) {
+      if (pc.is_default) return pc.id;
+      names += (names.empty() ? "" : ", ") + pc.name;
+    }
+    return InvalidArgument("'priority_class' is required: no class is marked default (" + names + ")");
+  }
+  Result<std::string> pc = Str(j, "priority_class", "");
+  if (!pc.ok()) return pc.error();
+  Result<PriorityClassId> pcid = state.FindPriorityClass(*pc);
+  if (!pcid.ok()) return InvalidArgument(pcid.error().message);
+  return *pcid;
+}
+
+}  // namespace
+
 Result<JobSpec> DecodeJobRequest(const State& state, const Principal& caller, std::string_view body) {
   Result<Json> parsed = ParseObject(body);
   if (!parsed.ok()) return parsed.error();
@@ -617,17 +645,22 @@ Result<JobSpec> DecodeJobRequest(const State& state, const Principal& caller, st
   Result<std::string> name = Str(j, "name", "");
   if (!name.ok()) return name.error();
   spec.name = *name;
-  Result<std::string> pc = Str(j, "priority_class", "");
-  if (!pc.ok()) return pc.error();
-  Result<PriorityClassId> pcid = state.FindPriorityClass(*pc);
-  if (!pcid.ok()) return InvalidArgument(pcid.error().message);
+  Result<PriorityClassId> pcid = JobPriorityClass(state, j);
+  if (!pcid.ok()) return pcid.error();
   spec.priority_class = *pcid;
   Result<int64_t> replicas = Int(j, "replicas", 1, 1024, "");
   if (!replicas.ok()) return replicas.error();
   spec.replicas = static_cast<uint16_t>(*replicas);
-  Result<int64_t> dur = Int(j, "duration_estimate_s", 1, 365 * 86400, "");
-  if (!dur.ok()) return dur.error();
-  spec.estimated_duration = Duration::Seconds(*dur);
+  // Without an estimate, the tenant's default_duration_s (State::ValidateSpec fills it in).
+  const Tenant& ten = state.tenant(spec.tenant);
+  if (j.contains("duration_estimate_s")) {
+    Result<int64_t> dur = Int(j, "duration_estimate_s", 1, 365 * 86400, "");
+    if (!dur.ok()) return dur.error();
+    spec.estimated_duration = Duration::Seconds(*dur);
+  } else if (ten.limits.default_duration.is_infinite()) {
+    return InvalidArgument("'duration_estimate_s' is required: tenant " + ten.name +
+                           " has no default_duration_s (an admin sets one in the tenant's limits)");
+  }
 
   auto res = j.find("resources");
   if (res == j.end() || !res->is_object()) return InvalidArgument("'resources' must be an object");

@@ -171,6 +171,7 @@ const std::vector<RouteDoc>& ApiRoutes() {
       {"delete", "/v1/tokens/{id}", "revoke a token", "cluster-admin, tenant-admin (own tenant)", "", 200},
       {"get", "/v1/nodes", "list nodes (tenants: those running their work); detail=devices adds each GPU with its MIG slices and occupants (other tenants' work shows as taken, unnamed)", "any token", "", 200},
       {"get", "/v1/nodes/{name}", "a node with its GPUs", "any token (as for the list)", "", 200},
+      {"delete", "/v1/nodes/{name}", "remove a drained, empty node for good (409 otherwise); its name may be registered again as a new node", "cluster-admin", "", 200},
       {"post", "/v1/nodes/{name}/cordon", "no new work on the node", "cluster-admin", "", 200},
       {"post", "/v1/nodes/{name}/uncordon", "make the node schedulable", "cluster-admin", "", 200},
       {"post", "/v1/nodes/{name}/drain", "cordon and requeue the node's jobs", "cluster-admin", "", 200},

@@ -235,6 +235,9 @@ Status DaemonCore::ApplyEvent(const Event& e) {
     exits_.erase(ended);
     started_.erase(ended);
   }
+  // A removed node's agent is forgotten: its heartbeats answer 404, and its name may register
+  // anew as a new node.
+  if (const auto* r = std::get_if<NodeRemoved>(&e)) agents_.erase(r->node);
   if (const auto* n = std::get_if<NodeConditionChanged>(&e); n && n->condition == NodeCondition::kRetired) {
     for (BurstNode& b : fleet_) {
       if (b.node == n->node && !b.released) b.released = n->at;
@@ -570,8 +573,12 @@ Reply DaemonCore::ListPriorityClasses(const CallContext& c) {
   if (c.principal == nullptr) return Unauthenticated();
   Json items = Json::array();
   for (const PriorityClass& pc : state_->priority_classes()) {
-    items.push_back({{"name", pc.name}, {"value", pc.value}, {"preemptible", pc.preemptible},
-                     {"may_borrow", pc.may_borrow}, {"grace_period_s", pc.grace_period.seconds()}});
+    Json item = {{"name", pc.name}, {"value", pc.value}, {"preemptible", pc.preemptible},
+                 {"may_borrow", pc.may_borrow}, {"grace_period_s", pc.grace_period.seconds()},
+                 {"default", pc.is_default}};
+    // The minimum runtime before preemption: the class's own, or the scheduler's.
+    item["min_runtime_s"] = pc.min_runtime.value_or(config_.preemption.min_runtime).seconds();
+    items.push_back(std::move(item));
   }
   return JsonReply(200, {{"items", items}});
 }
@@ -680,7 +687,7 @@ Reply DaemonCore::ListNodes(const CallContext& c, bool devices) {
   if (c.principal == nullptr) return Unauthenticated();
   Json items = Json::array();
   for (const Node& n : state_->nodes()) {
-    if (SeesNode(c, n)) items.push_back(NodeView(c, n, false, devices));
+    if (!n.removed && SeesNode(c, n)) items.push_back(NodeView(c, n, false, devices));
   }
   return JsonReply(200, {{"items", items}});
 }
@@ -709,6 +716,25 @@ Reply DaemonCore::NodeAction(const CallContext& c, const std::string& name, cons
   Audit(c, "node." + action, name);
   return JsonReply(200, {{"name", name}, {"condition", std::string(NodeConditionName(to))},
                          {"requeued_jobs", requeued}});
+}
+
+Reply DaemonCore::DeleteNode(const CallContext& c, const std::string& name) {
+  if (c.principal == nullptr) return Unauthenticated();
+  Result<NodeId> id = state_->FindNode(name);
+  if (!id.ok() || !SeesNode(c, state_->node(*id))) return Err(NotFound("no node '" + name + "'"));
+  if (!c.principal->admin()) return Forbidden("delete nodes");
+  const Node& n = state_->node(*id);
+  if (n.condition != NodeCondition::kDraining) {
+    return Err(FailedPrecondition("node " + name + " is " + std::string(NodeConditionName(n.condition)) +
+                                  ": drain it first (gpupool drain " + name + "), then delete it once it is empty"));
+  }
+  if (const std::vector<JobId> jobs = n.Jobs(); !jobs.empty()) {
+    return Err(FailedPrecondition("node " + name + " still holds " + std::to_string(jobs.size()) +
+                                  " job(s); delete it once they have left"));
+  }
+  if (Status s = ApplyAndStage(NodeRemoved{*id, c.now}); !s.ok()) return Err(s.error());
+  Audit(c, "node.delete", name);
+  return JsonReply(200, {{"name", name}, {"deleted", true}});
 }
 
 Reply DaemonCore::CreateToken(const CallContext& c, const std::string& body) {

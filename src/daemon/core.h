@@ -78,6 +78,8 @@ class DaemonCore {
   Reply GetNode(const CallContext& c, const std::string& name);
   // action: "cordon", "uncordon" or "drain" (cordon, and requeue the node's jobs).
   Reply NodeAction(const CallContext& c, const std::string& name, const std::string& action);
+  // DELETE /v1/nodes/{name}: only a drained node that holds no work (409 otherwise).
+  Reply DeleteNode(const CallContext& c, const std::string& name);
   Reply CreateToken(const CallContext& c, const std::string& body);
   Reply ListTokens(const CallContext& c);
   Reply RevokeToken(const CallContext& c, const std::string& id);

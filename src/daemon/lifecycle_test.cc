@@ -236,6 +236,82 @@ TEST_F(AgentProtocolTest, AGpusFaultAndItsReasonSurviveARestart) {
   EXPECT_EQ(core_->GetNode({&admin_, "", At(2)}, "g1").body, before);
 }
 
+// --- removing a node ----------------------------------------------------------------------
+
+TEST_F(AgentProtocolTest, ADrainedEmptyNodeCanBeDeletedAndItsNameRegisteredAgain) {
+  const std::string j = Submit(member_a_, 4, 1);
+  core_->Tick(At(1), false);
+  const std::string node = NodeOf(j, 1);
+  const CallContext admin{&admin_, "", At(2)};
+  Reply r = core_->DeleteNode(admin, node);
+  EXPECT_EQ(r.status, 409);
+  EXPECT_NE(r.body.find("drain it first"), std::string::npos) << r.body;
+  EXPECT_EQ(core_->DeleteNode({&member_a_, "", At(2)}, node).status, 403) << "it runs their job, so they see it; admins only";
+  ASSERT_EQ(core_->NodeAction(admin, node, "cordon").status, 200);
+  EXPECT_EQ(core_->DeleteNode(admin, node).status, 409) << "cordoned is not drained";
+  ASSERT_EQ(core_->NodeAction(admin, node, "drain").status, 200);
+  // Drained: its job moved to the other node, so it is empty.
+  r = core_->DeleteNode(admin, node);
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(core_->GetNode(admin, node).status, 404);
+  EXPECT_EQ(Json::parse(core_->ListNodes(admin).body)["items"].size(), 1u);
+  EXPECT_EQ(core_->AgentHeartbeat(admin, node, "{}").status, 404) << "its agent is gone with it";
+  EXPECT_EQ(core_->DeleteNode(admin, node).status, 404);
+  // Jobs that ran there keep naming it in their events.
+  EXPECT_NE(Job(j, 3)["events"][1]["message"].get<std::string>().find(node), std::string::npos);
+  Restart();
+  EXPECT_EQ(core_->GetNode({&admin_, "", At(4)}, node).status, 404) << "the removal is journaled";
+  ASSERT_EQ(Register(node, 5).status, 200) << "the name is free for a new node";
+  EXPECT_EQ(Json::parse(core_->GetNode({&admin_, "", At(5)}, node).body)["condition"], "ready");
+  EXPECT_EQ(Json::parse(core_->ListNodes({&admin_, "", At(5)}).body)["items"].size(), 2u);
+}
+
+// --- defaults and per-class minimum runtime ------------------------------------------------
+
+TEST_F(CoreTest, AJobMayOmitItsClassAndDurationWhenDefaultsExist) {
+  Json body = Json::parse(Job("research"));
+  body.erase("priority_class");
+  body.erase("duration_estimate_s");
+  Reply r = core_->SubmitJob(As(members_["research"]), body.dump(), "");
+  ASSERT_EQ(r.status, 400) << "research has no default duration";
+  EXPECT_NE(r.body.find("'duration_estimate_s' is required: tenant research has no default_duration_s"), std::string::npos)
+      << r.body;
+  ASSERT_EQ(core_->UpdateTenant(As(admin_), "research", R"({"limits": {"default_duration_s": 5400}})").status, 200);
+  r = core_->SubmitJob(As(members_["research"]), body.dump(), "");
+  ASSERT_EQ(r.status, 201) << r.body;
+  const Json job = Json::parse(core_->GetJob(As(admin_), Json::parse(r.body)["id"]).body);
+  EXPECT_EQ(job["priority_class"], "training") << "the class marked default";
+  EXPECT_EQ(job["duration_estimate_s"], 5400) << "the tenant's default";
+  // The maximum still holds for an explicit estimate.
+  ASSERT_EQ(core_->UpdateTenant(As(admin_), "research", R"({"limits": {"default_duration_s": 600, "max_duration_s": 3600}})").status, 200);
+  body["duration_estimate_s"] = 7200;
+  r = core_->SubmitJob(As(members_["research"]), body.dump(), "");
+  EXPECT_EQ(r.status, 400);
+  EXPECT_NE(r.body.find("exceeds the tenant's maximum"), std::string::npos) << r.body;
+}
+
+TEST_F(CoreTest, PriorityClassesCarryTheirMinimumRuntimeAndOneDefault) {
+  Reply r = core_->CreatePriorityClass(As(admin_), R"({"name": "quick", "value": 50, "min_runtime_s": 60})");
+  ASSERT_EQ(r.status, 201) << r.body;
+  r = core_->CreatePriorityClass(As(admin_), R"({"name": "other", "value": 1, "default": true})");
+  EXPECT_EQ(r.status, 409);
+  EXPECT_NE(r.body.find("training is already the default"), std::string::npos) << r.body;
+  EXPECT_EQ(core_->CreatePriorityClass(As(admin_), R"({"name": "neg", "value": 1, "min_runtime_s": -1})").status, 400);
+  std::map<std::string, Json> classes;
+  const Json listed = Json::parse(core_->ListPriorityClasses(As(admin_)).body);
+  for (const Json& c : listed["items"]) classes[c["name"]] = c;
+  EXPECT_EQ(classes["quick"]["min_runtime_s"], 60);
+  EXPECT_EQ(classes["training"]["min_runtime_s"], 300) << "the scheduler's default";
+  EXPECT_EQ(classes["training"]["default"], true);
+  EXPECT_EQ(classes.count("other"), 0u);
+  // Journaled with the class: the same after a restart.
+  const std::string before = core_->ListPriorityClasses(As(admin_)).body;
+  ASSERT_TRUE(core_->Flush().ok());
+  core_.reset();
+  core_ = Open();
+  EXPECT_EQ(core_->ListPriorityClasses(As(admin_)).body, before);
+}
+
 TEST(JobHistoryBounds, AJobRequeuedWithoutEndKeepsItsFirstAndLastEvents) {
   State s = DemoCluster();
   JobHistory h;

@@ -241,6 +241,7 @@ void Routes(httplib::Server& srv, Loop& loop, Metrics& metrics) {
     return c.ListNodes(ctx, req.get_param_value("detail") == "devices");
   });
   r.Add("GET", "/v1/nodes/" + id, "/v1/nodes/{name}", [](DaemonCore& c, C ctx, R req) { return c.GetNode(ctx, req.matches[1]); });
+  r.Add("DELETE", "/v1/nodes/" + id, "/v1/nodes/{name}", [](DaemonCore& c, C ctx, R req) { return c.DeleteNode(ctx, req.matches[1]); });
   for (const char* action : {"cordon", "uncordon", "drain"}) {
     const std::string a = action;
     r.Add("POST", "/v1/nodes/" + id + "/" + a, "/v1/nodes/{name}/" + a, [a](DaemonCore& c, C ctx, R req) {

@@ -68,8 +68,9 @@ Result<TenantId> AddTenant(State& state, const std::string& name,
 void AddDefaultPriorityClasses(State& state) {
   GP_CHECK(state.AddPriorityClass({PriorityClassId(), "inference", 1000, false, false,
                                    Duration::Seconds(30)}).ok());
+  // Jobs that name no class train: preemptible when borrowing (DESIGN.md §3).
   GP_CHECK(state.AddPriorityClass({PriorityClassId(), "training", 500, true, true,
-                                   Duration::Seconds(120)}).ok());
+                                   Duration::Seconds(120), std::nullopt, /*is_default=*/true}).ok());
   GP_CHECK(state.AddPriorityClass({PriorityClassId(), "batch", 100, true, true,
                                    Duration::Seconds(10)}).ok());
 }

@@ -68,6 +68,12 @@ Result<PriorityClassId> State::AddPriorityClass(PriorityClass pc) {
   if (FindPriorityClass(pc.name).ok()) {
     return AlreadyExists("priority class " + pc.name + " already exists");
   }
+  if (pc.is_default) {
+    for (const PriorityClass& other : classes_) {
+      if (other.is_default) return AlreadyExists("priority class " + other.name + " is already the default");
+    }
+  }
+  if (pc.min_runtime && *pc.min_runtime < Duration()) return InvalidArgument("min_runtime must not be negative");
   pc.id = PriorityClassId(static_cast<uint16_t>(classes_.size()));
   classes_.push_back(std::move(pc));
   return classes_.back().id;

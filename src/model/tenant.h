@@ -55,6 +55,11 @@ struct PriorityClass {
   bool preemptible = true;
   bool may_borrow = true;  // false: admitted within the guarantee only
   Duration grace_period = Duration::Seconds(30);  // SIGTERM to SIGKILL on preemption
+  // How long a job of this class runs before it may be preempted (KAI's preempt-min-runtime,
+  // Slurm's PreemptExemptTime); unset: the scheduler's preemption.min_runtime.
+  std::optional<Duration> min_runtime;
+  // The class of jobs that name none (Kubernetes' globalDefault); at most one class is.
+  bool is_default = false;
 };
 
 }  // namespace gpupool

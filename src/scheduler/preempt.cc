@@ -2,11 +2,27 @@
 
 #include <algorithm>
 #include <map>
+#include <tuple>
 
 #include "policy/priority/ordering.h"
 
 namespace gpupool {
 namespace {
+
+bool WithinGuarantee(Session& s, const Job& job) {
+  const FlavorId f = job.spec.shape.flavor;
+  return s.quota().has_quota(job.spec.tenant, f) &&
+         s.quota().usage(job.spec.tenant, f) + job.Eq(s.state().catalogue()) <=
+             s.quota().guaranteed(job.spec.tenant, f);
+}
+
+bool OnPools(Session& s, const Job& v, const std::vector<uint32_t>& pools) {
+  for (const ReplicaPlacement& rp : v.placement) {
+    const uint32_t p = s.slot(rp.node.value()).pool;
+    if (std::find(pools.begin(), pools.end(), p) != pools.end()) return true;
+  }
+  return false;
+}
 
 struct Candidate {
   const Job* job;
@@ -32,12 +48,7 @@ std::vector<Candidate> Candidates(Session& s, const Job& job, const std::vector<
         job.preempted_by.end()) {
       continue;
     }
-    bool useful = false;
-    for (const ReplicaPlacement& rp : v.placement) {
-      const uint32_t p = s.slot(rp.node.value()).pool;
-      useful = useful || std::find(pools.begin(), pools.end(), p) != pools.end();
-    }
-    if (useful) (same ? own : reclaim).push_back({&v, !same});
+    if (OnPools(s, v, pools)) (same ? own : reclaim).push_back({&v, !same});
   }
   reclaim.insert(reclaim.end(), own.begin(), own.end());
   return reclaim;
@@ -202,16 +213,65 @@ std::vector<Candidate> NodeLocal(Session& s, Placer& placer, const Job& job,
 
 }  // namespace
 
+std::optional<ReclaimWait> PendingReclaim(Session& s, const Job& job, const std::vector<uint32_t>& pools,
+                                          const PreemptionConfig& cfg) {
+  if (!cfg.enabled || !WithinGuarantee(s, job)) return std::nullopt;
+  const State& state = s.state();
+  const Catalogue& cat = state.catalogue();
+  const FlavorId f = job.spec.shape.flavor;
+  struct Young {
+    Time from;
+    GpuEq eq;
+    TenantId tenant;
+  };
+  std::vector<Young> young;
+  for (const Job* v : s.ActiveJobs(f)) {
+    if (v->spec.tenant == job.spec.tenant || v->admitted_as == AdmissionKind::kDedicated) continue;
+    const PriorityClass& pc = state.priority_class(v->spec.priority_class);
+    if (!pc.preemptible || !s.running_quota().borrowing(v->spec.tenant, f)) continue;
+    const Time from = Session::PreemptibleFrom(*v, pc.min_runtime.value_or(cfg.min_runtime));
+    if (from <= s.now() || !OnPools(s, *v, pools)) continue;  // a candidate now, or of no use
+    young.push_back({from, v->Eq(cat), v->spec.tenant});
+  }
+  if (young.empty()) return std::nullopt;
+  std::sort(young.begin(), young.end(), [](const Young& a, const Young& b) {
+    return std::tie(a.from, a.tenant) < std::tie(b.from, b.tenant);
+  });
+  GpuEq free;
+  for (uint32_t p : pools) {
+    for (uint32_t cls : s.active(p, job.spec.shape.kind)) {
+      free += s.cls(cls).free * static_cast<int64_t>(s.members(cls).size());
+    }
+  }
+  const GpuEq need = job.Eq(cat);
+  const GpuEq missing = need > free ? need - free : need;  // fragmented: count the whole job
+  // Another tenant gives up at most what it borrows.
+  std::map<TenantId, GpuEq> left;
+  ReclaimWait out;
+  for (const Young& y : young) {
+    auto [it, fresh] = left.try_emplace(y.tenant, s.running_quota().borrowed(y.tenant, f));
+    const GpuEq take = Min(y.eq, it->second);
+    if (take <= GpuEq()) continue;
+    it->second = it->second - take;
+    out.amount += take;
+    if (std::find(out.from.begin(), out.from.end(), y.tenant) == out.from.end()) out.from.push_back(y.tenant);
+    if (out.amount >= missing) {
+      out.amount = missing;
+      out.earliest = y.from;
+      std::sort(out.from.begin(), out.from.end());
+      return out;
+    }
+  }
+  return std::nullopt;
+}
+
 PreemptOutcome TryPreempt(Session& s, Placer& placer, const Job& job,
                           const std::vector<uint32_t>& pools, const PreemptionConfig& cfg,
                           const std::vector<JobId>& released_before) {
   PreemptOutcome out;
   const FlavorId f = job.spec.shape.flavor;
   const GpuEq eq = job.Eq(s.state().catalogue());
-  const bool within =
-      s.quota().has_quota(job.spec.tenant, f) &&
-      s.quota().usage(job.spec.tenant, f) + eq <= s.quota().guaranteed(job.spec.tenant, f);
-  const std::vector<Candidate> all = Candidates(s, job, pools, cfg, within, released_before);
+  const std::vector<Candidate> all = Candidates(s, job, pools, cfg, WithinGuarantee(s, job), released_before);
   if (all.empty() || !CouldMakeRoom(s, job, pools, all)) return out;
   const bool one_node = job.spec.replicas == 1 || job.spec.topology.level == TopologyLevel::kNode;
   std::vector<Candidate> chosen =

@@ -10,6 +10,7 @@
 // preemptor still fits without it: the smallest set this search finds.
 #pragma once
 
+#include <optional>
 #include <vector>
 
 #include "scheduler/config.h"
@@ -23,6 +24,20 @@ struct PreemptOutcome {
   Placer::Outcome placement;
   AdmissionKind kind = AdmissionKind::kGuaranteed;
 };
+
+// A reclaim that waits for its victims' minimum runtime: the job is within its tenant's
+// guarantee, and borrowed work of other tenants that is still too young to preempt would make
+// room once it is old enough.
+struct ReclaimWait {
+  GpuEq amount;                 // what must be taken back beyond the free capacity
+  std::vector<TenantId> from;   // whose borrowed work, in tenant-id order
+  Time earliest;                // when enough of it may be preempted
+};
+// Nothing when the job is not within its guarantee, or no young borrowed work would do. Counts
+// capacity, not fit: a shape that fragmentation blocks may still wait longer.
+std::optional<ReclaimWait> PendingReclaim(Session& session, const Job& job,
+                                          const std::vector<uint32_t>& pools,
+                                          const PreemptionConfig& cfg);
 
 // On success the session holds the victims' release and the preemptor's placement.
 PreemptOutcome TryPreempt(Session& session, Placer& placer, const Job& job,

@@ -7,6 +7,7 @@
 #include <queue>
 #include <tuple>
 
+#include "policy/calendar/calendar.h"
 #include "policy/fair_share/fair_share.h"
 #include "policy/priority/ordering.h"
 #include "scheduler/backfill.h"
@@ -346,6 +347,16 @@ void Cycle::Consider(const Job& job) {
     return;
   }
   PendingReason reason = CapacityReason(job, o, end);
+  // Within its guarantee, blocked by others' borrowed work that is not old enough to preempt:
+  // say from whom and from when.
+  if (!shared.empty() && reason.code != ReasonCode::kHeldForBackfill) {
+    if (std::optional<ReclaimWait> w = PendingReclaim(session_, job, shared, cfg_.preemption)) {
+      std::string from;
+      for (TenantId victim : w->from) from += (from.empty() ? "tenant " : ", ") + state_.tenant(victim).name;
+      reason.message = "reclaiming " + ToString(w->amount) + " GPUs from " + from + "; earliest at " +
+                       Rfc3339(w->earliest) + ", when its work has run the minimum runtime; " + reason.message;
+    }
+  }
   if (budget_spent && reason.code != ReasonCode::kHeldForBackfill) {
     reason.code = ReasonCode::kPreemptionBudget;
     reason.message += "; preemption may make room but this cycle's budget of " +

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "model/builder.h"
+#include "policy/calendar/calendar.h"
 #include "scheduler/session.h"
 
 namespace gpupool {
@@ -184,6 +185,60 @@ TEST(ConfigTest, UnknownPolicyIsRejectedUpFront) {
   cfg.placement = "bestfit";
   cfg.fair_share.usage_blend = 1.5;
   EXPECT_FALSE(Validate(cfg).ok());
+}
+
+}  // namespace
+}  // namespace gpupool
+
+namespace gpupool {
+namespace {
+
+// t runs 8 GPUs on its guarantee of 4: one job borrows. v asks for its guarantee of 4.
+class MinRuntimeTest : public ScheduleTest {
+ protected:
+  void SetUp() override {
+    ScheduleTest::SetUp();
+    // A class whose jobs may be preempted after one minute instead of the scheduler's five.
+    PriorityClass quick{PriorityClassId(), "quick", 500, true, true, Duration::Seconds(30), Duration::Seconds(60)};
+    ASSERT_TRUE(s_.AddPriorityClass(quick).ok());
+  }
+  JobId Want(const std::string& tenant) {
+    return *Submit(s_, {.tenant = tenant, .shape = *WholeGpus(s_, "h100-80gb", 4)}, Time());
+  }
+};
+
+TEST_F(MinRuntimeTest, EachClassHasItsOwnMinimumRuntime) {
+  Run("t", "training", {0, 1, 2, 3}, 0);
+  const JobId quick = Run("t", "quick", {4, 5, 6, 7}, 0);
+  Want("v");
+  // At 2 minutes the quick job has run its minute, the training job not its five.
+  const Plan plan = Schedule(s_, SchedulerConfig{}, Time::FromSeconds(120));
+  ASSERT_EQ(plan.preemptions.size(), 1u) << Describe(s_, plan);
+  EXPECT_EQ(plan.preemptions[0].victim, quick);
+}
+
+TEST_F(MinRuntimeTest, AReclaimThatWaitsForTheMinimumRuntimeSaysFromWhomAndWhen) {
+  Run("t", "training", {0, 1, 2, 3}, 0);
+  Run("t", "training", {4, 5, 6, 7}, 60);
+  const JobId j = Want("v");
+  const Plan plan = Schedule(s_, SchedulerConfig{}, Time::FromSeconds(100));
+  EXPECT_TRUE(plan.preemptions.empty());
+  ASSERT_EQ(plan.pending.size(), 1u);
+  ASSERT_EQ(plan.pending[0].job, j);
+  // The job started first is preemptible first: at 5 minutes.
+  const std::string msg = plan.ReasonOf(plan.pending[0]).message;
+  EXPECT_EQ(msg.rfind("reclaiming 4 GPUs from tenant t; earliest at " + Rfc3339(Time::FromSeconds(300)), 0), 0u) << msg;
+  // Once there, the reclaim happens.
+  EXPECT_EQ(Schedule(s_, SchedulerConfig{}, Time::FromSeconds(300)).preemptions.size(), 1u);
+}
+
+TEST_F(MinRuntimeTest, NoReclaimWaitIsClaimedWhenNothingBorrowed) {
+  Run("t", "training", {0, 1, 2, 3}, 0);       // within t's guarantee
+  Run("v", "training", {4, 5, 6, 7}, 0);       // v at its guarantee
+  Want("v");                                   // beyond it: v would borrow, nothing to reclaim
+  const Plan plan = Schedule(s_, SchedulerConfig{}, Time::FromSeconds(100));
+  ASSERT_EQ(plan.pending.size(), 1u);
+  EXPECT_EQ(plan.ReasonOf(plan.pending[0]).message.find("reclaiming"), std::string::npos);
 }
 
 }  // namespace

@@ -218,9 +218,9 @@ const std::vector<const Job*>& Session::PreemptibleJobs(FlavorId f, Duration min
   preemptible_ready_[f.value()] = true;
   for (const Job* j : ActiveJobs(f)) {
     if (j->admitted_as == AdmissionKind::kDedicated) continue;
-    if (!state_.priority_class(j->spec.priority_class).preemptible) continue;
-    const Time since = j->state == JobState::kRunning ? j->started : j->admitted;
-    if (now_ - since < min_runtime) continue;
+    const PriorityClass& pc = state_.priority_class(j->spec.priority_class);
+    if (!pc.preemptible) continue;
+    if (now_ < PreemptibleFrom(*j, pc.min_runtime.value_or(min_runtime))) continue;
     out.push_back(j);
   }
   std::sort(out.begin(), out.end(),

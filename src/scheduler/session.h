@@ -122,9 +122,15 @@ class Session {
   // Jobs holding resources when the cycle began, of one flavor, in id order.
   const std::vector<const Job*>& ActiveJobs(FlavorId f);
   // Of those, the ones that may be preemption victims at all this cycle: preemptible class,
-  // past `min_runtime`, not on dedicated nodes; in victim order (policy/priority/ordering.h).
+  // past their class's minimum runtime (`min_runtime` for a class without its own), not on
+  // dedicated nodes; in victim order (policy/priority/ordering.h).
   // REQUIRES: the same min_runtime on every call of a session.
   const std::vector<const Job*>& PreemptibleJobs(FlavorId f, Duration min_runtime);
+  // When a job holding resources has run its minimum runtime: from its start (its admission
+  // while not yet started).
+  static Time PreemptibleFrom(const Job& j, Duration min_runtime) {
+    return (j.state == JobState::kRunning ? j.started : j.admitted) + min_runtime;
+  }
   // Schedulable nodes grouped by their domain at a level, domain names in order.
   const std::map<std::string, std::vector<uint32_t>>& Domains(TopologyLevel level);
 

@@ -155,8 +155,11 @@ Result<Tenant> TenantFromJson(const State& s, const Json& j) {
 }
 
 Json PriorityClassToJson(const PriorityClass& pc) {
-  return {{"name", pc.name}, {"value", pc.value}, {"preemptible", pc.preemptible},
-          {"may_borrow", pc.may_borrow}, {"grace_ms", pc.grace_period.millis()}};
+  Json j = {{"name", pc.name}, {"value", pc.value}, {"preemptible", pc.preemptible},
+            {"may_borrow", pc.may_borrow}, {"grace_ms", pc.grace_period.millis()}};
+  if (pc.min_runtime) j["min_runtime_ms"] = pc.min_runtime->millis();
+  if (pc.is_default) j["default"] = true;
+  return j;
 }
 
 Result<PriorityClass> PriorityClassFromJson(const Json& j) {
@@ -167,6 +170,8 @@ Result<PriorityClass> PriorityClassFromJson(const Json& j) {
     pc.preemptible = j.at("preemptible").get<bool>();
     pc.may_borrow = j.at("may_borrow").get<bool>();
     pc.grace_period = Duration::Millis(j.at("grace_ms").get<int64_t>());
+    if (j.contains("min_runtime_ms")) pc.min_runtime = Duration::Millis(j.at("min_runtime_ms").get<int64_t>());
+    pc.is_default = j.value("default", false);
     return pc;
   } catch (const Json::exception&) {
     return InvalidArgument("malformed priority class record");

@@ -224,6 +224,18 @@ TEST_F(DaemonHttp, IsolationMatrix) {
             "/v1/usage?from=2020-01-01T00:00:00Z&tenant=" + target);
       const std::string node = "/v1/nodes/" + nodes_[target];
       check("get /v1/nodes/{name}", who, target, Expect(who, target, 200, 200, 200, 200), "GET", node);
+      // Deleting: the admin removes a drained one-GPU node made for it; the others try the
+      // target's node (their own: 403; the other tenant's: 404).
+      std::string doomed = node;
+      if (who == "admin") {
+        const std::string name = "del-" + std::to_string(++serial);
+        EXPECT_EQ(Call(c, "POST", "/v1/agents/register", tokens_["admin"],
+                       Json({{"node", name}, {"flavor", "h100-80gb"}, {"gpus", {{{"index", 0}, {"uuid", "GPU-" + name}}}}}).dump())
+                      .status, 200);
+        EXPECT_EQ(Call(c, "POST", "/v1/nodes/" + name + "/drain", tokens_["admin"]).status, 200);
+        doomed = "/v1/nodes/" + name;
+      }
+      check("delete /v1/nodes/{name}", who, target, Expect(who, target, 200, 403, 403, 403), "DELETE", doomed);
       // The admin acts on the spare node (so the fixture's jobs stay put) and undoes it.
       for (const std::string action : {"cordon", "drain", "uncordon"}) {
         check("post /v1/nodes/{name}/" + action, who, target, Expect(who, target, 200, 403, 403, 403), "POST",
@@ -287,8 +299,8 @@ TEST_F(DaemonHttp, IsolationMatrix) {
   for (const RouteDoc& r : ApiRoutes()) {
     EXPECT_TRUE(covered.count(std::string(r.method) + " " + r.path)) << "the matrix misses " << r.method << " " << r.path;
   }
-  EXPECT_EQ(checked, 7 * (2 * 19 + 20) + 3)
-      << "7 callers x (2 targets x 19 tenant-scoped + 20 cluster-wide requests), the node agent for another node "
+  EXPECT_EQ(checked, 7 * (2 * 20 + 20) + 3)
+      << "7 callers x (2 targets x 20 tenant-scoped + 20 cluster-wide requests), the node agent for another node "
          "(register, heartbeat), and a node agent for a node that does not exist (register)";
 }
 
