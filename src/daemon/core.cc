@@ -121,7 +121,7 @@ Status DaemonCore::Replay(const std::vector<Record>& records) {
   // Requests that never became nodes died with the process that made them (providers are
   // asked again if the jobs still wait).
   std::erase_if(fleet_, [](const BurstNode& n) { return !n.ready.has_value(); });
-  // After a failed append, the settings in force are the journal's again.
+  // The burst settings in force are the journal's (after a failed append: again).
   if (provider_) return UseBurstInForce();
   return Ok();
 }

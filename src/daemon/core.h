@@ -221,7 +221,8 @@ class DaemonCore {
   // The burst part of Tick; the journal records of the fleet ("burst_request", "burst_node").
   void BurstTick(Time now);
   Status ApplyBurstRecord(const std::string& kind, const nlohmann::json& j);
-  // A "burst_settings" record: offers and tenants from its time on (core_burst_settings.cc).
+  // A "burst_settings" record: offers and tenants from its time on (core_burst_settings.cc);
+  // UseBurstInForce puts them in force.
   Status ApplyBurstSettingsRecord(const nlohmann::json& j);
   // The file's provider with the last change's offers and tenants (or the file's): resolves the
   // policies' tenants (deleted ones are skipped) and gives the provider the offers.

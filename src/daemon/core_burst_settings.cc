@@ -97,7 +97,7 @@ Status DaemonCore::ApplyBurstSettingsRecord(const Json& j) {
   } catch (const Json::exception&) {
     return InvalidArgument("malformed 'burst_settings' record");
   }
-  return provider_ ? UseBurstInForce() : Ok();
+  return Ok();  // in force once applied: by SetBurstSettings, or at the end of a replay
 }
 
 Result<BurstSettings> DaemonCore::CheckBurstSettings(const std::string& body) const {
@@ -159,6 +159,7 @@ Reply DaemonCore::SetBurstSettings(const CallContext& c, const std::string& body
   const Json settings = OffersAndTenants(state_->catalogue(), *s);
   const Record r{0, "burst_settings", Json({{"at_ms", c.now.millis()}, {"settings", settings}}).dump()};
   if (Status st = ApplyRecord(r); !st.ok()) return Err(st.error());
+  if (Status st = UseBurstInForce(); !st.ok()) return Err(st.error());  // checked above: cannot fail
   if (Status st = Stage(r.kind, r.body); !st.ok()) return Err(st.error());
   Audit(c, "burst.settings.set", "burst settings");
   Log("info", "burst settings changed",

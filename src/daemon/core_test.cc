@@ -769,10 +769,12 @@ burst:
   std::unique_ptr<DaemonCore> Open() {
     Result<std::unique_ptr<Journal>> j = OpenSqliteJournal((dir_ / "journal.db").string());
     EXPECT_TRUE(j.ok());
-    Result<std::unique_ptr<DaemonCore>> core = DaemonCore::Open(std::move(*j), SchedulerConfig());
+    auto flaky = std::make_unique<FlakyJournal>(std::move(*j), &fail_next_);
+    Result<std::unique_ptr<DaemonCore>> core = DaemonCore::Open(std::move(flaky), SchedulerConfig());
     EXPECT_TRUE(core.ok());
     return std::move(*core);
   }
+  int fail_next_ = 0;  // the journal's next appends that fail (disk full)
   void Enable() {
     auto sim = std::make_unique<SimulatedProvider>(core_->state().catalogue(), config_.burst.offers);
     sim->SkipSequence(core_->burst_requests_seen());
@@ -1043,6 +1045,12 @@ TEST_F(BurstTest, SettingsChangeThroughTheApiWithoutARestart) {
   EXPECT_EQ(core_->SetBurstSettings({&admin, "", At(230)}, R"({"offers": {}})").status, 409);
   EXPECT_EQ(core_->SetBurstSettings({&admin, "", At(230)}, "[1]").status, 400);
   EXPECT_EQ(settings(230), now);
+  // A change whose journal write fails (disk full) is undone: the settings are the journal's.
+  ASSERT_EQ(put(230, "5.00").status, 200);
+  fail_next_ = 1;
+  EXPECT_FALSE(core_->Flush().ok());
+  EXPECT_EQ(settings(230), now);
+  EXPECT_EQ(Json::parse(core_->BurstView({&member_, "", At(230)}).body)["policies"][0]["budget"], "200.000000");
   TickAt(240);
   TickAt(2040);  // j2 done (started at 240 s, 1800 s)
   TickAt(2350);  // idle 310 s: released
