@@ -326,8 +326,8 @@ gp usage --from 2020-01-01T00:00:00Z --group-by none -o json
 json "assert all('kind' not in r and 'flavor' not in r for r in d['items']) and float(d['total']['gpu_hours']) > 0"
 gp usage --from 2020-01-01T00:00:00Z --tenant research -o csv
 expect_rc 0 "usage csv"
-out_has '^tenant,flavor,kind,gpu_hours,unit_ms,billed_unit_ms,cost$'
-out_has '^research,h100-80gb,guaranteed,[0-9]+\.[0-9]{6},[0-9]+,[0-9]+,[0-9]+\.[0-9]{6}$'
+out_has '^tenant,flavor,kind,gpu_hours,unit_ms,billed_unit_ms,cost,priced_cost,unpriced_unit_ms$'
+out_has '^research,h100-80gb,guaranteed,[0-9]+\.[0-9]{6},[0-9]+,[0-9]+,[0-9]+\.[0-9]{6},[0-9]+\.[0-9]{6},0$'
 gp usage --from 2020-01-01T00:00:00Z --group-by team
 expect_rc 1 "bad group-by (the server says why)"
 err_has "group_by"

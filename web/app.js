@@ -895,7 +895,10 @@ function viewCosts(main) {
       get(`/v1/usage?${qs({ from: s.toISOString(), to: e.toISOString(), group_by: 'flavor,kind' })}`)));
     replace(chart, costChart(bs.map(label), reports));
     const whole = await get(`/v1/usage?${qs({ from: bs[0][0].toISOString(), to: bs[bs.length - 1][1].toISOString(), group_by: 'flavor,kind' })}`);
-    replace(detail, table(`Whole period: ${whole.total.cost} in total, ${num(whole.total.gpu_hours, 3)} GPU-hours`,
+    // A flavor without a price: the priced part, and the report's warnings (accounting.md).
+    const cost = whole.total.cost === 'unpriced'
+      ? `${whole.total.priced_cost} priced (${(whole.warnings || []).join('; ')})` : whole.total.cost;
+    replace(detail, table(`Whole period: ${cost} in total, ${num(whole.total.gpu_hours, 3)} GPU-hours`,
       ['Tenant', 'GPU model', 'Kind', 'GPU-hours', 'Cost'],
       whole.items.map((r) => ({ key: `${r.tenant}/${r.flavor}/${r.kind}`, cells: [r.tenant, r.flavor, r.kind, num(r.gpu_hours, 3), r.cost] })),
       'No usage in this period.'));
@@ -930,7 +933,8 @@ function costChart(labels, reports) {
     for (const k of kids) el.append(k instanceof Node ? k : document.createTextNode(String(k)));
     return el;
   };
-  const totals = reports.map((r) => Number(r.total.cost));
+  // Unpriced usage has no cost to draw: the bars show what is priced.
+  const totals = reports.map((r) => Number(r.total.priced_cost));
   const max = Math.max(...totals, 0);
   const scale = max > 0 ? max : 1;
   const W = 640, H = 220, left = 56, bottom = 40, top = 20;
@@ -944,7 +948,7 @@ function costChart(labels, reports) {
   reports.forEach((r, i) => {
     let y = H - bottom;
     const byKind = {};
-    for (const row of r.items) byKind[row.kind] = (byKind[row.kind] || 0) + Number(row.cost);
+    for (const row of r.items) byKind[row.kind] = (byKind[row.kind] || 0) + Number(row.priced_cost);
     for (const [kind, cost] of Object.entries(byKind)) {
       kinds.add(kind);
       const hgt = ((H - bottom - top) * cost) / scale;

@@ -106,7 +106,11 @@ Result<LedgerChange> Ledger::Prepare(const State& before, const Event& e) const 
   }
   if (const auto* f = std::get_if<JobFinished>(&e)) return PrepareClose(before, f->id, f->at, false);
   if (const auto* p = std::get_if<JobPreempted>(&e)) return PrepareClose(before, p->id, p->at, false);
-  if (const auto* l = std::get_if<JobLost>(&e)) return PrepareClose(before, l->id, l->at, true);
+  // A budget stop ends real use that the tenant's budget paid for: billed as admitted (on
+  // demand). Every other cause is infrastructure's.
+  if (const auto* l = std::get_if<JobLost>(&e)) {
+    return PrepareClose(before, l->id, l->at, l->cause != RequeueCause::kBudget);
+  }
   if (const auto* r = std::get_if<ReservationCreated>(&e)) {
     if (r->reservation.maintenance) return c;
     if (reservations_.count(r->reservation.id) != 0) {

@@ -5,7 +5,9 @@
 // An interval opens when a job is admitted (JobAdmitted: from then on its GPUs are held, whether
 // or not the job has started) and closes when it stops holding them: JobFinished (kind as
 // admitted), JobPreempted (kind as admitted; the preempted job pays for the time it held), or
-// JobLost (kind kInfrastructureFailure: a node failure's lost time is not billed, DESIGN.md §7).
+// JobLost (kind kInfrastructureFailure: a node failure's lost time is not billed, DESIGN.md §7;
+// but a JobLost with RequeueCause::kBudget, an on-demand node given back because its tenant's
+// budget is spent, keeps its kind: that run was the tenant's, paid for by its budget).
 // A job admitted again after a preemption or a loss opens a new interval.
 //
 // Exactness: an interval's usage is eq.units() x milliseconds as a 128-bit integer (UnitMillis),

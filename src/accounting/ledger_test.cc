@@ -95,6 +95,22 @@ TEST_F(LedgerTest, LostTimeIsInfrastructureFailure) {
   EXPECT_EQ(ledger_.closed()[0].eq, GpuEq::Gpus(4));
 }
 
+// Issue 14, item 9: a job cut short because its tenant's on-demand budget is spent ran on
+// capacity the tenant paid for; its interval closes as it was admitted, billed. Any other cause
+// of a requeue is still infrastructure's.
+TEST_F(LedgerTest, ABudgetStopIsBilledUseNotInfrastructureFailure) {
+  const JobId j = SubmitJob("a", *WholeGpus(s_, "h100-80gb", 4), 1, Time::FromSeconds(0));
+  Cycle(Time::FromSeconds(0));
+  Feed(JobLost{j, Time::FromSeconds(1800), RequeueCause::kBudget, "the on-demand budget is spent"});
+  ASSERT_EQ(ledger_.closed().size(), 1u);
+  EXPECT_EQ(ledger_.closed()[0].kind, UsageKind::kGuaranteed);
+  EXPECT_EQ(ledger_.closed()[0].end, Time::FromSeconds(1800));
+  Cycle(Time::FromSeconds(1900));
+  Feed(JobLost{j, Time::FromSeconds(2000), RequeueCause::kReleased, ""});
+  ASSERT_EQ(ledger_.closed().size(), 2u);
+  EXPECT_EQ(ledger_.closed()[1].kind, UsageKind::kInfrastructureFailure);
+}
+
 TEST_F(LedgerTest, MigAndFractionsCountByGpuEquivalents) {
   // 3g.40gb is 3 of 7 compute slices: 3000 units. 250 milli-GPUs x 2 replicas: 2 x 1750 units.
   const JobId mig = SubmitJob("a", *MigShape(s_, "h100-80gb", "3g.40gb"), 1, Time());

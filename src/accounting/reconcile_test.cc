@@ -192,7 +192,7 @@ class World {
         Report(snap, {.from = Time(), .to = end, .by_flavor = false, .by_kind = false}, prices);
     ASSERT_TRUE(all.ok()) << all.error().message;
     UnitMillis sum = 0, expected = 0;
-    for (const ReportRow& r : *all) {
+    for (const ReportRow& r : all->rows) {
       ASSERT_TRUE(r.unit_millis == integral_[r.tenant.value()]);
       sum += r.unit_millis;
     }
@@ -207,9 +207,9 @@ class World {
     auto key = [](const ReportRow& r) {
       return std::tuple{r.tenant.value(), int{r.flavor->value()}, static_cast<int>(*r.kind)};
     };
-    for (const ReportRow& r : *left) split[key(r)] += r.unit_millis;
-    for (const ReportRow& r : *right) split[key(r)] += r.unit_millis;
-    for (const ReportRow& r : *whole) joined[key(r)] += r.unit_millis;
+    for (const ReportRow& r : left->rows) split[key(r)] += r.unit_millis;
+    for (const ReportRow& r : right->rows) split[key(r)] += r.unit_millis;
+    for (const ReportRow& r : whole->rows) joined[key(r)] += r.unit_millis;
     ASSERT_TRUE(split == joined);
   }
 

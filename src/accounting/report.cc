@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <limits>
+#include <optional>
+#include <set>
 #include <tuple>
 
 namespace gpupool {
@@ -40,23 +42,28 @@ std::string CsvField(const std::string& s) {
   return out + "\"";
 }
 
-}  // namespace
+// The price lists over time: which one is in force at t, and when the next one starts.
+class Periods {
+ public:
+  explicit Periods(const PriceHistory& h) : h_(h) {}
+  size_t At(Time t) const {
+    auto after = std::upper_bound(h_.begin() + 1, h_.end(), t,
+                                  [](Time x, const PricedPeriod& p) { return x < p.from; });
+    return static_cast<size_t>(after - h_.begin()) - 1;
+  }
+  Time End(size_t i) const { return i + 1 < h_.size() ? h_[i + 1].from : Time::Never(); }
+  // Where list i is in force inside [from, to) (list 0 also before its own start).
+  std::pair<Time, Time> Clip(size_t i, Time from, Time to) const {
+    return {i == 0 ? from : std::max(from, h_[i].from), std::min(to, End(i))};
+  }
+  const PriceList& prices(size_t i) const { return h_[i].prices; }
+  size_t size() const { return h_.size(); }
 
-Result<std::vector<ReportRow>> Report(const std::vector<UsageInterval>& intervals,
-                                      const ReportQuery& query, const PriceList& prices) {
-  return Report(intervals, {}, query, prices);
-}
+ private:
+  const PriceHistory& h_;
+};
 
-Result<std::vector<ReportRow>> Report(const std::vector<UsageInterval>& intervals,
-                                      const std::vector<ReservationSpan>& reservations,
-                                      const ReportQuery& query, const PriceList& prices) {
-  return Report(intervals, reservations, query, PriceHistory{{Time(), prices}});
-}
-
-Result<std::vector<ReportRow>> Report(const std::vector<UsageInterval>& intervals,
-                                      const std::vector<ReservationSpan>& reservations,
-                                      const ReportQuery& query, const PriceHistory& history) {
-  if (query.to < query.from) return InvalidArgument("report: window ends before it starts");
+Status CheckHistory(const PriceHistory& history) {
   if (history.empty()) return InvalidArgument("report: no price list");
   for (size_t i = 0; i < history.size(); ++i) {
     if (i > 0 && !(history[i - 1].from < history[i].from)) {
@@ -66,69 +73,92 @@ Result<std::vector<ReportRow>> Report(const std::vector<UsageInterval>& interval
     for (const auto* list : {&prices.micros_per_gpu_hour, &prices.on_demand_micros_per_gpu_hour}) {
       for (const auto& [f, p] : *list) {
         if (p < 0 || p > PriceList::kMaxMicrosPerGpuHour) {
-          return InvalidArgument("report: price of flavor " + std::to_string(f.value()) +
-                                 " out of range");
+          return InvalidArgument("report: a price is outside [0, 1e6] per GPU-hour");
         }
       }
     }
   }
-  // The period in force at t, and when the next one starts.
-  auto period = [&](Time t) -> size_t {
-    auto after = std::upper_bound(history.begin() + 1, history.end(), t,
-                                  [](Time x, const PricedPeriod& p) { return x < p.from; });
-    return static_cast<size_t>(after - history.begin()) - 1;
-  };
-  auto period_end = [&](size_t i) { return i + 1 < history.size() ? history[i + 1].from : Time::Never(); };
+  return Ok();
+}
+
+// Sums usage into groups: intervals (cut where the prices change, split by their reservation's
+// window) and the reserved-idle sweep.
+class Summer {
+ public:
+  Summer(const ReportQuery& q, const Periods& periods) : q_(q), periods_(periods) {}
+
+  Status AddIntervals(const std::vector<UsageInterval>& intervals,
+                      const std::vector<ReservationSpan>& reservations);
+  Status AddReservedIdle(const std::vector<UsageInterval>& intervals,
+                         const std::vector<ReservationSpan>& reservations);
+  const std::map<Key, Acc>& groups() const { return groups_; }
+
+ private:
+  Key KeyOf(TenantId t, FlavorId f, UsageKind kind) const {
+    return {t.value(), q_.by_flavor ? int64_t{f.value()} : -1,
+            q_.by_kind ? static_cast<int>(kind) : -1};
+  }
+  bool Add(const UsageInterval& u, Time s, Time e, UsageKind kind);
+
+  const ReportQuery& q_;
+  const Periods& periods_;
+  std::map<Key, Acc> groups_;
+};
+
+// Adds [s, e) of `u` (already clipped to the window) as `kind`; false on overflow.
+bool Summer::Add(const UsageInterval& u, Time s, Time e, UsageKind kind) {
+  if (!(s < e)) return true;
+  const UnitMillis units = static_cast<UnitMillis>(u.eq.units());
+  Acc& acc = groups_[KeyOf(u.tenant, u.flavor, kind)];
+  if (!AddChecked(acc.all, units * static_cast<UnitMillis>((e - s).millis()))) return false;
+  if (kind == UsageKind::kInfrastructureFailure) return true;
+  auto& billed = kind == UsageKind::kOnDemand ? acc.billed_on_demand : acc.billed;
+  for (size_t i = periods_.At(s); s < e; ++i) {  // split where the prices change
+    const Time cut = std::min(e, periods_.End(i));
+    if (!AddChecked(billed[{i, u.flavor}], units * static_cast<UnitMillis>((cut - s).millis()))) {
+      return false;
+    }
+    s = cut;
+  }
+  return true;
+}
+
+Status Summer::AddIntervals(const std::vector<UsageInterval>& intervals,
+                            const std::vector<ReservationSpan>& reservations) {
   std::map<ReservationId, const ReservationSpan*> spans;
   for (const ReservationSpan& r : reservations) spans.emplace(r.id, &r);
-  std::map<Key, Acc> groups;
-  // Adds [s, e) of `u` (already clipped to the window) as `kind`.
-  auto add = [&](const UsageInterval& u, Time s, Time e, UsageKind kind) -> bool {
-    if (!(s < e)) return true;
-    const UnitMillis um =
-        static_cast<UnitMillis>(u.eq.units()) * static_cast<UnitMillis>((e - s).millis());
-    const Key key{u.tenant.value(), query.by_flavor ? int64_t{u.flavor.value()} : -1,
-                  query.by_kind ? static_cast<int>(kind) : -1};
-    Acc& acc = groups[key];
-    if (!AddChecked(acc.all, um)) return false;
-    if (kind == UsageKind::kInfrastructureFailure) return true;
-    auto& billed = kind == UsageKind::kOnDemand ? acc.billed_on_demand : acc.billed;
-    for (size_t i = period(s); s < e; ++i) {  // split where the prices change
-      const Time cut = std::min(e, period_end(i));
-      const UnitMillis part =
-          static_cast<UnitMillis>(u.eq.units()) * static_cast<UnitMillis>((cut - s).millis());
-      if (!AddChecked(billed[{i, u.flavor}], part)) return false;
-      s = cut;
-    }
-    return true;
-  };
   for (const UsageInterval& u : intervals) {
-    if (query.tenant && u.tenant != *query.tenant) continue;
-    const Time s = std::max(u.start, query.from);
-    const Time e = std::min(u.end, query.to);
+    if (q_.tenant && u.tenant != *q_.tenant) continue;
+    const Time s = std::max(u.start, q_.from);
+    const Time e = std::min(u.end, q_.to);
     if (!(s < e)) continue;
     auto span = spans.find(u.reservation);
     if (span == spans.end() || u.kind == UsageKind::kInfrastructureFailure) {
-      if (!add(u, s, e, u.kind)) return Overflow();
+      if (!Add(u, s, e, u.kind)) return Overflow();
       continue;
     }
     // Before the window, inside it (reserved), after it.
     const ReservationSpan& r = *span->second;
     const Time in_s = std::clamp(r.start, s, e), in_e = std::clamp(r.end, s, e);
-    if (!add(u, s, in_s, u.kind) || !add(u, in_s, in_e, UsageKind::kReserved) ||
-        !add(u, in_e, e, u.kind)) {
+    if (!Add(u, s, in_s, u.kind) || !Add(u, in_s, in_e, UsageKind::kReserved) ||
+        !Add(u, in_e, e, u.kind)) {
       return Overflow();
     }
   }
-  // Reserved-idle, take or pay: while reservations are in force, a tenant pays for at least
-  // their amount A(t) of the flavor. Idle is the integral of max(0, A(t) - u(t)), u(t) being
-  // everything the tenant holds of that flavor (named or not, lost time included: capacity a
-  // failure took is not the tenant's idleness). Swept per (tenant, flavor) over the step
-  // functions' breakpoints inside the window.
+  return Ok();
+}
+
+// Reserved-idle, take or pay: while reservations are in force, a tenant pays for at least their
+// amount A(t) of the flavor. Idle is the integral of max(0, A(t) - u(t)), u(t) being everything
+// the tenant holds of that flavor (named or not, lost time included: capacity a failure took is
+// not the tenant's idleness). Swept per (tenant, flavor) over the step functions' breakpoints
+// inside the window.
+Status Summer::AddReservedIdle(const std::vector<UsageInterval>& intervals,
+                               const std::vector<ReservationSpan>& reservations) {
   std::map<std::pair<uint32_t, uint16_t>, std::map<Time, std::pair<int64_t, int64_t>>> steps;  // dA, du
   for (const ReservationSpan& r : reservations) {
-    if (query.tenant && r.tenant != *query.tenant) continue;
-    const Time s = std::max(r.start, query.from), e = std::min(r.end, query.to);
+    if (q_.tenant && r.tenant != *q_.tenant) continue;
+    const Time s = std::max(r.start, q_.from), e = std::min(r.end, q_.to);
     if (!(s < e)) continue;
     auto& st = steps[{r.tenant.value(), r.flavor.value()}];
     st[s].first += r.amount.units();
@@ -137,86 +167,136 @@ Result<std::vector<ReportRow>> Report(const std::vector<UsageInterval>& interval
   for (const UsageInterval& u : intervals) {
     auto st = steps.find({u.tenant.value(), u.flavor.value()});
     if (st == steps.end()) continue;
-    const Time s = std::max(u.start, query.from), e = std::min(u.end, query.to);
+    const Time s = std::max(u.start, q_.from), e = std::min(u.end, q_.to);
     if (!(s < e)) continue;
     st->second[s].second += u.eq.units();
     st->second[e].second -= u.eq.units();
   }
   for (auto& [tf, st] : steps) {
     // Price changes are breakpoints too, so that no step crosses one.
-    for (size_t i = 1; i < history.size(); ++i) {
-      if (st.begin()->first < history[i].from && history[i].from < st.rbegin()->first) {
-        st.try_emplace(history[i].from);
-      }
+    for (size_t i = 1; i < periods_.size(); ++i) {
+      const Time from = periods_.End(i - 1);
+      if (st.begin()->first < from && from < st.rbegin()->first) st.try_emplace(from);
     }
     int64_t a = 0, used = 0;
     std::map<size_t, UnitMillis> idle;  // by price period
-    Time prev;
-    bool first = true;
+    std::optional<Time> prev;
     for (const auto& [t, d] : st) {
-      if (!first && a > used &&
-          !AddChecked(idle[period(prev)], static_cast<UnitMillis>(a - used) * (t - prev).millis())) {
+      if (prev && a > used &&
+          !AddChecked(idle[periods_.At(*prev)], static_cast<UnitMillis>(a - used) * (t - *prev).millis())) {
         return Overflow();
       }
       a += d.first;
       used += d.second;
       prev = t;
-      first = false;
     }
     const FlavorId flavor(tf.second);
-    const Key key{tf.first, query.by_flavor ? int64_t{tf.second} : -1,
-                  query.by_kind ? static_cast<int>(UsageKind::kReservedIdle) : -1};
     for (const auto& [i, ms] : idle) {
       if (ms == 0) continue;
-      Acc& acc = groups[key];
+      Acc& acc = groups_[KeyOf(TenantId(tf.first), flavor, UsageKind::kReservedIdle)];
       if (!AddChecked(acc.all, ms)) return Overflow();
-      if (history[i].prices.bill_reserved_idle && !AddChecked(acc.billed[{i, flavor}], ms)) {
+      if (periods_.prices(i).bill_reserved_idle && !AddChecked(acc.billed[{i, flavor}], ms)) {
         return Overflow();
       }
     }
   }
-  std::vector<ReportRow> rows;
-  rows.reserve(groups.size());
-  for (const auto& [key, acc] : groups) {
-    ReportRow row;
-    row.tenant = TenantId(std::get<0>(key));
-    if (std::get<1>(key) >= 0) row.flavor = FlavorId(static_cast<uint16_t>(std::get<1>(key)));
-    if (std::get<2>(key) >= 0) row.kind = static_cast<UsageKind>(std::get<2>(key));
-    row.unit_millis = acc.all;
-    row.gpu_hours = static_cast<double>(acc.all) / static_cast<double>(kUnitMillisPerGpuHour);
-    UnitMillis cost = 0;  // micros x kUnitMillisPerGpuHour
-    for (const bool od : {false, true}) {
-      for (const auto& [priced, billed] : od ? acc.billed_on_demand : acc.billed) {
-        const auto& [i, flavor] = priced;
-        const PriceList& prices = history[i].prices;
-        if (!AddChecked(row.billed_unit_millis, billed)) return Overflow();
-        if (billed == 0) continue;
-        auto p = prices.micros_per_gpu_hour.find(flavor);
-        if (od) {
-          auto q = prices.on_demand_micros_per_gpu_hour.find(flavor);
-          if (q != prices.on_demand_micros_per_gpu_hour.end()) p = q;
-        }
-        if (p == prices.micros_per_gpu_hour.end()) {
-          return InvalidArgument("report: no price for flavor " + std::to_string(flavor.value()));
-        }
-        UnitMillis term = 0;
-        if (__builtin_mul_overflow(billed, static_cast<UnitMillis>(p->second), &term) ||
-            !AddChecked(cost, term)) {
-          return Overflow();
-        }
+  return Ok();
+}
+
+// The row of one group, priced. Billed usage with no price goes to unpriced_unit_millis, and its
+// (price period, flavor) into `unpriced`.
+Result<ReportRow> PriceRow(const Key& key, const Acc& acc, const Periods& periods,
+                           std::set<std::pair<FlavorId, size_t>>& unpriced) {
+  ReportRow row;
+  row.tenant = TenantId(std::get<0>(key));
+  if (std::get<1>(key) >= 0) row.flavor = FlavorId(static_cast<uint16_t>(std::get<1>(key)));
+  if (std::get<2>(key) >= 0) row.kind = static_cast<UsageKind>(std::get<2>(key));
+  row.unit_millis = acc.all;
+  row.gpu_hours = static_cast<double>(acc.all) / static_cast<double>(kUnitMillisPerGpuHour);
+  UnitMillis cost = 0;  // micros x kUnitMillisPerGpuHour
+  for (const bool od : {false, true}) {
+    for (const auto& [priced, billed] : od ? acc.billed_on_demand : acc.billed) {
+      const auto& [i, flavor] = priced;
+      if (!AddChecked(row.billed_unit_millis, billed)) return Overflow();
+      if (billed == 0) continue;
+      const PriceList& prices = periods.prices(i);
+      auto p = prices.micros_per_gpu_hour.find(flavor);
+      if (od) {
+        auto q = prices.on_demand_micros_per_gpu_hour.find(flavor);
+        if (q != prices.on_demand_micros_per_gpu_hour.end()) p = q;
+      }
+      if (p == prices.micros_per_gpu_hour.end()) {
+        if (!AddChecked(row.unpriced_unit_millis, billed)) return Overflow();
+        unpriced.insert({flavor, i});
+        continue;
+      }
+      UnitMillis term = 0;
+      if (__builtin_mul_overflow(billed, static_cast<UnitMillis>(p->second), &term) ||
+          !AddChecked(cost, term)) {
+        return Overflow();
       }
     }
-    if (!AddChecked(cost, kUnitMillisPerGpuHour / 2)) return Overflow();
-    const UnitMillis micros = cost / kUnitMillisPerGpuHour;
-    if (micros > static_cast<UnitMillis>(std::numeric_limits<int64_t>::max())) return Overflow();
-    row.cost_micros = static_cast<int64_t>(micros);
-    rows.push_back(std::move(row));
   }
-  return rows;
+  if (!AddChecked(cost, kUnitMillisPerGpuHour / 2)) return Overflow();
+  const UnitMillis micros = cost / kUnitMillisPerGpuHour;
+  if (micros > static_cast<UnitMillis>(std::numeric_limits<int64_t>::max())) return Overflow();
+  row.cost_micros = static_cast<int64_t>(micros);
+  return row;
+}
+
+// Each (flavor, period) with unpriced usage as the part of the window its list was in force;
+// a flavor unpriced in consecutive lists gets one span.
+std::vector<UnpricedSpan> Spans(const std::set<std::pair<FlavorId, size_t>>& unpriced,
+                                const Periods& periods, const ReportQuery& q) {
+  std::vector<UnpricedSpan> out;
+  for (const auto& [flavor, i] : unpriced) {
+    const auto [from, to] = periods.Clip(i, q.from, q.to);
+    if (!out.empty() && out.back().flavor == flavor && out.back().to == from) {
+      out.back().to = to;
+    } else {
+      out.push_back({flavor, from, to});
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+Result<UsageReport> Report(const std::vector<UsageInterval>& intervals, const ReportQuery& query,
+                           const PriceList& prices) {
+  return Report(intervals, {}, query, prices);
+}
+
+Result<UsageReport> Report(const std::vector<UsageInterval>& intervals,
+                           const std::vector<ReservationSpan>& reservations,
+                           const ReportQuery& query, const PriceList& prices) {
+  return Report(intervals, reservations, query, PriceHistory{{Time(), prices}});
+}
+
+Result<UsageReport> Report(const std::vector<UsageInterval>& intervals,
+                           const std::vector<ReservationSpan>& reservations,
+                           const ReportQuery& query, const PriceHistory& history) {
+  if (query.to < query.from) return InvalidArgument("report: window ends before it starts");
+  GP_RETURN_IF_ERROR(CheckHistory(history));
+  const Periods periods(history);
+  Summer sum(query, periods);
+  GP_RETURN_IF_ERROR(sum.AddIntervals(intervals, reservations));
+  GP_RETURN_IF_ERROR(sum.AddReservedIdle(intervals, reservations));
+  UsageReport out;
+  out.rows.reserve(sum.groups().size());
+  std::set<std::pair<FlavorId, size_t>> unpriced;
+  for (const auto& [key, acc] : sum.groups()) {
+    Result<ReportRow> row = PriceRow(key, acc, periods, unpriced);
+    if (!row.ok()) return row.error();
+    out.rows.push_back(std::move(row).value());
+  }
+  out.unpriced = Spans(unpriced, periods, query);
+  return out;
 }
 
 std::string RenderCsv(const std::vector<ReportRow>& rows, const State& names) {
-  std::string out = "tenant,flavor,kind,gpu_hours,unit_ms,billed_unit_ms,cost\n";
+  std::string out =
+      "tenant,flavor,kind,gpu_hours,unit_ms,billed_unit_ms,cost,priced_cost,unpriced_unit_ms\n";
   const Catalogue& cat = names.catalogue();
   for (const ReportRow& r : rows) {
     const uint32_t t = r.tenant.value();
@@ -234,7 +314,9 @@ std::string RenderCsv(const std::vector<ReportRow>& rows, const State& names) {
            Decimal6((r.unit_millis + kUnitMillisPerMicroGpuHour / 2) / kUnitMillisPerMicroGpuHour);
     out += ',' + UnitMillisToString(r.unit_millis);
     out += ',' + UnitMillisToString(r.billed_unit_millis);
-    out += ',' + Decimal6(r.cost_micros) + '\n';
+    out += ',' + (r.priced() ? Decimal6(r.cost_micros) : std::string("unpriced"));
+    out += ',' + Decimal6(r.cost_micros);
+    out += ',' + UnitMillisToString(r.unpriced_unit_millis) + '\n';
   }
   return out;
 }

@@ -58,9 +58,27 @@ struct ReportRow {
   UnitMillis unit_millis = 0;         // all usage in the window, billed or not
   UnitMillis billed_unit_millis = 0;  // excluding kInfrastructureFailure (and kReservedIdle
                                       // unless PriceList::bill_reserved_idle)
+  // The part of billed_unit_millis whose flavor had no price in the list in force then: it is
+  // not in cost_micros, and the row's cost is unknown while this is not zero (priced()).
+  UnitMillis unpriced_unit_millis = 0;
   double gpu_hours = 0;               // unit_millis / kUnitMillisPerGpuHour, for display only
-  int64_t cost_micros = 0;            // billed usage at its flavor's price, rounded half up
+  int64_t cost_micros = 0;            // billed usage that has a price, at it, rounded half up
+  bool priced() const { return unpriced_unit_millis == 0; }
   friend bool operator==(const ReportRow&, const ReportRow&) = default;
+};
+
+// A flavor with billed usage in the window while the price list in force had no price for it
+// (a missing price is not a free flavor: that usage is reported, not costed).
+struct UnpricedSpan {
+  FlavorId flavor;
+  Time from, to;  // the part of the window that list was in force, adjacent lists merged
+  friend bool operator==(const UnpricedSpan&, const UnpricedSpan&) = default;
+};
+
+struct UsageReport {
+  std::vector<ReportRow> rows;
+  std::vector<UnpricedSpan> unpriced;  // in (flavor, from) order
+  friend bool operator==(const UsageReport&, const UsageReport&) = default;
 };
 
 // Rows in (tenant, flavor, kind) order; groups with no usage in the window have no row.
@@ -72,25 +90,29 @@ struct ReportRow {
 // capacity, and a tenant with reservations in force pays for max(A(t), u(t)) of the flavor.
 // Each millisecond is priced by the list in force then (usage and reserved-idle alike), and a
 // row's cost is still rounded once: the exact sum over (price period, flavor) of billed unit-ms
-// x price.
-// Errors (kInvalidArgument): to < from; a price outside [0, kMaxMicrosPerGpuHour]; billed usage
-// of a flavor with no price in its period; an empty history or one not in strictly increasing
-// order; a sum that would overflow.
-Result<std::vector<ReportRow>> Report(const std::vector<UsageInterval>& intervals,
-                                      const std::vector<ReservationSpan>& reservations,
-                                      const ReportQuery& query, const PriceHistory& history);
+// x price. Billed usage of a flavor with no price in its period is never an error: the row
+// counts it in unpriced_unit_millis, and `unpriced` says which flavor lacked a price when.
+// Errors (kInvalidArgument; they name no internal id): to < from; a price outside
+// [0, kMaxMicrosPerGpuHour]; an empty history or one not in strictly increasing order; a sum
+// that would overflow.
+Result<UsageReport> Report(const std::vector<UsageInterval>& intervals,
+                           const std::vector<ReservationSpan>& reservations,
+                           const ReportQuery& query, const PriceHistory& history);
 // One price list for all time.
-Result<std::vector<ReportRow>> Report(const std::vector<UsageInterval>& intervals,
-                                      const std::vector<ReservationSpan>& reservations,
-                                      const ReportQuery& query, const PriceList& prices);
+Result<UsageReport> Report(const std::vector<UsageInterval>& intervals,
+                           const std::vector<ReservationSpan>& reservations,
+                           const ReportQuery& query, const PriceList& prices);
 // The same without reservations.
-Result<std::vector<ReportRow>> Report(const std::vector<UsageInterval>& intervals,
-                                      const ReportQuery& query, const PriceList& prices);
+Result<UsageReport> Report(const std::vector<UsageInterval>& intervals, const ReportQuery& query,
+                           const PriceList& prices);
 
-// CSV with a header line: tenant,flavor,kind,gpu_hours,unit_ms,billed_unit_ms,cost.
+// CSV with a header line:
+//   tenant,flavor,kind,gpu_hours,unit_ms,billed_unit_ms,cost,priced_cost,unpriced_unit_ms
 // Names come from `names` (an unknown id renders as "#<id>"); an ungrouped column is empty;
-// gpu_hours and cost have six decimals, gpu_hours rounded half up from the exact unit-ms, cost
-// exact in micros. Fields with a comma, quote or line break are quoted (RFC 4180).
+// gpu_hours and the costs have six decimals, gpu_hours rounded half up from the exact unit-ms,
+// costs exact in micros. `cost` is "unpriced" for a row with unpriced usage; `priced_cost` is
+// always the cost of the part that has a price. Fields with a comma, quote or line break are
+// quoted (RFC 4180).
 std::string RenderCsv(const std::vector<ReportRow>& rows, const State& names);
 
 }  // namespace gpupool

@@ -36,9 +36,9 @@ PriceList Prices() {  // h100: 4.000000 per GPU-hour, a100: 1.500000
 
 std::vector<ReportRow> Rows(const std::vector<UsageInterval>& in, ReportQuery q,
                             PriceList p = Prices()) {
-  Result<std::vector<ReportRow>> r = Report(in, q, p);
+  Result<UsageReport> r = Report(in, q, p);
   GP_CHECK(r.ok()) << r.error().message;
-  return *r;
+  return r->rows;
 }
 
 TEST(ReportTest, ClipsIntervalsToTheWindow) {
@@ -153,16 +153,17 @@ TEST(ReportTest, PriceMathIsExactAndRoundsOnceHalfUp) {
 TEST(ReportTest, Errors) {
   const std::vector<UsageInterval> in = {I(0, kA100, GpuEq::Gpus(1), H(0), H(1))};
   EXPECT_FALSE(Report(in, {.from = H(2), .to = H(1)}, Prices()).ok());  // inverted window
-  EXPECT_FALSE(Report(in, {.from = H(0), .to = H(1)}, PriceList{{{kH100, 1}}}).ok());  // no price
-  EXPECT_FALSE(Report(in, {.from = H(0), .to = H(1)}, PriceList{{{kA100, -1}}}).ok());
-  EXPECT_FALSE(Report(in, {.from = H(0), .to = H(1)},
-                      PriceList{{{kA100, PriceList::kMaxMicrosPerGpuHour + 1}}})
-                   .ok());
+  // A bad price is refused without naming the flavor's internal id.
+  for (int64_t bad : {int64_t{-1}, PriceList::kMaxMicrosPerGpuHour + 1}) {
+    Result<UsageReport> r = Report(in, {.from = H(0), .to = H(1)}, PriceList{{{kA100, bad}}});
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.error().message.find("flavor"), std::string::npos) << r.error().message;
+  }
   // Sums that would not fit 128 bits are refused, never wrapped.
   const GpuEq huge = GpuEq::Units(std::numeric_limits<int64_t>::max() / 2);
   std::vector<UsageInterval> big(
       8, I(0, kA100, huge, Time(), Time::FromMillis(std::numeric_limits<int64_t>::max() - 1)));
-  Result<std::vector<ReportRow>> r = Report(big, {.from = Time(), .to = Time::Never()}, Prices());
+  Result<UsageReport> r = Report(big, {.from = Time(), .to = Time::Never()}, Prices());
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().code, ErrorCode::kInvalidArgument);
 }
@@ -177,19 +178,25 @@ TEST(ReportTest, CsvIsExactAndQuoted) {
   const std::vector<UsageInterval> in = {
       I(0, h100, GpuEq::MigSlices(1), H(0), H(1)),  // 1/7 GPU-hour = 0.142857 (rounded)
       I(1, h100, GpuEq::Gpus(2), H(0), H(1), UsageKind::kInfrastructureFailure)};
-  Result<std::vector<ReportRow>> rows = Report(in, {.from = H(0), .to = H(1)}, p);
+  Result<UsageReport> rows = Report(in, {.from = H(0), .to = H(1)}, p);
   ASSERT_TRUE(rows.ok());
-  EXPECT_EQ(RenderCsv(*rows, s),
-            "tenant,flavor,kind,gpu_hours,unit_ms,billed_unit_ms,cost\n"
-            "team-a,h100-80gb,guaranteed,0.142857,3600000000,3600000000,0.571429\n"
-            "team-b,h100-80gb,infrastructure_failure,2.000000,50400000000,0,0.000000\n");
-  Result<std::vector<ReportRow>> merged =
+  EXPECT_EQ(RenderCsv(rows->rows, s),
+            "tenant,flavor,kind,gpu_hours,unit_ms,billed_unit_ms,cost,priced_cost,unpriced_unit_ms\n"
+            "team-a,h100-80gb,guaranteed,0.142857,3600000000,3600000000,0.571429,0.571429,0\n"
+            "team-b,h100-80gb,infrastructure_failure,2.000000,50400000000,0,0.000000,0.000000,0\n");
+  Result<UsageReport> merged =
       Report(in, {.from = H(0), .to = H(1), .by_flavor = false, .by_kind = false}, p);
   ASSERT_TRUE(merged.ok());
-  EXPECT_EQ(RenderCsv(*merged, s),
-            "tenant,flavor,kind,gpu_hours,unit_ms,billed_unit_ms,cost\n"
-            "team-a,,,0.142857,3600000000,3600000000,0.571429\n"
-            "team-b,,,2.000000,50400000000,0,0.000000\n");
+  EXPECT_EQ(RenderCsv(merged->rows, s),
+            "tenant,flavor,kind,gpu_hours,unit_ms,billed_unit_ms,cost,priced_cost,unpriced_unit_ms\n"
+            "team-a,,,0.142857,3600000000,3600000000,0.571429,0.571429,0\n"
+            "team-b,,,2.000000,50400000000,0,0.000000,0.000000,0\n");
+  // Without a price: the quantities, cost "unpriced", nothing priced, all billed usage unpriced.
+  Result<UsageReport> none = Report({in[0]}, {.from = H(0), .to = H(1)}, PriceList{});
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(RenderCsv(none->rows, s),
+            "tenant,flavor,kind,gpu_hours,unit_ms,billed_unit_ms,cost,priced_cost,unpriced_unit_ms\n"
+            "team-a,h100-80gb,guaranteed,0.142857,3600000000,3600000000,unpriced,0.000000,3600000000\n");
 }
 
 // A reservation of 4 H100 over [2h, 6h) for tenant 0; a job naming it holds 3 GPUs over
@@ -210,9 +217,9 @@ std::map<UsageKind, UnitMillis> ByKind(const std::vector<ReportRow>& rows) {
 
 TEST(ReportTest, ANamedJobIsReservedInsideTheWindowAndTheRestIsReservedIdle) {
   const std::vector<UsageInterval> in = {Named(GpuEq::Gpus(3), H(1), H(8))};
-  Result<std::vector<ReportRow>> rows = Report(in, Spans(), {.from = H(0), .to = H(24)}, Prices());
+  Result<UsageReport> rows = Report(in, Spans(), {.from = H(0), .to = H(24)}, Prices());
   ASSERT_TRUE(rows.ok()) << rows.error().message;
-  auto k = ByKind(*rows);
+  auto k = ByKind(rows->rows);
   // 3 GPUs x ([1h,2h) + [6h,8h)) guaranteed, 3 x 4h reserved, (4-3) x 4h idle.
   EXPECT_TRUE(k[UsageKind::kGuaranteed] == GpuHours(9));
   EXPECT_TRUE(k[UsageKind::kReserved] == GpuHours(12));
@@ -221,7 +228,7 @@ TEST(ReportTest, ANamedJobIsReservedInsideTheWindowAndTheRestIsReservedIdle) {
   EXPECT_TRUE(k[UsageKind::kReserved] + k[UsageKind::kReservedIdle] == GpuHours(16));
   // Idle reserved time is billed to the reserver at the flavor's price: 25 GPU-hours x 4.00.
   int64_t cost = 0;
-  for (const ReportRow& r : *rows) cost += r.cost_micros;
+  for (const ReportRow& r : rows->rows) cost += r.cost_micros;
   EXPECT_EQ(cost, 100'000'000);
 
   PriceList free_idle = Prices();
@@ -229,7 +236,7 @@ TEST(ReportTest, ANamedJobIsReservedInsideTheWindowAndTheRestIsReservedIdle) {
   rows = Report(in, Spans(), {.from = H(0), .to = H(24)}, free_idle);
   ASSERT_TRUE(rows.ok());
   cost = 0;
-  for (const ReportRow& r : *rows) {
+  for (const ReportRow& r : rows->rows) {
     cost += r.cost_micros;
     if (r.kind == UsageKind::kReservedIdle) {
       EXPECT_TRUE(r.billed_unit_millis == 0);
@@ -241,29 +248,29 @@ TEST(ReportTest, ANamedJobIsReservedInsideTheWindowAndTheRestIsReservedIdle) {
 TEST(ReportTest, ReservationsAreClippedToTheWindowAndFilteredByTenant) {
   const std::vector<UsageInterval> in = {Named(GpuEq::Gpus(3), H(1), H(8))};
   // Window [3h, 4h): 3 reserved, 1 idle.
-  Result<std::vector<ReportRow>> rows = Report(in, Spans(), {.from = H(3), .to = H(4)}, Prices());
+  Result<UsageReport> rows = Report(in, Spans(), {.from = H(3), .to = H(4)}, Prices());
   ASSERT_TRUE(rows.ok());
-  auto k = ByKind(*rows);
+  auto k = ByKind(rows->rows);
   EXPECT_TRUE(k[UsageKind::kReserved] == GpuHours(3));
   EXPECT_TRUE(k[UsageKind::kReservedIdle] == GpuHours(1));
   EXPECT_EQ(k.count(UsageKind::kGuaranteed), 0u);
   // Another tenant sees none of it.
   rows = Report(in, Spans(), {.from = H(0), .to = H(24), .tenant = TenantId(1)}, Prices());
   ASSERT_TRUE(rows.ok());
-  EXPECT_TRUE(rows->empty());
+  EXPECT_TRUE(rows->rows.empty());
   // An unused reservation is all idle.
   rows = Report({}, Spans(), {.from = H(0), .to = H(24)}, Prices());
   ASSERT_TRUE(rows.ok());
-  ASSERT_EQ(rows->size(), 1u);
-  EXPECT_TRUE((*rows)[0].unit_millis == GpuHours(16));
+  ASSERT_EQ(rows->rows.size(), 1u);
+  EXPECT_TRUE(rows->rows[0].unit_millis == GpuHours(16));
 }
 
 TEST(ReportTest, LostTimeUnderAReservationStaysAnInfrastructureFailure) {
   const std::vector<UsageInterval> in = {
       Named(GpuEq::Gpus(2), H(2), H(4), UsageKind::kInfrastructureFailure)};
-  Result<std::vector<ReportRow>> rows = Report(in, Spans(), {.from = H(0), .to = H(24)}, Prices());
+  Result<UsageReport> rows = Report(in, Spans(), {.from = H(0), .to = H(24)}, Prices());
   ASSERT_TRUE(rows.ok());
-  auto k = ByKind(*rows);
+  auto k = ByKind(rows->rows);
   EXPECT_TRUE(k[UsageKind::kInfrastructureFailure] == GpuHours(4));
   EXPECT_EQ(k.count(UsageKind::kReserved), 0u);
   // Take or pay counts lost capacity as held: idle is (4-2) x 2h + 4 x 2h.
@@ -276,14 +283,14 @@ TEST(ReportTest, UnnamedUseOfReservedCapacityIsNotBilledTwice) {
   const std::vector<UsageInterval> in = {I(0, kH100, GpuEq::Gpus(4), H(2), H(6)),   // unnamed, all 4
                                          I(0, kH100, GpuEq::Gpus(2), H(0), H(3)),   // before and into it
                                          I(1, kH100, GpuEq::Gpus(8), H(0), H(24))};  // another tenant
-  Result<std::vector<ReportRow>> rows = Report(in, Spans(), {.from = H(0), .to = H(24)}, Prices());
+  Result<UsageReport> rows = Report(in, Spans(), {.from = H(0), .to = H(24)}, Prices());
   ASSERT_TRUE(rows.ok());
-  auto k = ByKind(*rows);
+  auto k = ByKind(rows->rows);
   EXPECT_EQ(k.count(UsageKind::kReservedIdle), 0u) << "4 GPUs held throughout the window";
   // Half the window used: idle is the other half.
   rows = Report({I(0, kH100, GpuEq::Gpus(4), H(2), H(4))}, Spans(), {.from = H(0), .to = H(24)}, Prices());
   ASSERT_TRUE(rows.ok());
-  EXPECT_TRUE(ByKind(*rows)[UsageKind::kReservedIdle] == GpuHours(8));
+  EXPECT_TRUE(ByKind(rows->rows)[UsageKind::kReservedIdle] == GpuHours(8));
 }
 
 TEST(ReportTest, OnDemandUsageIsBilledAtTheOnDemandPrice) {
@@ -307,23 +314,23 @@ TEST(ReportTest, APriceChangeDoesNotRepriceThePast) {
   first.on_demand_micros_per_gpu_hour[kH100] = 6'000'000;
   later.on_demand_micros_per_gpu_hour[kH100] = 7'000'000;
   const PriceHistory history = {{H(0), first}, {H(3), later}};
-  Result<std::vector<ReportRow>> rows =
+  Result<UsageReport> rows =
       Report({I(0, kH100, GpuEq::Gpus(1), H(0), H(4)),
               I(1, kH100, GpuEq::Gpus(1), H(2), H(5), UsageKind::kOnDemand)},
              {}, {.from = H(0), .to = H(24)}, history);
   ASSERT_TRUE(rows.ok()) << rows.error().message;
-  ASSERT_EQ(rows->size(), 2u);
-  EXPECT_EQ((*rows)[0].cost_micros, 22'000'000);
-  EXPECT_EQ((*rows)[1].cost_micros, 6'000'000 + 2 * 7'000'000);
+  ASSERT_EQ(rows->rows.size(), 2u);
+  EXPECT_EQ(rows->rows[0].cost_micros, 22'000'000);
+  EXPECT_EQ(rows->rows[1].cost_micros, 6'000'000 + 2 * 7'000'000);
   // A window that ends before the change never sees the new price.
   rows = Report({I(0, kH100, GpuEq::Gpus(1), H(0), H(4))}, {}, {.from = H(0), .to = H(3)}, history);
   ASSERT_TRUE(rows.ok());
-  EXPECT_EQ((*rows)[0].cost_micros, 12'000'000);
+  EXPECT_EQ(rows->rows[0].cost_micros, 12'000'000);
   // Usage before the first list's start is priced by the first list.
   rows = Report({I(0, kH100, GpuEq::Gpus(1), H(0), H(1))}, {}, {.from = H(0), .to = H(1)},
                 PriceHistory{{H(10), Prices()}, {H(20), later}});
   ASSERT_TRUE(rows.ok());
-  EXPECT_EQ((*rows)[0].cost_micros, 4'000'000);
+  EXPECT_EQ(rows->rows[0].cost_micros, 4'000'000);
 }
 
 TEST(ReportTest, ReservedIdleIsPricedAndBilledByTheListInForce) {
@@ -332,14 +339,14 @@ TEST(ReportTest, ReservedIdleIsPricedAndBilledByTheListInForce) {
   PriceList later = Prices();
   later.micros_per_gpu_hour[kH100] = 8'000'000;
   later.bill_reserved_idle = false;
-  Result<std::vector<ReportRow>> rows = Report({}, Spans(), {.from = H(0), .to = H(24)},
+  Result<UsageReport> rows = Report({}, Spans(), {.from = H(0), .to = H(24)},
                                                PriceHistory{{H(0), Prices()}, {H(4), later}});
   ASSERT_TRUE(rows.ok()) << rows.error().message;
-  ASSERT_EQ(rows->size(), 1u);
-  EXPECT_EQ((*rows)[0].kind, UsageKind::kReservedIdle);
-  EXPECT_TRUE((*rows)[0].unit_millis == GpuHours(16));
-  EXPECT_TRUE((*rows)[0].billed_unit_millis == GpuHours(8));
-  EXPECT_EQ((*rows)[0].cost_micros, 32'000'000);
+  ASSERT_EQ(rows->rows.size(), 1u);
+  EXPECT_EQ(rows->rows[0].kind, UsageKind::kReservedIdle);
+  EXPECT_TRUE(rows->rows[0].unit_millis == GpuHours(16));
+  EXPECT_TRUE(rows->rows[0].billed_unit_millis == GpuHours(8));
+  EXPECT_EQ(rows->rows[0].cost_micros, 32'000'000);
 }
 
 TEST(ReportTest, PriceHistoryErrors) {
@@ -347,13 +354,63 @@ TEST(ReportTest, PriceHistoryErrors) {
   EXPECT_FALSE(Report(in, {}, {.from = H(0), .to = H(1)}, PriceHistory{}).ok());
   EXPECT_FALSE(
       Report(in, {}, {.from = H(0), .to = H(1)}, PriceHistory{{H(2), Prices()}, {H(2), Prices()}}).ok());
-  // A flavor priced only in a later period is an error for usage before it.
-  PriceList no_h100 = Prices();
-  no_h100.micros_per_gpu_hour.erase(kH100);
-  EXPECT_FALSE(
-      Report(in, {}, {.from = H(0), .to = H(1)}, PriceHistory{{H(0), no_h100}, {H(1), Prices()}}).ok());
-  EXPECT_TRUE(
-      Report(in, {}, {.from = H(0), .to = H(1)}, PriceHistory{{H(0), Prices()}, {H(1), no_h100}}).ok());
+}
+
+TEST(ReportTest, UsageWithoutAnyPriceStillReportsItsQuantities) {
+  // No price at all: 2 GPUs for 3 h are 6 GPU-hours, billed, with no cost; one span says so.
+  // Lost time needs no price and adds nothing unpriced.
+  Result<UsageReport> r =
+      Report({I(0, kH100, GpuEq::Gpus(2), H(1), H(4)),
+              I(0, kH100, GpuEq::Gpus(1), H(0), H(1), UsageKind::kInfrastructureFailure)},
+             {.from = H(0), .to = H(24), .by_kind = false}, PriceList{});
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  ASSERT_EQ(r->rows.size(), 1u);
+  const ReportRow& row = r->rows[0];
+  EXPECT_TRUE(row.unit_millis == GpuHours(7));
+  EXPECT_TRUE(row.billed_unit_millis == GpuHours(6));
+  EXPECT_TRUE(row.unpriced_unit_millis == GpuHours(6));
+  EXPECT_FALSE(row.priced());
+  EXPECT_EQ(row.cost_micros, 0);
+  EXPECT_EQ(r->unpriced, (std::vector<UnpricedSpan>{{kH100, H(0), H(24)}}));
+}
+
+// The sequence: a price change at 2h omits the a100, the next one at 5h prices it again.
+// Before 2h the first list (the incomplete one) is in force too. The a100's hours up to 5h stay
+// unpriced (nothing re-prices the past), its later hours are priced, and the report never fails.
+TEST(ReportTest, AFlavorLeftOutOfOnePriceChangeIsUnpricedOnlyWhileThatListIsInForce) {
+  PriceList no_a100 = Prices();
+  no_a100.micros_per_gpu_hour.erase(kA100);
+  const PriceHistory history = {{H(2), no_a100}, {H(5), Prices()}};
+  const std::vector<UsageInterval> in = {I(0, kA100, GpuEq::Gpus(1), H(0), H(8)),
+                                         I(0, kH100, GpuEq::Gpus(1), H(0), H(8))};
+  Result<UsageReport> r = Report(in, {}, {.from = H(0), .to = H(24)}, history);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  ASSERT_EQ(r->rows.size(), 2u);
+  const ReportRow& h100 = r->rows[0];
+  const ReportRow& a100 = r->rows[1];
+  EXPECT_TRUE(h100.priced());
+  EXPECT_EQ(h100.cost_micros, 32'000'000);  // 8 GPU-hours x 4.00
+  EXPECT_TRUE(a100.billed_unit_millis == GpuHours(8));
+  EXPECT_TRUE(a100.unpriced_unit_millis == GpuHours(5));  // [0h, 5h)
+  EXPECT_EQ(a100.cost_micros, 4'500'000);                 // [5h, 8h) x 1.50
+  EXPECT_EQ(r->unpriced, (std::vector<UnpricedSpan>{{kA100, H(0), H(5)}}));
+  // A window after the complete list took over is fully priced.
+  r = Report(in, {}, {.from = H(5), .to = H(24)}, history);
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(r->unpriced.empty());
+  for (const ReportRow& row : r->rows) EXPECT_TRUE(row.priced());
+  // A window inside the incomplete list's time sees the span clipped to it.
+  r = Report(in, {}, {.from = H(3), .to = H(4)}, history);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->unpriced, (std::vector<UnpricedSpan>{{kA100, H(3), H(4)}}));
+  // Omitted in two lists in a row: one span over both; on-demand usage with neither an
+  // on-demand nor a list price is unpriced too.
+  r = Report({I(0, kA100, GpuEq::Gpus(1), H(0), H(8), UsageKind::kOnDemand)}, {},
+             {.from = H(0), .to = H(24)},
+             PriceHistory{{H(0), no_a100}, {H(3), no_a100}, {H(6), Prices()}});
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->unpriced, (std::vector<UnpricedSpan>{{kA100, H(0), H(6)}}));
+  EXPECT_TRUE(r->rows[0].unpriced_unit_millis == GpuHours(6));
 }
 
 }  // namespace

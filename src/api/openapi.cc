@@ -187,6 +187,8 @@ const std::vector<RouteDoc>& ApiRoutes() {
       {"post", "/v1/agents/{node}/heartbeat", "a node agent's heartbeat: replica states, logs, health; answers what to start, stop and forget", "cluster-admin; node-agent (the node of its name)", "Object", 200},
       {"get", "/v1/jobs/{id}/logs", "the last stdout and stderr of each replica, as its agent sent them", "any token (own tenant)", "", 200},
       {"get", "/v1/burst", "on-demand nodes (provisioning, ready, released) with their cost, and each tenant's burst policy and spend in its budget window", "any token (own tenant)", "", 200},
+      {"get", "/v1/burst/settings", "the burst offers and tenants' policies in force, in the shape of the configuration's burst: section, with the provider (set in the file) and when the API last changed them", "cluster-admin", "", 200},
+      {"put", "/v1/burst/settings", "replace the burst offers and tenants' policies from now on, without a restart (journaled, audited); the provider stays the configuration file's", "cluster-admin", "Object", 200},
       {"get", "/v1/prices", "the price list in force per flavor per GPU-hour, with `history`: every list and when it takes effect", "any token", "", 200},
       {"put", "/v1/prices", "a new price list from `effective_from` (now if absent, never in the past) on; usage before it keeps its prices", "cluster-admin", "PriceList", 200},
   };

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -47,6 +48,10 @@ class Provider {
   // Gives the node back; billing ends at `now`. kNotFound for a name the provider does not
   // know (where it can tell), kUnavailable when it failed (the caller retries).
   virtual Status Release(const std::string& node_name, Time now) = 0;
+  // The offers changed (PUT /v1/burst/settings). A provider that reads them (the simulated one:
+  // delays and capacity) takes the new ones for what it is asked from now on; one that does not
+  // (the command provider: the operator's scripts) ignores them. REQUIRES: valid offers.
+  virtual void SetOffers(const std::map<FlavorId, OnDemandOffer>& offers) { (void)offers; }
 };
 
 // Checks what every provider accepts: nodes >= 1, 0 <= index < nodes, gpus_per_node in 1..16,

@@ -9,7 +9,9 @@
 #include <sstream>
 
 #include "burst/command_provider.h"
+#include "burst/settings.h"
 #include "burst/sim_provider.h"
+#include <nlohmann/json.hpp>
 
 namespace gpupool {
 namespace {
@@ -295,6 +297,29 @@ TEST_F(CommandProviderTest, ScriptThatClosesItsOutputStillTimesOut) {
   const auto start = std::chrono::steady_clock::now();
   EXPECT_FALSE(p.Provision(H100(), 0, Time()).ok());
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2));
+}
+
+// GET /v1/burst/settings writes what DecodeBurstSettings reads: the same settings back, the
+// command provider's commands, labels and exact prices included.
+TEST(BurstSettings, WrittenAsTheSectionItWasReadFrom) {
+  const Catalogue cat = Catalogue::BuiltIn();
+  const nlohmann::json section = nlohmann::json::parse(R"({
+    "provider": "command", "create_command": "/etc/gpupool/create.sh", "delete_command": "/etc/gpupool/delete.sh",
+    "command_timeout_s": 90,
+    "offers": {"h100-80gb": {"gpus_per_node": 4, "per_gpu_hour": "6.981234", "provisioning_delay_s": 30,
+                             "max_nodes": 3, "cpu_milli": 96000, "labels": ["cuda=12.4"]}},
+    "tenants": {"research": {"flavors": ["h100-80gb"], "max_gpus": 16, "budget": "500.5", "period_s": 3600,
+                             "max_wait_s": 60, "idle_timeout_s": 120}}})");
+  BurstSettings first, second;
+  ASSERT_TRUE(DecodeBurstSettings(cat, section, &first).ok());
+  const nlohmann::json written = BurstSettingsToJson(cat, first);
+  ASSERT_TRUE(DecodeBurstSettings(cat, written, &second).ok()) << written.dump();
+  EXPECT_EQ(BurstSettingsToJson(cat, second), written);
+  EXPECT_EQ(written["offers"]["h100-80gb"]["per_gpu_hour"], "6.981234");
+  EXPECT_EQ(written["tenants"]["research"]["budget"], "500.500000");
+  EXPECT_EQ(written["command_timeout_s"], 90);
+  EXPECT_EQ(second.command.create_command, "/etc/gpupool/create.sh");
+  EXPECT_EQ(second.offers.at(*cat.Find("h100-80gb")).labels, std::vector<std::string>{"cuda=12.4"});
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include "burst/settings.h"
 
 #include "api/config_json.h"
+#include "api/decode.h"
 
 namespace gpupool {
 
@@ -10,6 +11,7 @@ using Json = nlohmann::json;
 
 Status DecodeBurstSettings(const Catalogue& cat, const nlohmann::json& b, BurstSettings* out) {
   GP_RETURN_IF_ERROR(OnlyKeys(b, {"provider", "create_command", "delete_command", "command_timeout_s", "offers", "tenants"}, "burst"));
+  out->present = true;
   Result<std::string> provider = StrOf(b, "provider", "burst", false);
   if (!provider.ok()) return provider.error();
   if (!provider->empty()) out->provider = *provider;
@@ -101,6 +103,40 @@ Status DecodeBurstSettings(const Catalogue& cat, const nlohmann::json& b, BurstS
     }
   }
   return Ok();
+}
+
+Json BurstSettingsToJson(const Catalogue& cat, const BurstSettings& s) {
+  Json out = {{"provider", s.provider}};
+  if (s.provider == "command") {
+    out["create_command"] = s.command.create_command;
+    out["delete_command"] = s.command.delete_command;
+    out["command_timeout_s"] = s.command.timeout.seconds();
+  }
+  Json offers = Json::object();
+  for (const auto& [f, o] : s.offers) {
+    Json j = {{"gpus_per_node", o.gpus_per_node},
+              {"per_gpu_hour", MicrosToDecimal(o.micros_per_gpu_hour)},
+              {"provisioning_delay_s", o.provisioning_delay.seconds()},
+              {"max_nodes", o.max_nodes},
+              {"cpu_milli", o.cpu_milli},
+              {"memory_mib", o.memory_mib}};
+    if (!o.labels.empty()) j["labels"] = o.labels;
+    offers[cat.model(f).name] = std::move(j);
+  }
+  Json tenants = Json::object();
+  for (const auto& [name, p] : s.tenants) {
+    Json flavors = Json::array();
+    for (FlavorId f : p.flavors) flavors.push_back(cat.model(f).name);
+    tenants[name] = {{"flavors", flavors},
+                     {"max_gpus", p.max_gpus},
+                     {"budget", MicrosToDecimal(p.budget_micros)},
+                     {"period_s", p.period.seconds()},
+                     {"max_wait_s", p.max_wait.seconds()},
+                     {"idle_timeout_s", p.idle_timeout.seconds()}};
+  }
+  out["offers"] = std::move(offers);
+  out["tenants"] = std::move(tenants);
+  return out;
 }
 
 }  // namespace gpupool

@@ -19,11 +19,16 @@ struct BurstSettings {
   CommandProviderConfig command;       // provider: command
   std::map<FlavorId, OnDemandOffer> offers;
   std::map<std::string, BurstPolicy> tenants;  // by tenant name, resolved by the reader
+  bool present = false;  // decoded from a section: a provider to run, with tenants or not
   bool enabled() const { return !tenants.empty(); }
 };
 
 // Decodes the section (already JSON, api/config_json.h) into `out`. Every key is checked;
 // errors name the key ("burst.tenants.research: 'max_gpus' must be in [1, 100000]").
 Status DecodeBurstSettings(const Catalogue& catalogue, const nlohmann::json& section, BurstSettings* out);
+
+// The section DecodeBurstSettings reads back to the same settings: provider (and, for the
+// command provider, its commands and timeout), offers and tenants, prices as decimal strings.
+nlohmann::json BurstSettingsToJson(const Catalogue& catalogue, const BurstSettings& settings);
 
 }  // namespace gpupool

@@ -18,11 +18,16 @@ std::string Padded(uint64_t v, size_t width) {
 
 SimulatedProvider::SimulatedProvider(const Catalogue& catalogue,
                                      std::map<FlavorId, OnDemandOffer> offers)
-    : catalogue_(catalogue), offers_(std::move(offers)) {
-  for (const auto& [flavor, offer] : offers_) {
+    : catalogue_(catalogue) {
+  SetOffers(offers);
+}
+
+void SimulatedProvider::SetOffers(const std::map<FlavorId, OnDemandOffer>& offers) {
+  for (const auto& [flavor, offer] : offers) {
     GP_CHECK(flavor == offer.flavor && ValidateOffer(offer, catalogue_).ok())
         << "simulated provider: bad offer for flavor " << flavor.value();
   }
+  offers_ = offers;
 }
 
 Result<std::string> SimulatedProvider::Provision(const ProvisionRequest& request, int index,

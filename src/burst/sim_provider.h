@@ -34,6 +34,8 @@ class SimulatedProvider final : public Provider {
   std::vector<ProvisionedNode> Poll(Time now) override;
   // kNotFound for a name that is not a live node of this provider (also one not polled yet).
   Status Release(const std::string& node_name, Time now) override;
+  // Requests and live nodes stay; what is asked from now on uses the new offers.
+  void SetOffers(const std::map<FlavorId, OnDemandOffer>& offers) override;
 
   int in_use(FlavorId flavor) const;
   // Names and ids continue after `n` (a restarted daemon whose journal holds n of its nodes).

@@ -346,6 +346,20 @@ TEST(DescribeNode, JobsListed) {
   EXPECT_NE(out.str().find("Jobs:             3, 5\n"), std::string::npos) << out.str();
 }
 
+TEST(PrintUsage, UnpricedCostsAndTheirWarnings) {
+  std::ostringstream out;
+  PrintUsage(Json::parse(R"({"from":"2026-01-01T00:00:00Z","to":"2026-01-02T00:00:00Z",
+    "items":[{"tenant":"research","flavor":"a100-80gb","kind":"guaranteed","gpu_hours":2,"cost":"unpriced"}],
+    "total":{"gpu_hours":2,"cost":"unpriced"},
+    "warnings":["no price for a100-80gb from 2026-01-01T00:00:00Z to 2026-01-02T00:00:00Z"]})"), out);
+  EXPECT_EQ(out.str(),
+            "usage from 2026-01-01T00:00:00Z to 2026-01-02T00:00:00Z\n"
+            "TENANT    FLAVOR     KIND        GPU-HOURS  COST\n"
+            "research  a100-80gb  guaranteed      2.000  unpriced\n"
+            "TOTAL                                2.000  unpriced\n"
+            "warning: no price for a100-80gb from 2026-01-01T00:00:00Z to 2026-01-02T00:00:00Z\n");
+}
+
 TEST(Rendering, ToleratesMissingAndMistypedFields) {
   std::ostringstream out;
   PrintJobs(Json::parse(R"([{"id":5}, 7, {"resources":"?"}])"), kNow, out);

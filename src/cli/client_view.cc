@@ -225,6 +225,9 @@ void PrintUsage(const Json& report, std::ostream& out) {
   const Json& total = Field(report, "total");
   t.Row({"TOTAL", "", "", Fixed(Num(total, "gpu_hours"), 3), Str(total, "cost")});
   t.Print(out);
+  for (const Json& w : Items(Field(report, "warnings"))) {
+    if (w.is_string()) out << "warning: " << w.get<std::string>() << "\n";
+  }
 }
 
 void DescribeJob(const Json& job, int64_t now_ms, std::ostream& out) {

@@ -63,6 +63,8 @@ void WriteBurstJson(JsonWriter& w, const BurstReport& b, const std::string& burs
   w.Key("cost_micros").Int(b.cost_micros);
   w.Key("jobs_on_demand").Int(b.jobs_on_demand);
   w.Key("requeued_jobs").Int(b.requeued);
+  w.Key("requeued_inside_charge").Int(b.requeued_charged);
+  w.Key("most_over_budget").String(MicrosToDecimal(b.over_budget_micros));
   w.Key("provision_failures").Int(b.provision_failures);
   w.Key("per_tenant").BeginObject();
   for (const auto& [name, t] : b.tenants) {
@@ -74,6 +76,7 @@ void WriteBurstJson(JsonWriter& w, const BurstReport& b, const std::string& burs
     w.Key("gpu_hours_used").Number(Hours(t.used_gpu_ms), 3);
     w.Key("jobs_on_demand").Int(t.jobs_on_demand);
     w.Key("requeued_jobs").Int(t.requeued);
+    w.Key("requeued_inside_charge").Int(t.requeued_charged);
     w.EndObject();
   }
   w.EndObject();
@@ -192,6 +195,8 @@ std::string SweepJson(const std::vector<SweepRow>& rows, const ReplayOptions& o,
     w.Key("cost_micros").Int(r.burst.cost_micros);
     w.Key("jobs_on_demand").Int(r.burst.jobs_on_demand);
     w.Key("requeued_jobs").Int(r.burst.requeued);
+    w.Key("requeued_inside_charge").Int(r.burst.requeued_charged);
+    w.Key("most_over_budget").String(MicrosToDecimal(r.burst.over_budget_micros));
     w.Key("p95_wait_s").Number(r.p95_wait_s, 1);
     w.Key("avg_jct_s").Number(r.avg_jct_s, 1);
     w.Key("utilization_pct").Number(r.utilization_pct, 2);
@@ -208,16 +213,18 @@ std::string SweepJson(const std::vector<SweepRow>& rows, const ReplayOptions& o,
 
 std::string SweepCsv(const std::vector<SweepRow>& rows) {
   std::string out =
-      "budget_per_tenant,burst,nodes,node_hours,cost,jobs_on_demand,requeued_jobs,p95_wait_s,avg_"
-      "jct_s,utilization_pct\n";
+      "budget_per_tenant,burst,nodes,node_hours,cost,jobs_on_demand,requeued_jobs,"
+      "requeued_inside_charge,most_over_budget,p95_wait_s,avg_jct_s,utilization_pct\n";
   char buf[512];
   for (const SweepRow& row : rows) {
     const ReplayReport& r = row.report;
-    std::snprintf(buf, sizeof buf, "%s,%s,%d,%.3f,%s,%d,%d,%.1f,%.1f,%.2f\n",
+    std::snprintf(buf, sizeof buf, "%s,%s,%d,%.3f,%s,%d,%d,%d,%s,%.1f,%.1f,%.2f\n",
                   MicrosToDecimal(row.budget_micros).c_str(), r.burst.enabled ? "true" : "false",
                   r.burst.nodes, Hours(r.burst.node_ms),
                   MicrosToDecimal(r.burst.cost_micros).c_str(), r.burst.jobs_on_demand,
-                  r.burst.requeued, r.p95_wait_s, r.avg_jct_s, r.utilization_pct);
+                  r.burst.requeued, r.burst.requeued_charged,
+                  MicrosToDecimal(r.burst.over_budget_micros).c_str(), r.p95_wait_s, r.avg_jct_s,
+                  r.utilization_pct);
     out += buf;
   }
   return out;
@@ -267,13 +274,14 @@ int Sweep(const Args& args, ReplayOptions opt, const std::vector<TraceJob>& jobs
             << opt.scheduler.placement << ", capacity scale " << opt.capacity_scale
             << "; budget per tenant per budget period, 0 = no burst\n";
   Table t({"budget", "nodes", "node-hours", "cost", "p95 wait (h)", "avg JCT (h)", "jobs on demand",
-           "requeued", "utilization", "wall (s)"});
+           "requeued", "inside charge", "over budget", "utilization", "wall (s)"});
   for (const SweepRow& row : rows) {
     const ReplayReport& r = row.report;
     t.Row({Money(row.budget_micros), std::to_string(r.burst.nodes),
            Fixed(Hours(r.burst.node_ms), 1), Money(r.burst.cost_micros),
            Fixed(r.p95_wait_s / 3600, 2), Fixed(r.avg_jct_s / 3600, 2),
            std::to_string(r.burst.jobs_on_demand), std::to_string(r.burst.requeued),
+           std::to_string(r.burst.requeued_charged), Money(r.burst.over_budget_micros),
            Fixed(r.utilization_pct, 1) + "%", timing ? Fixed(row.wall_s, 1) : "-"});
   }
   t.Print(std::cout);
@@ -393,7 +401,9 @@ int Replay(const std::vector<std::string>& argv) {
               << " node-hours, " << Fixed(Hours(b.billed_gpu_ms), 1) << " GPU-hours billed ("
               << Fixed(Hours(b.used_gpu_ms), 1) << " used), cost " << Money(b.cost_micros) << "; "
               << b.jobs_on_demand << " jobs ran on demand, " << b.requeued
-              << " requeued by a release\n";
+              << " requeued by a release (" << b.requeued_charged
+              << " before the end their budget paid for), at most " << Money(b.over_budget_micros)
+              << " over a budget\n";
   }
   const bool timing = !args->Has("no-timing");
   if (args->Has("json") &&

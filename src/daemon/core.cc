@@ -109,6 +109,7 @@ Status DaemonCore::Replay(const std::vector<Record>& records) {
   prices_.clear();
   fleet_.clear();
   burst_requests_seen_ = 0;
+  burst_changes_.clear();
   tokens_ = TokenStore();
   deleted_.clear();
   idempotency_.clear();
@@ -130,6 +131,8 @@ Status DaemonCore::Replay(const std::vector<Record>& records) {
   // Requests that never became nodes died with the process that made them (providers are
   // asked again if the jobs still wait).
   std::erase_if(fleet_, [](const BurstNode& n) { return !n.ready.has_value(); });
+  // The burst settings in force are the journal's (after a failed append: again).
+  if (provider_) return UseBurstInForce();
   return Ok();
 }
 
@@ -203,6 +206,7 @@ Status DaemonCore::ApplyRecord(const Record& r) {
   }
   if (r.kind == "token_revoked") return tokens_.Revoke(j.value("id", ""));
   if (r.kind == "burst_request" || r.kind == "burst_node") return ApplyBurstRecord(r.kind, j);
+  if (r.kind == "burst_settings") return ApplyBurstSettingsRecord(j);
   if (r.kind == "agent") return ApplyAgentRecord(j);
   if (r.kind == "replica_exit") return ApplyReplicaExitRecord(j);
   if (r.kind == "prices") {
@@ -1022,107 +1026,6 @@ Reply DaemonCore::CalendarView(const CallContext& c, const std::map<std::string,
   return JsonReply(200, {{"flavor", state_->catalogue().model(q->flavor).name}, {"step_s", q->step.seconds()}, {"items", items}});
 }
 
-Reply DaemonCore::Usage(const CallContext& c, const std::map<std::string, std::string>& query) {
-  if (c.principal == nullptr) return Unauthenticated();
-  Result<UsageQuery> q = DecodeUsageQuery(*state_, *c.principal, query);
-  if (!q.ok()) return Err(q.error());
-  const Time to = q->to.value_or(c.now);
-  // Usage up to now: a window reaching past now shows no future (open intervals and
-  // reservations alike are cut at now).
-  const Time until = std::max(q->from, std::min(c.now, to));
-  ReportQuery rq{.from = q->from, .to = until, .by_flavor = q->by_flavor, .by_kind = q->by_kind, .tenant = q->tenant};
-  Result<std::vector<ReportRow>> rows =
-      Report(ledger_.Snapshot(until), ledger_.Reservations(), rq, BillingPrices());
-  if (!rows.ok()) {
-    return Err(FailedPrecondition(rows.error().message + "; a cluster admin sets prices with PUT /v1/prices"));
-  }
-  if (q->csv) return {200, RenderCsv(*rows, *state_), "text/csv; charset=utf-8"};
-  Json items = Json::array();
-  UnitMillis total_um = 0;
-  int64_t total_cost = 0;
-  for (const ReportRow& r : *rows) {
-    Json row = {{"tenant", state_->tenant(r.tenant).name},
-                {"gpu_hours", r.gpu_hours},
-                {"unit_ms", UnitMillisToString(r.unit_millis)},
-                {"billed_unit_ms", UnitMillisToString(r.billed_unit_millis)},
-                {"cost", MicrosToDecimal(r.cost_micros)}};
-    if (r.flavor) row["flavor"] = state_->catalogue().model(*r.flavor).name;
-    if (r.kind) row["kind"] = std::string(UsageKindName(*r.kind));
-    items.push_back(std::move(row));
-    total_um += r.unit_millis;  // 128 bits: rows are far below 2^127 together
-    if (__builtin_add_overflow(total_cost, r.cost_micros, &total_cost)) {
-      return Err(InvalidArgument("the total cost overflows; ask for a shorter window"));
-    }
-  }
-  return JsonReply(200, {{"from", Rfc3339(q->from)},
-                         {"to", Rfc3339(to)},
-                         {"items", items},
-                         {"total", {{"gpu_hours", static_cast<double>(total_um) / static_cast<double>(kUnitMillisPerGpuHour)},
-                                    {"unit_ms", UnitMillisToString(total_um)},
-                                    {"cost", MicrosToDecimal(total_cost)}}}});
-}
-
-void DaemonCore::ApplyPrices(PriceList list, std::optional<Time> from) {
-  if (!from) {
-    prices_ = {{Time(), std::move(list)}};
-    return;
-  }
-  // In order of `from`; a list with the same start replaces the one there, and changes
-  // scheduled later stay scheduled.
-  auto at = std::lower_bound(prices_.begin(), prices_.end(), *from,
-                             [](const PricedPeriod& p, Time t) { return p.from < t; });
-  if (at != prices_.end() && at->from == *from) {
-    at->prices = std::move(list);
-  } else {
-    prices_.insert(at, {*from, std::move(list)});
-  }
-}
-
-namespace {
-
-Json PeriodJson(const State& state, const PricedPeriod& p) {
-  Json j = Json::parse(PriceListToJson(state, p.prices));
-  j["effective_from"] = p.from == Time() ? Json(nullptr) : Json(Rfc3339(p.from));
-  return j;
-}
-
-}  // namespace
-
-Reply DaemonCore::GetPrices(const CallContext& c) {
-  if (c.principal == nullptr) return Unauthenticated();
-  // The list in force now, as reports price now (before the first list's start, the first
-  // list), and every list with when it takes effect (null: since the start).
-  Json now = prices_.empty() ? PeriodJson(*state_, {Time(), PriceList()}) : Json();
-  Json history = Json::array();
-  for (size_t i = 0; i < prices_.size(); ++i) {
-    Json p = PeriodJson(*state_, prices_[i]);
-    if (i == 0 || !(c.now < prices_[i].from)) now = p;
-    history.push_back(std::move(p));
-  }
-  now["history"] = std::move(history);
-  return JsonReply(200, now);
-}
-
-Reply DaemonCore::SetPrices(const CallContext& c, const std::string& body) {
-  if (c.principal == nullptr) return Unauthenticated();
-  if (!c.principal->admin()) return Forbidden("set prices");
-  std::optional<Time> from;
-  Result<PriceList> p = DecodePriceList(*state_, body, &from);
-  if (!p.ok()) return Err(p.error());
-  if (from && *from < c.now) {
-    return Err(InvalidArgument("'effective_from' is in the past (" + Rfc3339(*from) +
-                               "): a price change never re-prices usage already recorded"));
-  }
-  // Without effective_from the change takes effect now; usage before now keeps its prices.
-  const PricedPeriod period{from.value_or(c.now), std::move(p).value()};
-  Json record = PeriodJson(*state_, period);
-  const Record r{0, "prices", record.dump()};
-  if (Status s = ApplyRecord(r); !s.ok()) return Err(s.error());
-  if (Status s = Stage(r.kind, r.body); !s.ok()) return Err(s.error());
-  Audit(c, "prices.set", "prices from " + Rfc3339(period.from));
-  return JsonReply(200, record);
-}
-
 Reply DaemonCore::Summary(const CallContext& c) {
   if (c.principal == nullptr) return Unauthenticated();
   int pending = 0, running = 0;
@@ -1164,7 +1067,10 @@ void DaemonCore::Tick(Time now, bool simulate_executor) {
     CheckStartDeadlines(now);
   }
   if (!state_->pending().empty()) {
-    last_plan_ = Schedule(*state_, config_, now);
+    // On-demand nodes take only what their tenant's budget pays for (docs/design/burst.md).
+    const NodeDeadlines deadlines =
+        provider_ ? OnDemandDeadlines(*state_, burst_policies_, burst_offers_, fleet_, now) : NodeDeadlines{};
+    last_plan_ = Schedule(*state_, config_, now, deadlines);
     ++cycles_;
     for (const Event& e : PlanToEvents(last_plan_, now)) GP_CHECK(ApplyAndStage(e).ok());
     RecordReasons(*state_, last_plan_);

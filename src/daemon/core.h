@@ -107,9 +107,16 @@ class DaemonCore {
   // Burst to on-demand (DESIGN.md §6; docs/design/burst.md). Call after Open (and Bootstrap):
   // the policies name tenants of the state. Each Tick then polls the provider for ready nodes
   // (they join as nodes dedicated to their tenant), plans (PlanBurst), provisions and releases.
+  // `settings` are the configuration file's; offers and tenants changed through the API since
+  // (journaled) take their place. Errors: a policy of an unknown tenant.
   Status EnableBurst(const BurstSettings& settings, std::unique_ptr<Provider> provider);
   // GET /v1/burst: the on-demand nodes and each tenant's spend in its budget window (scoped).
   Reply BurstView(const CallContext& c);
+  // GET/PUT /v1/burst/settings (cluster admins): the offers and tenants' policies in force, in
+  // the shape of the configuration's burst: section; a PUT replaces both from now on without a
+  // restart (journaled "burst_settings" record, audited). The provider stays the file's.
+  Reply GetBurstSettings(const CallContext& c);
+  Reply SetBurstSettings(const CallContext& c, const std::string& body);
   const std::vector<BurstNode>& burst_fleet() const { return fleet_; }
   // How many on-demand nodes were ever requested (journaled): a restarted simulated provider
   // numbers its requests after these.
@@ -219,6 +226,14 @@ class DaemonCore {
   // The burst part of Tick; the journal records of the fleet ("burst_request", "burst_node").
   void BurstTick(Time now);
   Status ApplyBurstRecord(const std::string& kind, const nlohmann::json& j);
+  // A "burst_settings" record: offers and tenants from its time on (core_burst_settings.cc);
+  // UseBurstInForce puts them in force.
+  Status ApplyBurstSettingsRecord(const nlohmann::json& j);
+  // The file's provider with the last change's offers and tenants (or the file's): resolves the
+  // policies' tenants (deleted ones are skipped) and gives the provider the offers.
+  Status UseBurstInForce();
+  // What a PUT body asks for, checked against the state and the fleet (nothing changes).
+  Result<BurstSettings> CheckBurstSettings(const std::string& body) const;
   // The price list with each offered flavor's on-demand price filled in where the list has none.
   PriceHistory BillingPrices() const;
   // A "prices" record: a list in force from `from` on (one with the same start is replaced, later
@@ -234,6 +249,9 @@ class DaemonCore {
   PriceHistory prices_;  // the "prices" records, applied in order
   std::map<TenantId, BurstPolicy> burst_policies_;
   std::map<FlavorId, OnDemandOffer> burst_offers_;
+  BurstSettings burst_file_;  // EnableBurst's: the configuration file's burst: section
+  // Offers and tenants changed through the API, oldest first, from the journal.
+  std::vector<std::pair<Time, BurstSettings>> burst_changes_;
   std::unique_ptr<Provider> provider_;  // null: no burst
   std::vector<BurstNode> fleet_;        // every on-demand node requested, in request order
   uint64_t burst_requests_seen_ = 0;

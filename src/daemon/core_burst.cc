@@ -15,33 +15,6 @@ namespace gpupool {
 
 using namespace reply;
 
-Status DaemonCore::EnableBurst(const BurstSettings& settings, std::unique_ptr<Provider> provider) {
-  std::map<TenantId, BurstPolicy> policies;
-  for (const auto& [name, p] : settings.tenants) {
-    Result<TenantId> t = state_->FindTenant(name);
-    if (!t.ok()) return InvalidArgument("burst.tenants: unknown tenant '" + name + "'");
-    if (deleted_.count(*t)) {  // deleted through the API since the config was written
-      Log("warn", "burst policy of a deleted tenant ignored", {{"tenant", name}});
-      continue;
-    }
-    policies[*t] = p;
-  }
-  burst_policies_ = std::move(policies);
-  burst_offers_ = settings.offers;
-  provider_ = std::move(provider);
-  return Ok();
-}
-
-PriceHistory DaemonCore::BillingPrices() const {
-  PriceHistory h = prices_.empty() ? PriceHistory{{Time(), PriceList()}} : prices_;
-  for (PricedPeriod& period : h) {
-    for (const auto& [f, o] : burst_offers_) {
-      period.prices.on_demand_micros_per_gpu_hour.try_emplace(f, o.micros_per_gpu_hour);
-    }
-  }
-  return h;
-}
-
 Status DaemonCore::ApplyBurstRecord(const std::string& kind, const Json& j) {
   try {
     if (kind == "burst_request") {
@@ -128,6 +101,8 @@ void DaemonCore::BurstTick(Time now) {
     // The planner releases idle nodes, and busy ones only when the budget is spent: their jobs
     // go back to the queue (recorded like a node loss, so the cut-short run is not billed).
     const std::string name = state_->node(id).name;
+    const bool busy = std::any_of(state_->node(id).gpus.begin(), state_->node(id).gpus.end(),
+                                  [](const Gpu& g) { return !g.idle(); });
     const int requeued = RequeueJobsOn(id, now, RequeueCause::kBudget,
                                        "the on-demand budget is spent: node " + name + " was released");
     if (Status s = ApplyAndStage(NodeConditionChanged{id, NodeCondition::kRetired, now}); !s.ok()) {
@@ -138,7 +113,13 @@ void DaemonCore::BurstTick(Time now) {
       Log("error", "provider failed to release a node: retried every tick", {{"node", name}, {"error", s.error().message}});
       release_retry_.push_back(name);
     }
-    Log("info", "on-demand node released", {{"node", name}, {"requeued_jobs", std::to_string(requeued)}});
+    auto b = std::find_if(fleet_.begin(), fleet_.end(), [&](const BurstNode& n) { return n.node == id; });
+    Log("info", "on-demand node released",
+        {{"node", name},
+         {"tenant", b == fleet_.end() ? "" : state_->tenant(b->tenant).name},
+         {"why", busy ? "budget spent" : "idle"},
+         {"requeued_jobs", std::to_string(requeued)},
+         {"cost", b == fleet_.end() ? "" : MicrosToDecimal(NodeCostMicros(*b, now))}});
   }
   for (const ProvisionRequest& req : d.provision) {
     if (auto retry = burst_retry_at_.find(req.tenant); retry != burst_retry_at_.end() && now < retry->second) continue;
@@ -169,6 +150,10 @@ void DaemonCore::BurstTick(Time now) {
         break;
       }
       (void)Stage(r.kind, r.body);
+      Log("info", "on-demand node requested",
+          {{"request", *rid}, {"tenant", state_->tenant(req.tenant).name}, {"flavor", cat.model(req.flavor).name},
+           {"gpus", std::to_string(req.gpus_per_node)}, {"for_job", std::to_string(req.for_job.value())},
+           {"price_per_gpu_hour", MicrosToDecimal(burst_offers_.at(req.flavor).micros_per_gpu_hour)}});
     }
   }
   // A provider that creates nodes synchronously (the command provider) has them ready now:

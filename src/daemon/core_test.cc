@@ -639,6 +639,102 @@ TEST_F(CoreTest, APriceChangeNeverRepricesThePastAndSurvivesRestart) {
   EXPECT_EQ(r["history"].size(), 4u);
 }
 
+// Issue 14, item 8: without prices, and after a price change that leaves a flavor out, a usage
+// report still gives every quantity; the flavor without a price is "unpriced", named by its
+// name in a warning, never an error; pricing every flavor again takes effect from then on.
+TEST_F(CoreTest, UsageGivesQuantitiesWithoutPricesAndNamesAnUnpricedFlavor) {
+  auto usage = [&](int64_t from, int64_t to, const std::string& format = "") {
+    std::map<std::string, std::string> q = {{"from", Rfc3339(Time::FromMillis(from))},
+                                            {"to", Rfc3339(Time::FromMillis(to))}};
+    if (!format.empty()) q["format"] = format;
+    return core_->Usage(As(admin_, to), q);
+  };
+  auto rows_of = [](const Json& report, const std::string& flavor) {
+    std::vector<Json> out;
+    for (const Json& r : report["items"]) {
+      if (r["flavor"] == flavor) out.push_back(r);
+    }
+    return out;
+  };
+  ASSERT_EQ(core_->SubmitJob(As(members_["research"]), Job("research"), "").status, 201);
+  const std::string a100 = Json({{"tenant", "product"}, {"name", "f"}, {"priority_class", "training"},
+                                 {"replicas", 1},
+                                 {"resources", {{"flavor", "a100-80gb"}, {"gpu_fraction", 0.5}, {"memory_gb", 16}}},
+                                 {"duration_estimate_s", 3600}, {"command", {"run"}}})
+                               .dump();
+  ASSERT_EQ(core_->SubmitJob(As(members_["product"]), a100, "").status, 201);
+  core_->Tick(Time::FromMillis(2100), true);
+
+  // 1. No prices at all: the quantities, every cost "unpriced", and warnings by flavor name.
+  Reply r = usage(0, 300'000);
+  ASSERT_EQ(r.status, 200) << r.body;
+  Json j = Json::parse(r.body);
+  EXPECT_GT(j["total"]["gpu_hours"].get<double>(), 0);
+  EXPECT_EQ(j["total"]["cost"], "unpriced");
+  EXPECT_EQ(j["total"]["unpriced_flavors"], Json({"a100-80gb", "h100-80gb"}));
+  for (const Json& row : j["items"]) EXPECT_EQ(row["cost"], "unpriced") << row;
+  ASSERT_EQ(j["warnings"].size(), 2u);
+  EXPECT_EQ(j["warnings"][1], "no price for h100-80gb from " + Rfc3339(Time()) + " to " +
+                                  Rfc3339(Time::FromMillis(300'000)));
+  EXPECT_EQ(r.body.find("flavor 0"), std::string::npos);
+  EXPECT_EQ(r.body.find("flavor 1"), std::string::npos);
+
+  // 2. A price list that leaves out the a100 (the answer says so). The earlier period, priced by
+  // the first list, still reports: the h100 is priced, the a100 is unpriced and named.
+  const Reply put = core_->SetPrices(As(admin_, 300'000), R"({"flavors": {"h100-80gb": {"per_gpu_hour": "2.00"}}})");
+  ASSERT_EQ(put.status, 200) << put.body;
+  EXPECT_EQ(Json::parse(put.body)["warnings"],
+            Json({"no price for a100-80gb from " + Rfc3339(Time::FromMillis(300'000)) +
+                  ": its usage will be reported as unpriced"}));
+  r = usage(0, 300'000);
+  ASSERT_EQ(r.status, 200) << r.body;
+  j = Json::parse(r.body);
+  for (const Json& row : rows_of(j, "h100-80gb")) {
+    EXPECT_NE(row["cost"], "unpriced") << row;
+    EXPECT_EQ(row["unpriced_unit_ms"], "0");
+  }
+  ASSERT_FALSE(rows_of(j, "a100-80gb").empty());
+  for (const Json& row : rows_of(j, "a100-80gb")) {
+    EXPECT_EQ(row["cost"], "unpriced");
+    EXPECT_EQ(row["priced_cost"], "0.000000");
+    EXPECT_EQ(row["unpriced_unit_ms"], row["billed_unit_ms"]);
+  }
+  EXPECT_EQ(j["total"]["cost"], "unpriced");
+  EXPECT_EQ(j["total"]["unpriced_flavors"], Json({"a100-80gb"}));
+  EXPECT_EQ(j["warnings"], Json({"no price for a100-80gb from " + Rfc3339(Time()) + " to " +
+                                 Rfc3339(Time::FromMillis(300'000))}));
+  EXPECT_EQ(r.body.find("flavor 1"), std::string::npos);
+  Reply csv = usage(0, 300'000, "csv");
+  ASSERT_EQ(csv.status, 200) << csv.body;
+  EXPECT_NE(csv.body.find("product,a100-80gb,guaranteed,"), std::string::npos) << csv.body;
+  EXPECT_NE(csv.body.find(",unpriced,0.000000,"), std::string::npos) << csv.body;
+
+  // 3. Every flavor priced again: reports over any period work; the a100's time under the list
+  // without it stays unpriced (nothing re-prices the past), its time after is priced.
+  ASSERT_EQ(core_->SetPrices(As(admin_, 600'000), R"({"flavors": {"h100-80gb": {"per_gpu_hour": "2.00"},
+                                                                  "a100-80gb": {"per_gpu_hour": "1.00"}}})")
+                .status, 200);
+  core_->Tick(Time::FromMillis(900'000), true);
+  r = usage(0, 900'000);
+  ASSERT_EQ(r.status, 200) << r.body;
+  j = Json::parse(r.body);
+  EXPECT_EQ(j["warnings"], Json({"no price for a100-80gb from " + Rfc3339(Time()) + " to " +
+                                 Rfc3339(Time::FromMillis(600'000))}));
+  r = usage(600'000, 900'000);
+  ASSERT_EQ(r.status, 200) << r.body;
+  j = Json::parse(r.body);
+  EXPECT_TRUE(j["warnings"].empty()) << j["warnings"];
+  EXPECT_NE(j["total"]["cost"], "unpriced");
+  EXPECT_EQ(j["total"]["cost"], j["total"]["priced_cost"]);
+  EXPECT_GT(std::stod(j["total"]["cost"].get<std::string>()), 0);
+  // The same after a restart (the price records are journaled).
+  const std::string all = usage(0, 900'000).body;
+  ASSERT_TRUE(core_->Flush().ok());
+  core_.reset();
+  core_ = Open();
+  EXPECT_EQ(usage(0, 900'000).body, all);
+}
+
 // Burst to on-demand through the core, with the simulated provider: a job that waited past
 // max_wait gets an on-demand node, runs there billed at the on-demand price, the idle node goes
 // back after the idle timeout, and the fleet survives a restart. A budget too small refuses
@@ -673,10 +769,12 @@ burst:
   std::unique_ptr<DaemonCore> Open() {
     Result<std::unique_ptr<Journal>> j = OpenSqliteJournal((dir_ / "journal.db").string());
     EXPECT_TRUE(j.ok());
-    Result<std::unique_ptr<DaemonCore>> core = DaemonCore::Open(std::move(*j), SchedulerConfig());
+    auto flaky = std::make_unique<FlakyJournal>(std::move(*j), &fail_next_);
+    Result<std::unique_ptr<DaemonCore>> core = DaemonCore::Open(std::move(flaky), SchedulerConfig());
     EXPECT_TRUE(core.ok());
     return std::move(*core);
   }
+  int fail_next_ = 0;  // the journal's next appends that fail (disk full)
   void Enable() {
     auto sim = std::make_unique<SimulatedProvider>(core_->state().catalogue(), config_.burst.offers);
     sim->SkipSequence(core_->burst_requests_seen());
@@ -795,6 +893,105 @@ TEST_F(BurstTest, RequestIdsStayUniqueAcrossARestartWithARequestInFlight) {
   EXPECT_EQ(core_->burst_fleet()[1].request_id, "sim-000003");
 }
 
+// Issue 14, item 9: a node bought for one job does not take the tenant's other jobs unless the
+// budget pays for their run. j1 (4 GPUs, 30 min) bursts: 8 x 10.00 x (1 h minimum + 5 min
+// idle) = 86.67 of 100.00. j2 (4 GPUs, 10 h) arrives once the node runs j1; the node's free
+// half would take it, but the budget pays for the node only until j1's expected end (2010 s).
+// Before, j2 went there, and the release when spend reached 100.00 (at 4700 s) requeued it as
+// a node loss. Now it waits with the budget's reason, the node goes back idle, j2 runs in the
+// pool once that frees, and nothing is requeued. With a budget that pays for j2, it runs on the
+// node and the node stays until j2 is done.
+TEST_F(BurstTest, AnotherJobTakesTheOnDemandNodeOnlyIfTheBudgetPaysForIt) {
+  const Principal admin{"admin", Role::kClusterAdmin, TenantId(), ""};
+  auto node_of = [&](const std::string& id, int64_t s) {
+    const Json j = JobAt(id, s);
+    return j["placement"].empty() ? std::string() : j["placement"][0]["node"].get<std::string>();
+  };
+  for (const char* budget : {"100.00", "1000.00"}) {
+    SCOPED_TRACE(budget);
+    Start(budget);
+    Submit(0, 8, 3600);
+    TickAt(0);  // fills the pool node
+    const std::string j1 = Submit(10, 4, 1800);
+    TickAt(140);  // waited 130 s: a node is requested
+    TickAt(200);  // it joins and takes j1
+    ASSERT_EQ(node_of(j1, 200), "od-h100-80gb-0001");
+    TickAt(210);  // j1 starts: expected to end at 2010 s
+    const std::string j2 = Submit(220, 4, 36000);
+    TickAt(220);
+    EXPECT_EQ(JobAt(j2, 220)["state"], "pending") << "not past max_wait: nothing paid for it";
+    TickAt(400);  // past max_wait
+    TickAt(410);
+    const bool paid = std::string(budget) == "1000.00";
+    if (!paid) {
+      EXPECT_EQ(JobAt(j2, 410)["state"], "pending");
+      const std::string reason = JobAt(j2, 410)["reason"]["message"];
+      EXPECT_NE(reason.find("burst budget"), std::string::npos) << reason;
+      TickAt(2010);  // j1 done
+      TickAt(2320);  // idle for 310 s: released
+      ASSERT_TRUE(core_->burst_fleet()[0].released.has_value());
+      TickAt(3740);  // the pool node frees (the first job started at 140 s)
+      EXPECT_NE(node_of(j2, 3740), "");
+      EXPECT_NE(node_of(j2, 3740), "od-h100-80gb-0001");
+    } else {
+      // Paid at 400 s: 8 x 10.00 x (36400 - 2010) s = 764.22 more, within 1000.00 with j1's 86.67.
+      EXPECT_EQ(node_of(j2, 410), "od-h100-80gb-0001");
+      TickAt(4800);  // spend is past 100.00 long since; the node keeps j2
+      TickAt(36410);
+      EXPECT_EQ(JobAt(j2, 36420)["state"], "succeeded");
+      EXPECT_FALSE(core_->burst_fleet()[0].released.has_value());
+    }
+    // Nothing was cut short: no usage ended as infrastructure failure.
+    const Json usage = Json::parse(core_->Usage({&admin, "", At(40000)}, {{"from", Rfc3339(At(0))},
+                                                                          {"to", Rfc3339(At(40000))},
+                                                                          {"group_by", "kind"}}).body);
+    for (const Json& row : usage["items"]) EXPECT_NE(row["kind"], "infrastructure_failure") << usage.dump();
+    const Json burst = Json::parse(core_->BurstView({&member_, "", At(40000)}).body);
+    EXPECT_LE(std::stod(burst["policies"][0]["spent"].get<std::string>()), std::stod(budget));
+  }
+}
+
+// Issue 14, item 9: a budget stop is recorded as one. j1 (4 GPUs, 30 min estimate) bursts and
+// runs past its estimate (no executor finishes it). Spend reaches 100.00 at 4700 s (8 x 10.00
+// from 200 s); j1 is past what the budget paid for, so the node goes back and j1 is requeued
+// with the cause "budget". Its run on the node was the tenant's: billed on demand, not lost.
+TEST_F(BurstTest, ABudgetStopIsRecordedAsOneAndBilled) {
+  Start("100.00");
+  auto tick = [&](int64_t s) {
+    core_->Tick(At(s), false);
+    ASSERT_TRUE(core_->Flush().ok());
+  };
+  Submit(0, 8, 3600);
+  tick(0);
+  const std::string j1 = Submit(10, 4, 1800);
+  tick(140);
+  tick(200);
+  ASSERT_EQ(JobAt(j1, 200)["placement"][0]["node"], "od-h100-80gb-0001");
+  tick(4699);
+  EXPECT_FALSE(core_->burst_fleet()[0].released.has_value());
+  tick(4700);
+  ASSERT_TRUE(core_->burst_fleet()[0].released.has_value());
+  const Json job = JobAt(j1, 4700);
+  EXPECT_EQ(job["state"], "pending");
+  ASSERT_FALSE(job["events"].empty()) << job.dump();
+  const Json& last = job["events"].back();
+  EXPECT_EQ(last["type"], "requeued") << job.dump();
+  EXPECT_EQ(last["reason"], "budget") << job.dump();
+  const Principal admin{"admin", Role::kClusterAdmin, TenantId(), ""};
+  const Json usage = Json::parse(core_->Usage({&admin, "", At(5000)}, {{"from", Rfc3339(At(0))},
+                                                                       {"to", Rfc3339(At(5000))},
+                                                                       {"group_by", "kind"}}).body);
+  bool on_demand = false;
+  for (const Json& row : usage["items"]) {
+    EXPECT_NE(row["kind"], "infrastructure_failure") << usage.dump();
+    if (row["kind"] == "on_demand") {
+      on_demand = true;
+      EXPECT_EQ(row["cost"], "50.000000") << usage.dump();  // 4 GPUs x 10.00 x (4700 - 200) s
+    }
+  }
+  EXPECT_TRUE(on_demand) << usage.dump();
+}
+
 TEST_F(BurstTest, ABudgetTooSmallRefusesWithTheReason) {
   Start("10.00");
   Submit(0, 8, 3600);
@@ -804,6 +1001,89 @@ TEST_F(BurstTest, ABudgetTooSmallRefusesWithTheReason) {
   EXPECT_TRUE(core_->burst_fleet().empty());
   const std::string reason = JobAt(j2, 140)["reason"]["message"];
   EXPECT_NE(reason.find("burst budget"), std::string::npos) << reason;
+}
+
+// Issue 14, item 11: the burst settings change through the API, take effect at the next tick,
+// are audited, survive a restart (the journal's win over the file's), and a bad change is
+// refused and changes nothing. Every provision and release writes a log line.
+TEST_F(BurstTest, SettingsChangeThroughTheApiWithoutARestart) {
+  Start("10.00");
+  const Principal admin{"admin", Role::kClusterAdmin, TenantId(), ""};
+  auto settings = [&](int64_t s) { return Json::parse(core_->GetBurstSettings({&admin, "", At(s)}).body); };
+  auto put = [&](int64_t s, const std::string& budget, const std::string& offers =
+                     R"({"h100-80gb": {"gpus_per_node": 8, "per_gpu_hour": "10.00", "provisioning_delay_s": 60, "max_nodes": 2}})") {
+    const std::string body = R"({"offers": )" + offers + R"(, "tenants": {"a": {"flavors": ["h100-80gb"], "max_gpus": 8, "budget": ")" +
+                             budget + R"(", "max_wait_s": 120, "idle_timeout_s": 300}}})";
+    return core_->SetBurstSettings({&admin, "", At(s)}, body);
+  };
+  Json before = settings(0);
+  EXPECT_EQ(before["tenants"]["a"]["budget"], "10.000000");
+  EXPECT_EQ(before["provider"], "simulated");
+  EXPECT_TRUE(before["changed_at"].is_null());
+  EXPECT_EQ(core_->GetBurstSettings({&member_, "", At(0)}).status, 403);
+  EXPECT_EQ(core_->SetBurstSettings({&member_, "", At(0)}, "{}").status, 403);
+
+  Submit(0, 8, 3600);
+  TickAt(0);
+  const std::string j2 = Submit(10, 8, 1800);
+  TickAt(140);
+  EXPECT_TRUE(core_->burst_fleet().empty()) << "10.00 pays for no node";
+  const Reply r = put(150, "200.00");
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(Json::parse(r.body)["tenants"]["a"]["budget"], "200.000000");
+  EXPECT_EQ(Json::parse(r.body)["changed_at"], Rfc3339(At(150)));
+  EXPECT_NE(core_->ListAudit({&admin, "", At(150)}).body.find("burst.settings.set"), std::string::npos);
+  ::testing::internal::CaptureStderr();
+  TickAt(160);  // the next tick uses the new budget
+  ASSERT_EQ(core_->burst_fleet().size(), 1u);
+  TickAt(220);  // the node joins and takes j2
+  // Refused, and nothing changes: a tenant that does not exist, a provider from the API, an
+  // offer taken away from under a live node.
+  const Json now = settings(230);
+  EXPECT_EQ(core_->SetBurstSettings({&admin, "", At(230)}, R"({"tenants": {"zz": {"flavors": ["h100-80gb"], "budget": "1"}}})").status, 400);
+  EXPECT_EQ(core_->SetBurstSettings({&admin, "", At(230)}, R"({"provider": "command", "create_command": "x", "delete_command": "y"})").status, 400);
+  EXPECT_EQ(core_->SetBurstSettings({&admin, "", At(230)}, R"({"offers": {}})").status, 409);
+  EXPECT_EQ(core_->SetBurstSettings({&admin, "", At(230)}, "[1]").status, 400);
+  EXPECT_EQ(settings(230), now);
+  // A change whose journal write fails (disk full) is undone: the settings are the journal's.
+  ASSERT_EQ(put(230, "5.00").status, 200);
+  fail_next_ = 1;
+  EXPECT_FALSE(core_->Flush().ok());
+  EXPECT_EQ(settings(230), now);
+  EXPECT_EQ(Json::parse(core_->BurstView({&member_, "", At(230)}).body)["policies"][0]["budget"], "200.000000");
+  TickAt(240);
+  TickAt(2040);  // j2 done (started at 240 s, 1800 s)
+  TickAt(2350);  // idle 310 s: released
+  const std::string log = ::testing::internal::GetCapturedStderr();
+  for (const char* line : {R"("msg":"on-demand node requested")", R"("msg":"on-demand node joined")",
+                           R"("msg":"on-demand node released")", R"("why":"idle")", R"("tenant":"a")"}) {
+    EXPECT_NE(log.find(line), std::string::npos) << line << " in\n" << log;
+  }
+  EXPECT_EQ(JobAt(j2, 2350)["state"], "succeeded");
+
+  // A restart with the file's settings (budget 10.00): the change made through the API is in force.
+  const Json changed = settings(2400);
+  ASSERT_TRUE(core_->Flush().ok());
+  core_.reset();
+  core_ = Open();
+  Enable();
+  EXPECT_EQ(settings(2400), changed);
+  EXPECT_EQ(Json::parse(core_->BurstView({&member_, "", At(2400)}).body)["policies"][0]["budget"], "200.000000");
+}
+
+// A provider that fails writes a log line saying so (the operator's create script here).
+TEST_F(BurstTest, AFailedProvisioningIsLogged) {
+  Start("200.00");
+  CommandProviderConfig cc{.create_command = "echo quota exceeded >&2; exit 3", .delete_command = "true"};
+  ASSERT_TRUE(core_->EnableBurst(config_.burst, std::make_unique<CommandProvider>(core_->state().catalogue(), cc)).ok());
+  Submit(0, 8, 3600);
+  TickAt(0);
+  Submit(10, 8, 1800);
+  ::testing::internal::CaptureStderr();
+  TickAt(140);
+  const std::string log = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(log.find(R"("msg":"on-demand provisioning failed; retrying in 30 s")"), std::string::npos) << log;
+  EXPECT_NE(log.find("quota exceeded"), std::string::npos) << log;
 }
 
 TEST_F(AgentProtocolTest, StartRunExitLogsAndScoping) {

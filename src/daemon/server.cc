@@ -281,6 +281,8 @@ void Routes(httplib::Server& srv, Loop& loop, Metrics& metrics) {
   });
   r.Add("GET", "/v1/jobs/" + id + "/logs", "/v1/jobs/{id}/logs", [](DaemonCore& c, C ctx, R req) { return c.JobLogs(ctx, req.matches[1]); });
   r.Add("GET", "/v1/burst", "/v1/burst", [](DaemonCore& c, C ctx, R) { return c.BurstView(ctx); });
+  r.Add("GET", "/v1/burst/settings", "/v1/burst/settings", [](DaemonCore& c, C ctx, R) { return c.GetBurstSettings(ctx); });
+  r.Add("PUT", "/v1/burst/settings", "/v1/burst/settings", [](DaemonCore& c, C ctx, R req) { return c.SetBurstSettings(ctx, req.body); });
   r.Add("GET", "/v1/prices", "/v1/prices", [](DaemonCore& c, C ctx, R) { return c.GetPrices(ctx); });
   r.Add("PUT", "/v1/prices", "/v1/prices", [](DaemonCore& c, C ctx, R req) { return c.SetPrices(ctx, req.body); });
   srv.set_error_handler([](R req, httplib::Response& res) {
@@ -415,7 +417,7 @@ Status Serve(const ServeOptions& o) {
   if (!o.demo && !o.simulate_executor) core.SetAgentExecutor(config.start_deadline);
   BurstSettings burst = config.burst;
   if (o.demo && !burst.enabled()) burst = DemoBurst(core.state());
-  if (burst.enabled()) {
+  if (burst.enabled() || burst.present) {  // a burst: section runs its provider, with tenants or not
     std::unique_ptr<Provider> provider;
     if (burst.provider == "command") {
       CommandProviderConfig cc = burst.command;

@@ -48,11 +48,12 @@ struct FailKeyHash {
 
 class Cycle {
  public:
-  Cycle(const State& state, const SchedulerConfig& cfg, const PlacementPolicy& policy, Time now)
+  Cycle(const State& state, const SchedulerConfig& cfg, const PlacementPolicy& policy, Time now,
+        const NodeDeadlines& deadlines)
       : state_(state),
         cfg_(cfg),
         now_(now),
-        session_(state, policy, now),
+        session_(state, policy, now, deadlines),
         placer_(session_, cfg.mig_reconfigure, cfg.key_search),
         backfill_(session_, placer_) {}
 
@@ -246,11 +247,15 @@ PendingReason Cycle::CapacityReason(const Job& job, const Placer::Outcome& o, Ti
             std::string(TopologyLevelName(job.spec.topology.level)) +
             (job.spec.topology.required ? "" : ")");
   }
-  // Would it fit if nothing were held? Then a hold is what blocks it.
+  // Would it fit if nothing were held? Then a hold is what blocks it. Backfill holds only
+  // shared pools; a dedicated node held for its deadline is not a backfill reason.
   if (!session_.held_nodes().empty() && end > now_) {
+    std::vector<uint32_t> shared;
+    for (uint32_t p : session_.EligiblePools(job)) {
+      if (!session_.pool(p).dedicated.valid()) shared.push_back(p);
+    }
     const size_t mark = session_.Mark();
-    Placer::Outcome free = placer_.PlaceGang(
-        job, session_.EligiblePools(job), now_);
+    Placer::Outcome free = placer_.PlaceGang(job, shared, now_);
     session_.RollbackTo(mark);
     if (free.ok) {
       return {ReasonCode::kHeldForBackfill,
@@ -441,14 +446,15 @@ Plan Cycle::Run() {
 
 }  // namespace
 
-Plan Schedule(const State& state, const SchedulerConfig& config, Time now) {
+Plan Schedule(const State& state, const SchedulerConfig& config, Time now,
+              const NodeDeadlines& deadlines) {
   GP_CHECK(Validate(config).ok()) << "unvalidated scheduler config";
   WorkloadMix mix;
   if (config.placement == "fgd") mix = WorkloadMixOf(state, config.max_workload_types);
   Result<std::unique_ptr<PlacementPolicy>> policy =
       MakePlacementPolicy(config.placement, std::move(mix), config.mig_reconfigure);
   GP_CHECK(policy.ok());
-  Cycle cycle(state, config, **policy, now);
+  Cycle cycle(state, config, **policy, now, deadlines);
   return cycle.Run();
 }
 

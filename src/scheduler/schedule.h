@@ -12,13 +12,22 @@
 //  5. Every job left waiting gets a reason.
 #pragma once
 
+#include <map>
+
 #include "model/state.h"
 #include "scheduler/config.h"
 #include "scheduler/plan.h"
 
 namespace gpupool {
 
+// Nodes that take only jobs expected to end by a time (now + estimate <= deadline; a job without
+// an estimate never fits): on-demand nodes, paid for by their tenant's budget until then
+// (policy/burst/burst.h, OnDemandDeadlines; docs/design/burst.md). Jobs already on such a node
+// are not affected. The node is held whole until its deadline, as a backfill hold holds GPUs.
+using NodeDeadlines = std::map<NodeId, Time>;
+
 // REQUIRES: Validate(config).ok().
-Plan Schedule(const State& state, const SchedulerConfig& config, Time now);
+Plan Schedule(const State& state, const SchedulerConfig& config, Time now,
+              const NodeDeadlines& deadlines = {});
 
 }  // namespace gpupool

@@ -75,6 +75,36 @@ TEST_F(ScheduleTest, WithOnlyThePreemptorAsVictimTheJobWaits) {
   EXPECT_EQ(plan.pending[0].job, j);
 }
 
+// Issue 14, item 9: a node with a deadline (an on-demand node paid for until then) takes only
+// jobs expected to end by it; a job without an estimate never fits one.
+TEST_F(ScheduleTest, ANodeWithADeadlineTakesOnlyJobsThatEndByIt) {
+  ASSERT_TRUE(Apply(s_, NodeConditionChanged{NodeId(0), NodeCondition::kCordoned, Time()}).ok());
+  const NodeId od = *AddNode(s_, "od", NodeTemplate{.flavor = "h100-80gb", .dedicated_to = "t"});
+  auto submit = [&](Duration est) {
+    return *Submit(s_, {.tenant = "t", .shape = *WholeGpus(s_, "h100-80gb", 8), .estimated = est}, Time());
+  };
+  const JobId endless = submit(Duration::Infinite());
+  const JobId two_hours = submit(Duration::Hours(2));
+  const JobId half_hour = submit(Duration::Minutes(30));
+  const Time now = Time::FromSeconds(10);
+  auto placed = [&](const NodeDeadlines& d) {
+    const Plan plan = Schedule(s_, SchedulerConfig{}, now, d);
+    EXPECT_LE(plan.placements.size(), 1u) << Describe(s_, plan);
+    return plan.placements.empty() ? JobId() : plan.placements[0].job;
+  };
+  // Without a deadline the oldest job takes the node; with one, the first that ends by it.
+  EXPECT_EQ(placed({}), endless);
+  EXPECT_EQ(placed({{od, now + Duration::Hours(1)}}), half_hour);
+  EXPECT_EQ(placed({{od, now + Duration::Hours(2)}}), two_hours);
+  EXPECT_EQ(placed({{od, now + Duration::Hours(10'000)}}), two_hours);
+  EXPECT_EQ(placed({{od, now}}), JobId());
+  // What waits for the deadline is not told a backfill hold blocks it.
+  const Plan plan = Schedule(s_, SchedulerConfig{}, now, {{od, now}});
+  for (const PendingNote& n : plan.pending) {
+    EXPECT_NE(plan.reasons[n.reason].code, ReasonCode::kHeldForBackfill) << plan.reasons[n.reason].message;
+  }
+}
+
 TEST_F(ScheduleTest, SessionRollbackRestoresClassesAndQuota) {
   Run("t", "training", {0, 1}, 0);
   SchedulerConfig cfg;

@@ -14,7 +14,8 @@ size_t Session::ClassKeyHash::operator()(const ClassKey& k) const {
   return static_cast<size_t>(h);
 }
 
-Session::Session(const State& state, const PlacementPolicy& policy, Time now)
+Session::Session(const State& state, const PlacementPolicy& policy, Time now,
+                 const std::map<NodeId, Time>& deadlines)
     : state_(state), policy_(policy), now_(now), quota_(state, now), running_(quota_) {
   const size_t n = state.nodes().size();
   slots_.resize(n);
@@ -58,6 +59,14 @@ Session::Session(const State& state, const PlacementPolicy& policy, Time now)
     s.cls = s.pool == kNone ? kNone : Intern(s.pool, s.keys, s.n);
     Link(i, s);
   }
+  // A node with a deadline is held whole until then: only jobs that end by it fit there.
+  for (const auto& [node, until] : deadlines) {
+    const uint32_t i = node.value();
+    if (i < slots_.size() && slots_[i].pool != kNone) {
+      Hold(i, static_cast<uint16_t>((1u << slots_[i].n) - 1), until);
+    }
+  }
+  undo_.clear();
 }
 
 uint32_t Session::PoolOf(const Node& n) {

@@ -79,7 +79,9 @@ class Session {
     uint32_t memory_mib = 0;
   };
 
-  Session(const State& state, const PlacementPolicy& policy, Time now);
+  // `deadlines`: nodes held whole until then (schedule.h, NodeDeadlines).
+  Session(const State& state, const PlacementPolicy& policy, Time now,
+          const std::map<NodeId, Time>& deadlines = {});
 
   const State& state() const { return state_; }
   const GpuModel& model(FlavorId f) const { return state_.catalogue().model(f); }

@@ -5,9 +5,9 @@
 #include <queue>
 #include <set>
 
-#include "burst/sim_provider.h"
 #include "model/builder.h"
 #include "scheduler/schedule.h"
+#include "sim/burst_sim.h"
 
 namespace gpupool {
 namespace {
@@ -35,7 +35,7 @@ struct Track {
   // run (pool_gpus = gpus otherwise); whether it ever ran on demand; requeues by a release.
   int pool_gpus = 0, od_gpus = 0;
   bool ran_on_demand = false;
-  int requeued = 0;
+  int requeued = 0, requeued_charged = 0;
   int64_t od_used_ms = 0;  // GPU-milliseconds run on on-demand nodes
 };
 
@@ -69,221 +69,6 @@ Status BuildCluster(State& s, const std::vector<TraceTenant>& tenants, const Rep
   if (!opt.partitioned) GP_RETURN_IF_ERROR(add_nodes(capacity, ""));
   return Ok();
 }
-
-bool IdleNode(const Node& n) {
-  return std::all_of(n.gpus.begin(), n.gpus.end(), [](const Gpu& g) { return g.idle(); });
-}
-
-// The burst side of one pooled run: what the daemon's BurstTick does (daemon/core_burst.cc),
-// over a SimulatedProvider in virtual time, and the instants at which it must run again so that
-// nodes join and leave on time (ready, idle timeout, budget spent) and waiting jobs burst as
-// soon as they pass their max_wait.
-class BurstSim {
- public:
-  BurstSim(const Catalogue& catalogue, const ReplayBurst& cfg,
-           std::map<TenantId, BurstPolicy> policies)
-      : offers_(cfg.offers), policies_(std::move(policies)), provider_(catalogue, cfg.offers) {}
-
-  // TrackBurstUse: before the instant's completions, a node whose last job ends now was busy
-  // until now (the daemon's Tick does the same).
-  void Track(const State& s, Time now) { TrackBurstUse(s, fleet_, now); }
-
-  // A job that may burst once it waited past its tenant's max_wait: wake up then.
-  void Watch(const Job& j, Time now) {
-    const auto p = policies_.find(j.spec.tenant);
-    if (p == policies_.end()) return;
-    const auto& f = p->second.flavors;
-    if (std::find(f.begin(), f.end(), j.spec.shape.flavor) == f.end()) return;
-    const Time due = j.submitted + p->second.max_wait + Duration::Millis(1);  // waited > max_wait
-    if (due > now) expiries_.push({due, j.id});
-  }
-
-  // Nodes the provider has ready join the state as on-demand nodes dedicated to their tenant
-  // (MakeBurstNode, as built). Called before the instant's cycle, so that they are in it.
-  int Join(State& s, Time now) {
-    int joined = 0;
-    for (const ProvisionedNode& p : provider_.Poll(now)) {
-      auto it = std::find_if(fleet_.begin(), fleet_.end(),
-                             [&](const BurstNode& b) { return b.request_id == p.request_id; });
-      GP_CHECK(it != fleet_.end() && !it->ready && !it->released)
-          << "unexpected on-demand node " << p.name;
-      OnDemandOffer as_built = offers_.at(p.flavor);
-      as_built.gpus_per_node = p.gpus;
-      as_built.cpu_milli = p.cpu_milli;
-      as_built.memory_mib = p.memory_mib;
-      Result<NodeId> id = s.AddNode(MakeBurstNode(s.catalogue(), as_built, it->tenant, p.name));
-      GP_CHECK(id.ok()) << "on-demand node " << p.name << " cannot join: " << id.error().message;
-      it->node = *id;
-      it->ready = it->last_busy = std::max(p.ready, it->requested);
-      ++version_[it->tenant];
-      ++joined;
-    }
-    return joined;
-  }
-
-  // After the cycle: PlanBurst and its decision, releases first (their jobs go back to the queue
-  // with JobLost; `on_lost` sees each such job before), then provisions. Returns the number of
-  // jobs requeued.
-  int Step(State& s, Time now, const std::function<void(JobId)>& on_lost) {
-    TrackBurstUse(s, fleet_, now);
-    Archive(now);
-    const BurstDecision d = PlanBurst(s, policies_, offers_, fleet_, now);
-    int requeued = 0;
-    for (NodeId id : d.release) {
-      std::vector<JobId> on_node;
-      for (JobId jid : s.active()) {
-        for (const ReplicaPlacement& rp : s.FindJob(jid)->placement) {
-          if (rp.node == id) {
-            on_node.push_back(jid);
-            break;
-          }
-        }
-      }
-      for (JobId jid : on_node) {
-        on_lost(jid);
-        GP_CHECK(Apply(s, JobLost{jid, now}).ok());
-        ++requeued;
-      }
-      GP_CHECK(Apply(s, NodeConditionChanged{id, NodeCondition::kRetired, now}).ok());
-      GP_CHECK(provider_.Release(s.node(id).name, now).ok());
-      for (BurstNode& b : fleet_) {
-        if (b.node == id && !b.released) {
-          b.released = now;
-          ++version_[b.tenant];
-        }
-      }
-    }
-    provisioned_ = 0;
-    for (const ProvisionRequest& req : d.provision) {
-      for (int i = 0; i < req.nodes; ++i) {
-        Result<std::string> rid = provider_.Provision(req, i, now);
-        if (!rid.ok()) {
-          ++provision_failures_;
-          break;
-        }
-        BurstNode b;
-        b.request_id = *rid;
-        b.tenant = req.tenant;
-        b.flavor = req.flavor;
-        b.gpus = req.gpus_per_node;
-        b.micros_per_gpu_hour = offers_.at(req.flavor).micros_per_gpu_hour;
-        b.for_job = req.for_job;
-        b.requested = b.last_busy = now;
-        fleet_.push_back(std::move(b));
-        ++version_[req.tenant];
-        ++provisioned_;
-      }
-    }
-    refused_.clear();
-    for (const auto& [jid, why] : d.reasons) refused_.insert(s.FindJob(jid)->spec.tenant);
-    return requeued;
-  }
-
-  int provisioned() const { return provisioned_; }
-
-  // The next instant the burst step must run (Time::Never() if none): a node becomes ready (may
-  // be `now` itself, for a provisioning delay of 0), an idle node reaches its idle timeout, a
-  // tenant's spend reaches its budget, a waiting job passes its max_wait.
-  Time NextWake(const State& s, Time now) {
-    Time t = Time::Never();
-    for (const BurstNode& b : fleet_) {
-      if (b.released) continue;
-      if (!b.ready) {
-        t = std::min(t, b.requested + offers_.at(b.flavor).provisioning_delay);
-      } else if (IdleNode(s.node(b.node))) {
-        const auto p = policies_.find(b.tenant);
-        const Time due = std::max(b.last_busy, *b.ready) +
-                         (p == policies_.end() ? Duration() : p->second.idle_timeout);
-        if (due > now) t = std::min(t, due);
-      }
-    }
-    while (!expiries_.empty() && (expiries_.top().first <= now ||
-                                  s.FindJob(expiries_.top().second)->state != JobState::kPending)) {
-      expiries_.pop();
-    }
-    if (!expiries_.empty()) t = std::min(t, expiries_.top().first);
-    for (const auto& [tenant, p] : policies_) t = std::min(t, BudgetSpentAt(tenant, p, now));
-    return t;
-  }
-
-  // The next budget window of a tenant whose jobs were refused on the last step: its budget is
-  // back then. Weak: the loop does not wait for it once nothing else can happen (see RunOne).
-  Time NextRollover(Time now) const {
-    Time t = Time::Never();
-    for (TenantId tenant : refused_) {
-      const BurstPolicy& p = policies_.at(tenant);
-      t = std::min(t, BudgetWindowStart(now, p.period) + p.period);
-    }
-    return t;
-  }
-
-  // Every node, released or not, in request order.
-  std::vector<BurstNode> Fleet() const {
-    std::vector<BurstNode> all = archive_;
-    all.insert(all.end(), fleet_.begin(), fleet_.end());
-    std::sort(all.begin(), all.end(),
-              [](const BurstNode& a, const BurstNode& b) { return a.request_id < b.request_id; });
-    return all;
-  }
-  int provision_failures() const { return provision_failures_; }
-
- private:
-  // Released nodes whose release is at or before their tenant's budget window no longer count
-  // (SpentMicros clips them to nothing) and the planner skips released nodes: they leave the
-  // working fleet, which keeps each step's cost bounded. Order among the rest is kept (the
-  // planner's decision does not depend on it anyway).
-  void Archive(Time now) {
-    auto keep = std::stable_partition(fleet_.begin(), fleet_.end(), [&](const BurstNode& b) {
-      return !b.released || *b.released > BudgetWindowStart(now, policies_.at(b.tenant).period);
-    });
-    archive_.insert(archive_.end(), keep, fleet_.end());
-    fleet_.erase(keep, fleet_.end());
-  }
-
-  // The first instant after `now`, in the current window, at which the tenant's spend reaches its
-  // budget (Never if it does not). The planner then releases its priced nodes at once. Spend only
-  // grows while the tenant's fleet is unchanged, so the answer is cached until it changes.
-  Time BudgetSpentAt(TenantId tenant, const BurstPolicy& p, Time now) {
-    const Time w = BudgetWindowStart(now, p.period), end = w + p.period;
-    Crossing& c = crossing_[tenant];
-    if (c.version == version_[tenant] && c.window == w && c.computed)
-      return c.at > now ? c.at : Time::Never();
-    c = Crossing{version_[tenant], w, true, Time::Never()};
-    bool priced = false;
-    for (const BurstNode& b : fleet_)
-      priced = priced || (b.tenant == tenant && b.live() && b.micros_per_gpu_hour > 0);
-    if (!priced) return Time::Never();
-    const auto spent = [&](Time t) { return SpentMicros(fleet_, tenant, w, t); };
-    Time lo = now,
-         hi = Time::FromMillis(end.millis() - 1);  // spent(lo) < budget <= spent(hi), or none
-    if (spent(lo) >= p.budget_micros || hi <= lo || spent(hi) < p.budget_micros)
-      return Time::Never();
-    while (hi - lo > Duration::Millis(1)) {
-      const Time mid = Time::FromMillis(lo.millis() + (hi - lo).millis() / 2);
-      (spent(mid) >= p.budget_micros ? hi : lo) = mid;
-    }
-    c.at = hi;
-    return hi;
-  }
-
-  struct Crossing {
-    uint64_t version = 0;
-    Time window;
-    bool computed = false;
-    Time at = Time::Never();
-  };
-  using Expiry = std::pair<Time, JobId>;
-
-  std::map<FlavorId, OnDemandOffer> offers_;
-  std::map<TenantId, BurstPolicy> policies_;
-  SimulatedProvider provider_;
-  std::vector<BurstNode> fleet_, archive_;
-  std::priority_queue<Expiry, std::vector<Expiry>, std::greater<Expiry>> expiries_;
-  std::set<TenantId> refused_;
-  std::map<TenantId, uint64_t> version_;  // bumps when the tenant's fleet changes
-  std::map<TenantId, Crossing> crossing_;
-  int provisioned_ = 0, provision_failures_ = 0;
-};
 
 }  // namespace
 
@@ -393,7 +178,7 @@ Result<Raw> RunOne(const std::vector<TraceJob>& jobs, const std::vector<TraceTen
   };
   // One scheduling cycle at `now`; its plan becomes events and the admitted jobs start.
   auto cycle = [&](Time now) {
-    const Plan plan = Schedule(s, opt.scheduler, now);
+    const Plan plan = Schedule(s, opt.scheduler, now, burst ? burst->Deadlines(s, now) : NodeDeadlines{});
     ++raw.cycles;
     for (const PreemptDecision& p : plan.preemptions) {
       Track& tr = track.at(p.victim);
@@ -489,14 +274,18 @@ Result<Raw> RunOne(const std::vector<TraceJob>& jobs, const std::vector<TraceTen
       auto lost = [&](JobId id) {
         ensure_advanced();
         Track& tr = track.at(id);
+        // Cut short before the end its node's budget was charged for: what deadlines prevent.
+        const Time end = s.FindJob(id)->ExpectedEnd();
+        tr.requeued_charged += now < end && !end.is_never();
         stop(id, now);
         ++tr.requeued;
         lost_now.push_back(id);
       };
       lost_now.clear();
-      if (burst->Step(s, now, lost) > 0) {
+      if (burst->Step(s, now, lost) > 0 || burst->extended()) {
+        ensure_advanced();
         for (JobId id : lost_now) burst->Watch(*s.FindJob(id), now);
-        cycle(now);  // the requeued jobs may fit the pool at once
+        cycle(now);  // the requeued jobs may fit the pool at once, waiting ones a paid node
       }
       if (burst->provisioned() > 0 || job_instant) rollover_ok = true;
       if (rollover_only && burst->provisioned() == 0) rollover_ok = false;
@@ -527,6 +316,8 @@ Result<Raw> RunOne(const std::vector<TraceJob>& jobs, const std::vector<TraceTen
       raw.burst.billed_gpu_ms += t.billed_gpu_ms;
     }
     raw.burst.provision_failures = burst->provision_failures();
+    raw.burst.over_budget_micros =
+        burst->MostOverBudget(Time::FromMillis(static_cast<int64_t>(std::llround(last_t * 1000))));
   }
   // A job that never started counts its wait up to the end of the run.
   for (const auto& [id, tr] : track) {
@@ -550,9 +341,11 @@ Result<Raw> RunOne(const std::vector<TraceJob>& jobs, const std::vector<TraceTen
       BurstTenantReport& b = raw.burst.tenants[tr.tenant];
       b.jobs_on_demand += tr.ran_on_demand;
       b.requeued += tr.requeued;
+      b.requeued_charged += tr.requeued_charged;
       b.used_gpu_ms += tr.od_used_ms;
       raw.burst.jobs_on_demand += tr.ran_on_demand;
       raw.burst.requeued += tr.requeued;
+      raw.burst.requeued_charged += tr.requeued_charged;
       raw.burst.used_gpu_ms += tr.od_used_ms;
     }
   }

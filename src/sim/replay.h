@@ -70,12 +70,17 @@ struct BurstTenantReport {
   int64_t used_gpu_ms = 0;    // GPU time its jobs ran on on-demand nodes
   int jobs_on_demand = 0;     // jobs that ran at least once on an on-demand node
   int requeued = 0;           // jobs requeued because their on-demand node was released
+  // Of those, requeued before the end their node's budget was charged for (the job's expected
+  // end): on-demand nodes take only jobs that end by their deadline, so 0 unless a budget is
+  // lowered under what it already pays for.
+  int requeued_charged = 0;
 };
 
 struct BurstReport {
   bool enabled = false;
-  int nodes = 0, requeued = 0, jobs_on_demand = 0, provision_failures = 0;
+  int nodes = 0, requeued = 0, requeued_charged = 0, jobs_on_demand = 0, provision_failures = 0;
   int64_t node_ms = 0, billed_gpu_ms = 0, used_gpu_ms = 0, cost_micros = 0;
+  int64_t over_budget_micros = 0;  // the most one tenant spent over its budget in one window
   std::map<std::string, BurstTenantReport> tenants;  // every tenant with a policy
 };
 

@@ -26,8 +26,13 @@ nodes:
   - {name: n, count: 4, flavor: h100-80gb, gpus: 8}
 prices:
   flavors: {h100-80gb: {per_gpu_hour: "4.00", on_demand_per_gpu_hour: "9.00"}}
+burst:
+  offers: {h100-80gb: {gpus_per_node: 8, per_gpu_hour: "9.00", provisioning_delay_s: 60, max_nodes: 2}}
 )";
 constexpr const char* kPrices = R"({"flavors": {"h100-80gb": {"per_gpu_hour": "4.00", "on_demand_per_gpu_hour": 9}}})";
+// The burst section of kConfig, as PUT /v1/burst/settings takes it (no tenant bursts).
+constexpr const char* kBurst =
+    R"({"offers": {"h100-80gb": {"gpus_per_node": 8, "per_gpu_hour": "9.00", "provisioning_delay_s": 60, "max_nodes": 2}}})";
 
 std::string JobBody(const std::string& tenant, const std::string& name, int gpus = 8) {
   return Json({{"tenant", tenant}, {"name", name}, {"priority_class", "training"}, {"replicas", 1},
@@ -307,13 +312,16 @@ TEST_F(DaemonHttp, IsolationMatrix) {
     check("get /v1/burst", who, "-", Expect(who, "alpha", 200, 200, 200, 200), "GET", "/v1/burst");
     check("get /v1/prices", who, "-", Expect(who, "alpha", 200, 200, 200, 200), "GET", "/v1/prices");
     check("put /v1/prices", who, "-", Expect(who, "alpha", 200, 403, 403, 403), "PUT", "/v1/prices", kPrices);
+    check("get /v1/burst/settings", who, "-", Expect(who, "alpha", 200, 403, 403, 403), "GET", "/v1/burst/settings");
+    check("put /v1/burst/settings", who, "-", Expect(who, "alpha", 200, 403, 403, 403), "PUT", "/v1/burst/settings",
+          kBurst);
   }
   for (const char* route : {"get /healthz", "get /metrics", "get /v1/openapi.json"}) covered.insert(route);
   for (const RouteDoc& r : ApiRoutes()) {
     EXPECT_TRUE(covered.count(std::string(r.method) + " " + r.path)) << "the matrix misses " << r.method << " " << r.path;
   }
-  EXPECT_EQ(checked, 7 * (2 * 20 + 18) + 3)
-      << "7 callers x (2 targets x 20 tenant-scoped + 18 cluster-wide requests), the node agent for another node "
+  EXPECT_EQ(checked, 7 * (2 * 20 + 20) + 3)
+      << "7 callers x (2 targets x 20 tenant-scoped + 20 cluster-wide requests), the node agent for another node "
          "(register, heartbeat), and a node agent for a node that does not exist (register)";
 }
 
@@ -377,7 +385,7 @@ TEST_F(DaemonHttp, UsageIsScopedToTheCallersTenant) {
   ASSERT_TRUE(csv);
   EXPECT_EQ(csv->status, 200);
   EXPECT_NE(csv->get_header_value("Content-Type").find("text/csv"), std::string::npos);
-  EXPECT_EQ(csv->body.rfind("tenant,flavor,kind,gpu_hours,unit_ms,billed_unit_ms,cost\n", 0), 0u) << csv->body;
+  EXPECT_EQ(csv->body.rfind("tenant,flavor,kind,gpu_hours,unit_ms,billed_unit_ms,cost,priced_cost,unpriced_unit_ms\n", 0), 0u) << csv->body;
   EXPECT_NE(csv->body.find("\nalpha,h100-80gb,"), std::string::npos) << csv->body;
   EXPECT_EQ(csv->body.find("beta"), std::string::npos) << csv->body;
   for (const std::string bad : {"/v1/usage", "/v1/usage?from=yesterday", "/v1/usage?from=2020-01-01T00:00:00Z&group_by=team",
@@ -458,7 +466,15 @@ TEST_F(DaemonHttp, BadInputIsA4xxAndChangesNothing) {
       {"limit 0", "GET", "/v1/jobs?limit=0", "", 400},
       {"limit above the maximum", "GET", "/v1/audit?limit=1001", "", 400},
       {"forged cursor", "GET", "/v1/jobs?limit=5&cursor=am9iczox%21", "", 400},
+      {"unknown burst key", "PUT", "/v1/burst/settings", R"({"offer": {}})", 400},
+      {"burst budget not a price", "PUT", "/v1/burst/settings",
+       R"({"offers": {"h100-80gb": {}}, "tenants": {"alpha": {"flavors": ["h100-80gb"], "budget": "lots"}}})", 400},
+      {"burst policy of an unknown tenant", "PUT", "/v1/burst/settings",
+       R"({"offers": {"h100-80gb": {}}, "tenants": {"gamma": {"flavors": ["h100-80gb"], "budget": "10"}}})", 400},
+      {"burst provider from the API", "PUT", "/v1/burst/settings",
+       R"({"provider": "command", "create_command": "/bin/true", "delete_command": "/bin/true"})", 400},
   };
+  const Json burst = Call(c, "GET", "/v1/burst/settings", admin).body;
   for (const Bad& b : table) {
     httplib::Headers h;
     if (b.what == "idempotency key too long") h.emplace("Idempotency-Key", std::string(200, 'k'));
@@ -478,6 +494,7 @@ TEST_F(DaemonHttp, BadInputIsA4xxAndChangesNothing) {
   EXPECT_NE(raw.find("400"), std::string::npos) << raw;
   EXPECT_NE(raw.find("the request has no body (no Content-Length): a token needs 'name' and 'role'"), std::string::npos) << raw;
   EXPECT_EQ(count(), before) << "a rejected request must change nothing (jobs, audit)";
+  EXPECT_EQ(Call(c, "GET", "/v1/burst/settings", admin).body, burst);
   EXPECT_EQ(Call(c, "GET", "/healthz", "").status, 200) << "still alive";
 }
 

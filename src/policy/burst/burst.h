@@ -98,9 +98,15 @@ struct ProvisionRequest {
 
 struct BurstDecision {
   std::vector<ProvisionRequest> provision;  // in job order (priority, submitted, id)
-  std::vector<NodeId> release;              // ascending; the caller preempts their jobs
+  // Ascending; the caller requeues their jobs (a budget stop: each is past the end it was
+  // charged for, or has no estimate).
+  std::vector<NodeId> release;
   // One line for each job past its max_wait that could not burst, in job order.
   std::vector<std::pair<JobId, std::string>> reasons;
+  // Each live on-demand node with a price: the time until which its tenant's budget pays for it
+  // (now for a node that takes no new job). Schedule places a job there only if it is expected
+  // to end by then (its `deadlines`), so every job on an on-demand node fits the budget.
+  std::map<NodeId, Time> deadlines;
 };
 
 // --- cost ------------------------------------------------------------------------------------
@@ -129,6 +135,12 @@ void TrackBurstUse(const State& s, std::vector<BurstNode>& fleet, Time now);
 BurstDecision PlanBurst(const State& s, const std::map<TenantId, BurstPolicy>& policies,
                         const std::map<FlavorId, OnDemandOffer>& offers,
                         const std::vector<BurstNode>& fleet, Time now);
+// PlanBurst(...).deadlines without the reasons: what Schedule needs, computed just before the
+// cycle (after nodes that are ready joined). Same REQUIRES.
+std::map<NodeId, Time> OnDemandDeadlines(const State& s,
+                                         const std::map<TenantId, BurstPolicy>& policies,
+                                         const std::map<FlavorId, OnDemandOffer>& offers,
+                                         const std::vector<BurstNode>& fleet, Time now);
 
 // The Node for a ready on-demand node: offer.gpus_per_node whole GPUs of the offer's flavor,
 // dedicated to the tenant, labels = offer.labels + kOnDemandLabel, the offer's host resources.

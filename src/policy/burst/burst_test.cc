@@ -299,7 +299,8 @@ TEST_F(BurstTest, ProviderCapacityIsSharedByAllTenants) {
 }
 
 TEST_F(BurstTest, BudgetRefusalSaysWhatIsSpentAndNeeded) {
-  // Spent: a node of 8 GPUs at 1.00 for 1 h 33 m 45 s = 12.50. The job: 8 GPUs x 2 h = 16.00.
+  // Spent: a node of 8 GPUs at 1.00 for 1 h 33 m 45 s = 12.50. The job: 8 GPUs x 2 h, and the
+  // node's 10 min idle tail after it: 17.33.
   policies_[a_].budget_micros = 20 * kOne;
   BurstNode old = Coming(a_, "r0", At(Min(1)));
   old.ready = At(Min(5));
@@ -308,14 +309,15 @@ TEST_F(BurstTest, BudgetRefusalSaysWhatIsSpentAndNeeded) {
   const JobId j = Submit(a_, 1, 8, At(Min(100)), Duration::Hours(2));
   const BurstDecision d = Plan(At(Min(120)));
   EXPECT_TRUE(d.provision.empty());
-  EXPECT_TRUE(Says(d, j, "burst budget: 12.50 of 20.00 spent or committed, this job needs 16.00"))
+  EXPECT_TRUE(Says(d, j, "burst budget: 12.50 of 20.00 spent or committed, this job needs 17.33"))
       << (d.reasons.empty() ? "" : d.reasons[0].second);
 }
 
 TEST_F(BurstTest, BudgetCountsWhatLiveAndComingNodesWillCost) {
-  // Budget 16.00. A coming node for a 30-min job commits 8 GPUs x 1 h (the minimum) = 8.00;
-  // a live node runs a job expected to end in 30 min: 8 x 0.5 h = 4.00, already spent 8 x 10 min
-  // = 1.33. A new 8-GPU job for 1 h needs 8.00: 1.33 + 8 + 4 + 8 > 16.
+  // Budget 16.00; every node also costs its 10 min idle tail. A coming node for a 30-min job
+  // commits 8 GPUs x (1 h, the minimum, + 10 min) = 9.33; a live node runs a job expected to end
+  // in 30 min: 8 x 40 min = 5.33, already spent 8 x 10 min = 1.33. A new 8-GPU job for 1 h needs
+  // 9.33: 1.33 + 9.33 + 5.33 + 9.33 > 16.
   policies_[a_].budget_micros = 16 * kOne;
   policies_[a_].max_gpus = 64;
   const JobId first = Submit(a_, 1, 8, kDay10, Min(30));
@@ -328,9 +330,9 @@ TEST_F(BurstTest, BudgetCountsWhatLiveAndComingNodesWillCost) {
   const BurstDecision d = Plan(At(Min(20)));
   EXPECT_TRUE(d.provision.empty());
   ASSERT_EQ(d.reasons.size(), 1u);
-  EXPECT_EQ(d.reasons[0].second, "burst budget: 13.33 of 16.00 spent or committed, this job "
-                                 "needs 8.00");
-  policies_[a_].budget_micros = 22 * kOne;  // 1.33 + 8 + 4 + 8 = 21.33 fits
+  EXPECT_EQ(d.reasons[0].second, "burst budget: 16.00 of 16.00 spent or committed, this job "
+                                 "needs 9.33");
+  policies_[a_].budget_micros = 26 * kOne;  // 1.33 + 9.33 + 5.33 + 9.33 = 25.33 fits
   EXPECT_EQ(Plan(At(Min(20))).provision.size(), 1u);
 }
 
@@ -378,20 +380,78 @@ TEST_F(BurstTest, TrackBurstUseMarksBusyNodes) {
   EXPECT_EQ(Plan(At(Min(10))).release, std::vector<NodeId>{fleet_[1].node});
 }
 
-TEST_F(BurstTest, SpentBudgetReleasesLiveNodesAtOnce) {
-  // a: budget 4.00; od-0 has run 8 GPUs for 30 min = 4.00: released, busy or not. b's node
-  // stays, and so does a's free node (it spends nothing).
-  policies_[a_].budget_micros = 4 * kOne;
+TEST_F(BurstTest, SpentBudgetReleasesWhatItDoesNotPayFor) {
+  // a: budget 12.00. od-0 runs a job expected to end at 601 min, od-3 one that was expected to
+  // end at 21 min and still runs, od-4 one without an estimate; each has run 8 GPUs for 30 min
+  // (4.00), so the budget is spent at 30 min. od-3 and od-4 go (their jobs are past what the
+  // budget paid for, or it never could); od-0's release waits for its job, up to its expected
+  // end. b's node stays, and so does a's free node (it spends nothing).
+  policies_[a_].budget_micros = 12 * kOne;
   policies_[b_] = policies_[a_];
   policies_[b_].budget_micros = 100 * kOne;
-  fleet_ = {Live(a_, "od-0", At(Min(0))), Live(b_, "od-1", At(Min(0))),
-            Live(a_, "od-2", At(Min(0)))};
+  fleet_ = {Live(a_, "od-0", At(Min(0))), Live(b_, "od-1", At(Min(0))), Live(a_, "od-2", At(Min(0))),
+            Live(a_, "od-3", At(Min(0))), Live(a_, "od-4", At(Min(0)))};
   fleet_[2].micros_per_gpu_hour = 0;
   Place(Submit(a_, 1, 8, kDay10, Min(600)), fleet_[0].node, 8, At(Min(1)));
   Place(Submit(b_, 1, 8, kDay10, Min(600)), fleet_[1].node, 8, At(Min(1)));
   Place(Submit(a_, 1, 8, kDay10, Min(600)), fleet_[2].node, 8, At(Min(1)));
+  Place(Submit(a_, 1, 8, kDay10, Min(20)), fleet_[3].node, 8, At(Min(1)));
+  Place(Submit(a_, 1, 8, kDay10, Duration::Infinite()), fleet_[4].node, 8, At(Min(1)));
   EXPECT_TRUE(Plan(At(Min(29))).release.empty());
-  EXPECT_EQ(Plan(At(Min(30))).release, std::vector<NodeId>{fleet_[0].node});
+  const BurstDecision d = Plan(At(Min(30)));
+  EXPECT_EQ(d.release, (std::vector<NodeId>{fleet_[3].node, fleet_[4].node}));
+  EXPECT_EQ(d.deadlines.at(fleet_[0].node), At(Min(601)));  // no new job past what is paid
+  EXPECT_EQ(d.deadlines.at(fleet_[3].node), At(Min(30)));   // none at all
+  EXPECT_EQ(d.deadlines.count(fleet_[2].node), 0u);         // free: no deadline
+  EXPECT_EQ(Plan(At(Min(601))).release,
+            (std::vector<NodeId>{fleet_[0].node, fleet_[3].node, fleet_[4].node}));
+}
+
+// Issue 14, item 9: every job on an on-demand node is paid for. A node is paid until its jobs'
+// latest expected end (an idle one: not beyond now); a waiting job the rooms cover is charged
+// what running there longer costs, and the node's deadline moves to its expected end; one the
+// budget cannot pay for is refused, and the deadline stays.
+TEST_F(BurstTest, DeadlinesSayWhatTheBudgetPaysFor) {
+  policies_[a_].budget_micros = 30 * kOne;
+  fleet_ = {Live(a_, "od-0", At(Min(0))), Live(a_, "od-1", At(Min(0)))};
+  fleet_[1].last_busy = At(Min(15));                                          // a job left at 15
+  Place(Submit(a_, 1, 4, kDay10, Min(180)), fleet_[0].node, 4, At(Min(0)));  // until 180 min
+  // At 20 min: spent 2 x 8 x 20 min = 5.33; od-0 commits 8 x (160 + 10) min = 22.67, od-1 the
+  // last 5 min of its idle tail, 0.67: 28.67 of 30.00 before any new job.
+  BurstDecision d = Plan(At(Min(20)));
+  EXPECT_EQ(d.deadlines.at(fleet_[0].node), At(Min(180)));
+  EXPECT_EQ(d.deadlines.at(fleet_[1].node), At(Min(20)));
+  EXPECT_EQ(OnDemandDeadlines(s_, policies_, offers_, fleet_, At(Min(20))), d.deadlines);
+  // A 4-GPU job of 1 h fits od-0's free half inside what is paid: no extra cost, no new node.
+  const JobId fits = Submit(a_, 1, 4, At(Min(5)), Min(60));
+  d = Plan(At(Min(20)));
+  EXPECT_TRUE(d.provision.empty());
+  EXPECT_TRUE(d.reasons.empty());
+  EXPECT_EQ(d.deadlines.at(fleet_[0].node), At(Min(180)));
+  EXPECT_EQ(d.deadlines.at(fleet_[1].node), At(Min(20)));
+  // An 8-GPU job of 1 h keeps od-1 from 15 min (idle since) to 80 min, and then its tail: 8 x
+  // 65 min = 8.67 more, over the budget: refused, and od-1 stays closed. With a budget of 40.00
+  // it is paid for: od-1 takes jobs that end by 80 min.
+  const JobId more = Submit(a_, 1, 8, At(Min(6)), Min(60));
+  d = Plan(At(Min(20)));
+  EXPECT_TRUE(Says(d, more, "burst budget: 28.67 of 30.00 spent or committed, this job needs 8.67"))
+      << (d.reasons.empty() ? "" : d.reasons[0].second);
+  EXPECT_EQ(d.deadlines.at(fleet_[1].node), At(Min(20)));
+  policies_[a_].budget_micros = 40 * kOne;
+  d = Plan(At(Min(20)));
+  EXPECT_TRUE(d.reasons.empty());
+  EXPECT_TRUE(d.provision.empty());
+  EXPECT_EQ(d.deadlines.at(fleet_[1].node), At(Min(80)));
+  (void)fits;
+}
+
+TEST_F(BurstTest, AJobWithoutAnEstimateDoesNotBurst) {
+  const JobId j = Submit(a_, 1, 8, kDay10, Duration::Infinite());
+  BurstDecision d = Plan(At(Min(11)));
+  EXPECT_TRUE(d.provision.empty());
+  EXPECT_TRUE(Says(d, j, "no duration estimate"));
+  offers_[h100_].micros_per_gpu_hour = 0;  // free capacity needs no budget
+  EXPECT_EQ(Plan(At(Min(11))).provision.size(), 1u);
 }
 
 TEST_F(BurstTest, WithoutAPolicyIdleNodesGoAtOnce) {
