@@ -472,6 +472,15 @@ function viewJobs(main) {
     replace(detail,
       h('h2', { tabindex: '-1', 'data-key': 'detail-title' }, `Job ${j.id} `, h('span', { class: 'muted' }, j.name)),
       h('dl', { class: 'facts' }, rows.map(([k, v]) => [h('dt', {}, k), h('dd', {}, v)])),
+      h('h3', {}, 'Events'),
+      (j.events || []).length
+        ? h('table', { class: 'events' },
+          h('caption', {}, `What happened to job ${j.id}, oldest first`),
+          h('thead', {}, h('tr', {}, h('th', { scope: 'col' }, 'When'), h('th', { scope: 'col' }, 'Event'),
+            h('th', { scope: 'col' }, 'What'))),
+          h('tbody', {}, j.events.map((e) => h('tr', {},
+            h('td', {}, when(Date.parse(e.at))), h('td', { class: 'event-type' }, e.type), h('td', {}, e.message)))))
+        : h('p', { class: 'empty' }, 'No events.'),
       h('h3', {}, 'Logs'),
       logs.items.length
         ? logs.items.map((l) => h('div', { class: 'log' },
@@ -1000,7 +1009,7 @@ function who(o) {
 }
 
 function gpuCell(n, d) {
-  const base = `${n.name} GPU ${d.index}${d.healthy ? '' : ' (unhealthy)'}`;
+  const base = `${n.name} GPU ${d.index}${d.healthy ? '' : ` (unhealthy${d.health_reason ? `: ${d.health_reason}` : ''})`}`;
   if (d.mode === 'whole') {
     const label = `${base}: ${who(d.occupant)}`;
     return h('div', { class: `gpu${d.healthy ? '' : ' sick'}`, role: 'img', 'aria-label': label, title: label },
@@ -1038,6 +1047,7 @@ function nodeRow(n) {
         n.condition === 'ready' ? [act('cordon', 'Cordon'), act('drain', 'Drain', 'danger')]
           : n.condition === 'cordoned' ? [act('uncordon', 'Uncordon'), act('drain', 'Drain', 'danger')]
             : act('uncordon', 'Return to service'))),
+    n.condition_reason ? h('p', { class: 'reason', 'data-key': `why-${n.name}` }, `Why ${n.condition}: ${n.condition_reason}`) : null,
     h('div', { class: 'gpus' }, n.devices.map((d) => gpuCell(n, d))));
 }
 

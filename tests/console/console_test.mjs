@@ -138,6 +138,9 @@ try {
   await page.locator('#job-detail .badge', { hasText: 'succeeded' }).waitFor({ timeout: 30000 });
   await page.locator('#job-detail pre.stdout', { hasText: 'hello-from-console on GPU-fake-' }).waitFor();
   check(true, `job ${jobId} succeeded and its stdout (with its GPUs' UUIDs) is shown`);
+  const events = await page.locator('#job-detail table.events td.event-type').allInnerTexts();
+  check(['submitted', 'admitted', 'started', 'succeeded'].every((t) => events.includes(t)),
+    `job ${jobId}'s events are listed: ${events.join(', ')}`);
   await shot('04-job-logs');
   // Keyboard focus survives the live redraws: in the log, across two polls.
   await page.locator('#job-detail pre.stdout').focus();
