@@ -39,9 +39,15 @@ err_has "cannot reach the gpupool server at https://127.0.0.1:$port: TLS server 
 SSL_CERT_FILE="$tmp/loopback.pem" gp get jobs --url "https://127.0.0.1:$port"
 expect_rc 1 "a trusted certificate: through TLS, to a page that is not the API"
 err_has "the server's reply is not JSON"
-SSL_CERT_FILE="$tmp/loopback.pem" gp get jobs --url "https://localhost:$port"
-expect_rc 1 "the name in the certificate"
-err_has "the server's reply is not JSON"
+# By the name in the certificate, where the machine resolves localhost (a bare chroot has no
+# /etc/hosts).
+if python3 -c "import socket; socket.gethostbyname('localhost')" 2> /dev/null; then
+  SSL_CERT_FILE="$tmp/loopback.pem" gp get jobs --url "https://localhost:$port"
+  expect_rc 1 "the name in the certificate"
+  err_has "the server's reply is not JSON"
+else
+  echo "localhost does not resolve here: the check by name is skipped"
+fi
 stop_tls
 
 serve_tls elsewhere
