@@ -11,11 +11,12 @@
 //   GPU 1  "NVIDIA A100-SXM4-80GB", 0x20B210DE, bus 00000000:2A:00.0, MIG off; 2 volatile
 //          uncorrectable ECC errors; a row remap pending; 91 C; NVLink 0 -> GPU 0; one XID 48.
 // $GPUPOOL_FAKE_NVML_SCENARIO=init-fails makes nvmlInit_v2 return DRIVER_NOT_LOADED.
-// MIG writes on GPU 0 (GPU 1 answers NOT_SUPPORTED): GIs are created with a placement (size
-// checked against the profile, start aligned, no overlap: INSUFFICIENT_RESOURCES), get new ids
-// (3, 4, ...; never reused) and no CI; one CI per GI, of a CI profile no larger than the GI,
-// which makes a MIG device "MIG-fake-nvml-0-<GI id>" at the lowest free MIG device index; a GI
-// with a CI cannot be destroyed (IN_USE).
+// MIG writes on GPU 0 (GPU 1 answers NOT_SUPPORTED): GIs are created with a placement (profile,
+// size and start checked against the H100's own placement table, kGiProfiles below, else
+// INVALID_ARGUMENT, nvml.h's code for bad arguments; no overlap, else INSUFFICIENT_RESOURCES),
+// get new ids (3, 4, ...; never reused) and no CI; one CI per GI, of a CI profile no larger than
+// the GI, which makes a MIG device "MIG-fake-nvml-0-<GI id>" at the lowest free MIG device index;
+// a GI with a CI cannot be destroyed (IN_USE).
 // Test hooks (extern "C", found with dlsym): gpupoolFakeNvmlPushXid, gpupoolFakeNvmlSetEcc,
 // gpupoolFakeNvmlSetLost, gpupoolFakeNvmlDeprecateTemperature (nvmlDeviceGetTemperature then
 // answers DEPRECATED, as NVML 13 may), gpupoolFakeNvmlInitCount, gpupoolFakeNvmlMigWrites (how
@@ -326,18 +327,46 @@ FakeGi* Gi(nvmlGpuInstance_t h) {
   return nullptr;
 }
 
-// GI profile ID -> memory slices and compute slices on a 7-slice board (reference §1.1); false
-// for an unknown ID.
-bool GiShape(unsigned int profile_id, unsigned int* memory, unsigned int* compute) {
-  switch (profile_id) {
-    case 19: case 20: *memory = 1; *compute = 1; return true;
-    case 15: *memory = 2; *compute = 1; return true;
-    case 14: *memory = 2; *compute = 2; return true;
-    case 9: *memory = 4; *compute = 3; return true;
-    case 5: *memory = 4; *compute = 4; return true;
-    case 0: *memory = 8; *compute = 7; return true;
-    default: return false;
+// The GI profiles of GPU 0, an H100 80GB HBM3, with the placements the board itself lists
+// (reference §1.2.4 and the `nvidia-smi mig -lgipp` output of §1.2.1; start and size in memory
+// slices). Written out here, not taken from the catalogue: nvml_probe_test applies every start
+// the catalogue allows, and tries every one it forbids, against this table.
+struct FakeGiProfile {
+  unsigned int id, memory, compute;
+  unsigned int start_count, starts[7];
+};
+constexpr FakeGiProfile kGiProfiles[] = {
+    {19, 1, 1, 7, {0, 1, 2, 3, 4, 5, 6}},  // 1g.10gb
+    {20, 1, 1, 7, {0, 1, 2, 3, 4, 5, 6}},  // 1g.10gb+me
+    {15, 2, 1, 4, {0, 2, 4, 6}},           // 1g.20gb
+    {14, 2, 2, 3, {0, 2, 4}},              // 2g.20gb
+    {9, 4, 3, 2, {0, 4}},                  // 3g.40gb
+    {5, 4, 4, 1, {0}},                     // 4g.40gb
+    {0, 8, 7, 1, {0}},                     // 7g.80gb
+};
+
+const FakeGiProfile* GiProfile(unsigned int profile_id) {
+  for (const FakeGiProfile& p : kGiProfiles) {
+    if (p.id == profile_id) return &p;
   }
+  return nullptr;
+}
+
+// Whether the board can place a GI of this profile there.
+bool ValidPlacement(unsigned int profile_id, const nvmlGpuInstancePlacement_t* placement) {
+  const FakeGiProfile* p = GiProfile(profile_id);
+  if (p == nullptr || placement == nullptr || placement->size != p->memory) return false;
+  const unsigned int* end = p->starts + p->start_count;
+  return std::find(p->starts, end, placement->start) != end;
+}
+
+// GI profile ID -> memory slices and compute slices; false for an unknown ID.
+bool GiShape(unsigned int profile_id, unsigned int* memory, unsigned int* compute) {
+  const FakeGiProfile* p = GiProfile(profile_id);
+  if (p == nullptr) return false;
+  *memory = p->memory;
+  *compute = p->compute;
+  return true;
 }
 
 // CI profile enum (= CI profile ID) -> compute slices; 0 for those this board lacks.
@@ -372,12 +401,8 @@ FAKE_EXPORT nvmlReturn_t nvmlDeviceCreateGpuInstanceWithPlacement(
     g_fail_next_create = NVML_SUCCESS;
     return rc;
   }
-  unsigned int memory = 0, compute = 0;
-  if (!GiShape(profile_id, &memory, &compute) || placement == nullptr ||
-      placement->size != memory || placement->start % memory != 0 ||
-      placement->start + memory > 8 || (memory == 1 && placement->start > 6)) {
-    return NVML_ERROR_INVALID_ARGUMENT;
-  }
+  if (!ValidPlacement(profile_id, placement)) return NVML_ERROR_INVALID_ARGUMENT;
+  const unsigned int memory = placement->size;
   int free_slot = -1;
   for (int k = 0; k < kSlots; ++k) {
     const FakeGi& gi = g_gi[k];

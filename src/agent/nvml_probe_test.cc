@@ -333,6 +333,50 @@ TEST(NvmlProbeMig, ErrorsAreClearAndPartialStateShows) {
   EXPECT_EQ(Instances((*p.Discover())[0]), "7g.80gb@0=MIG-fake-nvml-0-3");
 }
 
+// The catalogue's start slices against the fake's own copy of the board's placement table
+// (fake_nvml.cc, kGiProfiles): every start the catalogue allows an H100-80GB profile must be
+// created, every other start that fits must be refused, so a mistake in either table fails here.
+TEST(NvmlProbeMig, TheCataloguesStartsAreTheBoardsPlacements) {
+  NvmlProbe p = AllowedProbe(kFake);
+  ASSERT_TRUE(p.Discover().ok());
+  // The catalogue's model with every start that fits allowed, so that the probe's own layout
+  // check lets the forbidden ones through to the fake.
+  GpuModel any_start = H100();
+  for (MigProfile& prof : any_start.profiles) {
+    prof.start_mask = static_cast<uint8_t>((1u << (9 - prof.memory_slices)) - 1);
+  }
+  int created = 0, refused = 0;
+  for (size_t i = 0; i < H100().profiles.size(); ++i) {
+    const MigProfile& prof = H100().profiles[i];
+    for (int start = 0; start + prof.memory_slices <= 8; ++start) {
+      MigLayout one;
+      one.Add({static_cast<uint8_t>(i), static_cast<uint8_t>(start)});
+      const std::string at = prof.name + "@" + std::to_string(start);
+      const Status s = p.ApplyMigLayout(0, any_start, one);
+      if (prof.ValidStart(start)) {
+        ++created;
+        EXPECT_TRUE(s.ok()) << at << ": the catalogue allows it, the board does not: "
+                            << s.error().message;
+        EXPECT_EQ(Instances((*p.Discover())[0]).rfind(at + "=MIG-fake-nvml-0-", 0), 0u) << at;
+      } else {
+        ++refused;
+        EXPECT_FALSE(s.ok()) << at << ": the board allows it, the catalogue does not";
+        if (s.ok()) continue;
+        EXPECT_NE(s.error().message.find("Invalid Argument (2) (" + prof.name + " at slice " +
+                                         std::to_string(start) + ")"),
+                  std::string::npos)
+            << s.error().message;
+        EXPECT_EQ(Instances((*p.Discover())[0]), "") << at;
+      }
+    }
+  }
+  // Starts on the board: 1g and 1g+me 7 each, 1g.20gb 4, 2g 3, 3g 2, 4g and 7g 1 each: 25. The
+  // other 16 that fit: 1g and 1g+me @7, 1g.20gb and 2g at odd starts (and 2g@6), 3g @1..3, 4g
+  // @1..4.
+  EXPECT_EQ(created, 25);
+  EXPECT_EQ(refused, 16);
+}
+
 TEST(NvmlProbeMig, ALibraryWithoutTheMigCallsCannotChangeMig) {
   NvmlProbe p = AllowedProbe(kFakeMinimal);
   const Status s = p.ApplyMigLayout(0, H100(), *ParseLayout(H100(), "7g.80gb@0"));
