@@ -21,7 +21,8 @@
 // gpupoolFakeNvmlSetLost, gpupoolFakeNvmlDeprecateTemperature (nvmlDeviceGetTemperature then
 // answers DEPRECATED, as NVML 13 may), gpupoolFakeNvmlInitCount, gpupoolFakeNvmlMigWrites (how
 // many create/destroy calls succeeded), gpupoolFakeNvmlFailNextCreate (the next GI create
-// answers the given error).
+// answers the given error), gpupoolFakeNvmlFailNextCiCreate (the next CI create does),
+// gpupoolFakeNvmlFailNextGiDestroy (the next GI destroy does).
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -76,6 +77,8 @@ int g_mig_index[kSlots];  // MIG device index -> GI slot, -1: no device there
 unsigned int g_next_gi_id = 3;
 int g_mig_writes = 0;
 [[maybe_unused]] nvmlReturn_t g_fail_next_create = NVML_SUCCESS;
+[[maybe_unused]] nvmlReturn_t g_fail_next_ci_create = NVML_SUCCESS;
+[[maybe_unused]] nvmlReturn_t g_fail_next_gi_destroy = NVML_SUCCESS;
 std::deque<FakeEvent> g_events;
 bool g_init = false;
 int g_init_count = 0;
@@ -130,6 +133,8 @@ void Reset() {
   g_next_gi_id = 3;
   g_mig_writes = 0;
   g_fail_next_create = NVML_SUCCESS;
+  g_fail_next_ci_create = NVML_SUCCESS;
+  g_fail_next_gi_destroy = NVML_SUCCESS;
   g_temperature_deprecated = false;
   g_events = {{0, 0x4, 0, 0xFFFFFFFFu},
               {0, nvmlEventTypeXidCriticalError, 31, 1},
@@ -426,6 +431,11 @@ FAKE_EXPORT nvmlReturn_t nvmlGpuInstanceDestroy(nvmlGpuInstance_t h) {
   if (!g_init) return NVML_ERROR_UNINITIALIZED;
   FakeGi* gi = Gi(h);
   if (gi == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  if (g_fail_next_gi_destroy != NVML_SUCCESS) {
+    const nvmlReturn_t rc = g_fail_next_gi_destroy;
+    g_fail_next_gi_destroy = NVML_SUCCESS;
+    return rc;
+  }
   if (gi->ci_profile >= 0) return NVML_ERROR_IN_USE;
   gi->alive = false;
   ++g_mig_writes;
@@ -458,6 +468,11 @@ FAKE_EXPORT nvmlReturn_t nvmlGpuInstanceCreateComputeInstance(nvmlGpuInstance_t 
   if (!g_init) return NVML_ERROR_UNINITIALIZED;
   FakeGi* gi = Gi(h);
   if (gi == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  if (g_fail_next_ci_create != NVML_SUCCESS) {
+    const nvmlReturn_t rc = g_fail_next_ci_create;
+    g_fail_next_ci_create = NVML_SUCCESS;
+    return rc;
+  }
   unsigned int memory = 0, compute = 0;
   GiShape(gi->profile_id, &memory, &compute);
   const unsigned int slices = CiSlices(profile);
@@ -649,6 +664,8 @@ FAKE_EXPORT void gpupoolFakeNvmlSetLost(int gpu) { g_dev[gpu].lost = true; }
 FAKE_EXPORT void gpupoolFakeNvmlDeprecateTemperature() { g_temperature_deprecated = true; }
 FAKE_EXPORT int gpupoolFakeNvmlMigWrites() { return g_mig_writes; }
 FAKE_EXPORT void gpupoolFakeNvmlFailNextCreate(int rc) { g_fail_next_create = rc; }
+FAKE_EXPORT void gpupoolFakeNvmlFailNextCiCreate(int rc) { g_fail_next_ci_create = rc; }
+FAKE_EXPORT void gpupoolFakeNvmlFailNextGiDestroy(int rc) { g_fail_next_gi_destroy = rc; }
 
 #endif  // FAKE_NVML_MINIMAL
 

@@ -106,6 +106,26 @@ Status NvmlProbe::CreateFullComputeInstance(Device& d, nvmlGpuInstance_t gi, uns
                             " slices for this GPU instance");
 }
 
+Status NvmlProbe::CreateInstance(Device& d, const MigProfile& p, unsigned int start) {
+  const NvmlApi& api = lib_->api();
+  const std::string where = " (" + p.name + " at slice " + std::to_string(start) + ")";
+  const nvmlGpuInstancePlacement_t placement{start, p.memory_slices};
+  nvmlGpuInstance_t gi = nullptr;
+  nvmlReturn_t rc = api.device_create_gpu_instance_with_placement(d.handle, p.id, &placement, &gi);
+  if (!Check(d, rc)) {
+    return Unavailable(lib_->Describe("nvmlDeviceCreateGpuInstanceWithPlacement", rc) + where);
+  }
+  const Status ci = CreateFullComputeInstance(d, gi, p.compute_slices);
+  if (ci.ok()) return ci;
+  // A GI without a CI runs nothing: take back the GI this call made.
+  rc = api.gpu_instance_destroy(gi);
+  const std::string undo =
+      Check(d, rc) ? "; rolled back: its GPU instance" + where + " was destroyed"
+                   : "; not rolled back: " + lib_->Describe("nvmlGpuInstanceDestroy", rc) +
+                         ", so its GPU instance" + where + " is left without a compute instance";
+  return Error{ci.error().code, ci.error().message + undo};
+}
+
 Status NvmlProbe::ApplyMigLayout(uint32_t gpu, const GpuModel& model, const MigLayout& layout) {
   if (!options_.allow_mig_changes) {
     return Error{ErrorCode::kPermissionDenied,
@@ -129,6 +149,18 @@ Status NvmlProbe::ApplyMigLayout(uint32_t gpu, const GpuModel& model, const MigL
   }
   Result<std::vector<LiveGi>> live = ListGpuInstances(d);
   if (!live.ok()) return live.error();
+
+  // A failure stops the walk. The one step that is undone is a GI created here whose CI then
+  // fails (CreateInstance destroys it again). What can still be left part-way, and why:
+  // - Destroyed CIs and GIs stay destroyed: a new CI would be a new MIG device (a new UUID) and
+  //   what ran on the old one is gone anyway. A GI whose CIs went but which failed to go itself
+  //   is left without a CI; it is not in the target, so the next attempt destroys it.
+  // - GIs created with their CI before a later step failed are kept: they are in the target, so
+  //   the next attempt keeps them instead of churning MIG device UUIDs.
+  // - A kept GI that fails to get a CI was not made by this call and stays as it was found; so
+  //   does a GI whose rollback destroy failed. Both are in the target: the next attempt gives
+  //   them a CI.
+  // The agent discovers again after every attempt, so the daemon sees what is really there.
 
   // What the layout asks for, largest first (then by start) so big placements are made first.
   std::vector<const MigInstance*> missing;
@@ -163,15 +195,7 @@ Status NvmlProbe::ApplyMigLayout(uint32_t gpu, const GpuModel& model, const MigL
     }
   }
   for (const MigInstance* m : missing) {
-    const MigProfile& p = model.profiles[m->profile];
-    const nvmlGpuInstancePlacement_t placement{m->start, p.memory_slices};
-    nvmlGpuInstance_t gi = nullptr;
-    rc = api.device_create_gpu_instance_with_placement(d.handle, p.id, &placement, &gi);
-    if (!Check(d, rc)) {
-      return Unavailable(lib_->Describe("nvmlDeviceCreateGpuInstanceWithPlacement", rc) + " (" +
-                         p.name + " at slice " + std::to_string(m->start) + ")");
-    }
-    GP_RETURN_IF_ERROR(CreateFullComputeInstance(d, gi, p.compute_slices));
+    GP_RETURN_IF_ERROR(CreateInstance(d, model.profiles[m->profile], m->start));
   }
   return Ok();
 }

@@ -56,7 +56,9 @@ class NvmlProbe : public GpuProbe {
   // Instances of the layout that exist are kept (given a compute instance if they have none).
   // Errors: kPermissionDenied without allow_mig_changes; kInvalidArgument for a bad GPU or
   // layout; kFailedPrecondition when MIG is off on the GPU or the library lacks a MIG call;
-  // kUnavailable with NVML's words (e.g. "In use (19)") when a call fails, possibly part-way.
+  // kUnavailable with NVML's words (e.g. "In use (19)") when a call fails, possibly part-way:
+  // a GI whose compute instance fails is destroyed again ("rolled back" in the error), but
+  // destroys are not undone (nvml_mig.cc lists what can stay).
   Status ApplyMigLayout(uint32_t gpu, const GpuModel& model, const MigLayout& layout) override;
   // nvmlSystemGetDriverVersion and nvmlSystemGetCudaDriverVersion (12040 -> "12.4"); a field
   // the library lacks or fails to give stays empty.
@@ -96,6 +98,9 @@ class NvmlProbe : public GpuProbe {
   Result<std::vector<nvml::nvmlComputeInstance_t>> ListComputeInstances(Device& d,
                                                                         nvml::nvmlGpuInstance_t gi);
   Status CreateFullComputeInstance(Device& d, nvml::nvmlGpuInstance_t gi, unsigned int slices);
+  // The GI of `p` at `start` with its full CI; if the CI fails, the GI is destroyed again and
+  // the error says whether that worked.
+  Status CreateInstance(Device& d, const MigProfile& p, unsigned int start);
   void PollLevels(uint32_t index, std::vector<HealthEvent>& out);
   bool ReadTemperature(Device& d, uint32_t& celsius);
   // Records rc on d (GPU_IS_LOST marks it lost); returns rc == NVML_SUCCESS.

@@ -333,6 +333,46 @@ TEST(NvmlProbeMig, ErrorsAreClearAndPartialStateShows) {
   EXPECT_EQ(Instances((*p.Discover())[0]), "7g.80gb@0=MIG-fake-nvml-0-3");
 }
 
+TEST(NvmlProbeMig, AFailedComputeInstanceTakesItsGpuInstanceBack) {
+  NvmlProbe p = AllowedProbe(kFake);
+  ASSERT_TRUE(p.Discover().ok());
+  const MigLayout seven = *ParseLayout(H100(), "7g.80gb@0");
+  auto writes = Hook<int (*)()>("gpupoolFakeNvmlMigWrites");
+  auto fail_ci = Hook<void (*)(int)>("gpupoolFakeNvmlFailNextCiCreate");
+  // Both 3g go (2 CI and 2 GI destroys), GI 3 (7g@0) is made, its CI is refused, and GI 3 is
+  // destroyed again: 6 writes, and no instance is left.
+  fail_ci(23);
+  Status s = p.ApplyMigLayout(0, H100(), seven);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.error().code, ErrorCode::kUnavailable);
+  EXPECT_EQ(s.error().message.rfind("nvmlGpuInstanceCreateComputeInstance: ", 0), 0u)
+      << s.error().message;
+  EXPECT_NE(s.error().message.find(
+                "(23) (CI profile 4); rolled back: its GPU instance (7g.80gb at slice 0) was "
+                "destroyed"),
+            std::string::npos)
+      << s.error().message;
+  EXPECT_EQ(writes(), 6);
+  EXPECT_EQ(Instances((*p.Discover())[0]), "");
+  // Again, and the destroy is refused too (IN_USE, 19): the error says so, and GI 4 stays
+  // without a CI (no MIG device) until the next attempt gives it one.
+  fail_ci(23);
+  Hook<void (*)(int)>("gpupoolFakeNvmlFailNextGiDestroy")(19);
+  s = p.ApplyMigLayout(0, H100(), seven);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error().message.find("(CI profile 4); not rolled back: nvmlGpuInstanceDestroy: "),
+            std::string::npos)
+      << s.error().message;
+  EXPECT_NE(s.error().message.find(
+                "(19), so its GPU instance (7g.80gb at slice 0) is left without a compute "
+                "instance"),
+            std::string::npos)
+      << s.error().message;
+  EXPECT_EQ(Instances((*p.Discover())[0]), "7g.80gb@0=");
+  ASSERT_TRUE(p.ApplyMigLayout(0, H100(), seven).ok()) << "a retry completes it";
+  EXPECT_EQ(Instances((*p.Discover())[0]), "7g.80gb@0=MIG-fake-nvml-0-4");
+}
+
 // The catalogue's start slices against the fake's own copy of the board's placement table
 // (fake_nvml.cc, kGiProfiles): every start the catalogue allows an H100-80GB profile must be
 // created, every other start that fits must be refused, so a mistake in either table fails here.
