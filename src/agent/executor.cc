@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <linux/magic.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
@@ -13,7 +14,10 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
 #include <thread>
+#include <algorithm>
 
 #include "agent/spawn.h"
 
@@ -25,7 +29,8 @@ constexpr Duration kKillWait = Duration::Seconds(30);
 constexpr auto kWaitStep = std::chrono::milliseconds(5);
 
 bool ValidReplicaName(const std::string& n) {
-  if (n.empty() || n.size() > 128 || n == "." || n == "..") return false;
+  // No leading '.': the state directory is <work_dir>/.gpupool.
+  if (n.empty() || n.size() > 128 || n[0] == '.') return false;
   for (char c : n) {
     const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
                     c == '.' || c == '_' || c == '-';
@@ -110,9 +115,41 @@ std::vector<std::string> BuildEnv(const ExecutorOptions& o, const LaunchSpec& s)
   return out;
 }
 
-Status MakeDir(const std::string& path) {
-  if (mkdir(path.c_str(), 0755) == 0 || errno == EEXIST) return Ok();
-  return Error{ErrorCode::kInternal, "mkdir " + path + ": " + std::strerror(errno)};
+Status MakeDir(const std::string& path, mode_t mode = 0755) {
+  if (mkdir(path.c_str(), mode) != 0 && errno != EEXIST) {
+    return Error{ErrorCode::kInternal, "mkdir " + path + ": " + std::strerror(errno)};
+  }
+  if (chmod(path.c_str(), mode) != 0) {
+    return Error{ErrorCode::kInternal, "chmod " + path + ": " + std::strerror(errno)};
+  }
+  return Ok();
+}
+
+// Writes a file by rename, so a reader sees the old or the new text, never a part.
+Status WriteAtomically(const std::string& path, const std::string& text) {
+  const std::string tmp = path + ".tmp";
+  const int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) return Error{ErrorCode::kInternal, "open " + tmp + ": " + std::strerror(errno)};
+  const bool ok = write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  const int err = errno;
+  close(fd);
+  if (!ok || rename(tmp.c_str(), path.c_str()) != 0) {
+    unlink(tmp.c_str());
+    return Error{ErrorCode::kInternal, "write " + path + ": " + std::strerror(ok ? errno : err)};
+  }
+  return Ok();
+}
+
+std::string ReadAll(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+bool IsCgroupV2(const std::string& path) {
+  struct statfs fs;
+  return statfs(path.c_str(), &fs) == 0 && static_cast<unsigned long>(fs.f_type) == CGROUP2_SUPER_MAGIC;
 }
 
 }  // namespace
@@ -144,7 +181,27 @@ CgroupSupport DetectCgroupV2(const std::string& parent) {
   if (access((parent + "/cgroup.procs").c_str(), W_OK) != 0) {
     return {false, "skipped: " + parent + "/cgroup.procs is not writable: " + std::strerror(errno)};
   }
-  return {true, "cgroup v2 at " + parent};
+  // Limits need the controllers in the parent's subtree_control (v2's rule: only where the
+  // hierarchy above offers them; a hybrid host's v2 tree often offers none).
+  std::string offered = ReadAll(parent + "/cgroup.controllers"), enabled;
+  for (const char* c : {"memory", "cpu"}) {
+    std::istringstream words(offered);
+    bool has = false;
+    for (std::string w; words >> w;) has = has || w == c;
+    if (has && internal::WriteSmallFile(parent + "/cgroup.subtree_control", std::string("+") + c)) {
+      enabled += std::string(enabled.empty() ? "" : ",") + c;
+    }
+  }
+  return {true, "cgroup v2 at " + parent +
+                    (enabled.empty() ? " (no memory or cpu controller: limits not enforced)"
+                                     : " (limits: " + enabled + ")")};
+}
+
+std::string DefaultCgroupParent(const std::string& node) {
+  for (const char* mount : {"/sys/fs/cgroup", "/sys/fs/cgroup/unified"}) {
+    if (IsCgroupV2(mount)) return std::string(mount) + "/gpupool-" + node;
+  }
+  return "";
 }
 
 Result<std::string> ReadTail(const std::string& path, size_t max_bytes) {
@@ -177,12 +234,31 @@ Result<std::string> ReadTail(const std::string& path, size_t max_bytes) {
 
 Result<std::unique_ptr<Executor>> Executor::Create(ExecutorOptions options) {
   if (options.work_dir.empty()) return InvalidArgument("executor needs a work_dir");
+  if (options.state_dir.empty()) options.state_dir = options.work_dir + "/.gpupool";
   std::error_code ec;
   std::filesystem::create_directories(options.work_dir, ec);
   if (ec) {
     return Error{ErrorCode::kInternal, "creating " + options.work_dir + ": " + ec.message()};
   }
-  return std::unique_ptr<Executor>(new Executor(std::move(options)));
+  // Jobs of different users reach their own directory but cannot list the others.
+  if (chmod(options.work_dir.c_str(), 0711) != 0) {
+    return Error{ErrorCode::kInternal, "chmod " + options.work_dir + ": " + std::strerror(errno)};
+  }
+  std::filesystem::create_directories(options.state_dir, ec);
+  if (ec) {
+    return Error{ErrorCode::kInternal, "creating " + options.state_dir + ": " + ec.message()};
+  }
+  GP_RETURN_IF_ERROR(MakeDir(options.state_dir, 0700));
+  std::unique_ptr<Executor> ex(new Executor(std::move(options)));
+  ex->hide_with_ = ex->options_.state_dir + "/no-device";
+  const int fd = open(ex->hide_with_.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0);
+  if (fd < 0 || fchmod(fd, 0) != 0) {
+    const int err = errno;
+    if (fd >= 0) close(fd);
+    return Error{ErrorCode::kInternal, "creating " + ex->hide_with_ + ": " + std::strerror(err)};
+  }
+  close(fd);
+  return ex;
 }
 
 Executor::Executor(ExecutorOptions options)
@@ -190,11 +266,23 @@ Executor::Executor(ExecutorOptions options)
 
 Executor::~Executor() {
   for (auto& [name, p] : procs_) {
-    KillGroup(p, SIGKILL);
-    int status;
-    while (waitpid(p.pid, &status, 0) < 0 && errno == EINTR) {
+    if (p.pidfd >= 0) internal::AskShimToStop(p.pidfd, 0);
+  }
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!procs_.empty() && std::chrono::steady_clock::now() < give_up) {
+    for (auto it = procs_.begin(); it != procs_.end();) {
+      if (TryReap(it->first, it->second)) {
+        Release(it->first);
+        if (it->second.pidfd >= 0) close(it->second.pidfd);
+        it = procs_.erase(it);
+      } else {
+        ++it;
+      }
     }
-    if (!p.cgroup.empty()) stale_cgroups_.push_back(p.cgroup);
+    std::this_thread::sleep_for(kWaitStep);
+  }
+  for (auto& [name, p] : procs_) {
+    if (p.pidfd >= 0) close(p.pidfd);
   }
   for (const std::string& cg : stale_cgroups_) rmdir(cg.c_str());
 }
@@ -209,63 +297,189 @@ Time Executor::Now() const {
 std::string Executor::ReplicaDir(const std::string& replica) const {
   return options_.work_dir + "/" + replica;
 }
+std::string Executor::StatePath(const std::string& replica) const {
+  return options_.state_dir + "/" + replica + ".json";
+}
+std::string Executor::ExitPath(const std::string& replica) const {
+  return options_.state_dir + "/" + replica + ".exit";
+}
 
 pid_t Executor::pid(const std::string& replica) const {
   auto it = procs_.find(replica);
   return it == procs_.end() ? -1 : it->second.pid;
 }
 
+pid_t Executor::shim_pid(const std::string& replica) const {
+  auto it = procs_.find(replica);
+  return it == procs_.end() ? -1 : it->second.shim;
+}
+
 Status Executor::Start(const LaunchSpec& spec) {
   GP_RETURN_IF_ERROR(ValidateSpec(spec));
   if (running(spec.replica)) return AlreadyExists("replica " + spec.replica + " is running");
+  if (access(StatePath(spec.replica).c_str(), F_OK) == 0) {
+    return AlreadyExists("replica " + spec.replica + " has exited but is not released");
+  }
+  if (spec.user && geteuid() != 0) {
+    return Error{ErrorCode::kPermissionDenied, "replica " + spec.replica + ": running as uid " +
+                            std::to_string(spec.user->uid) + " needs an agent running as root"};
+  }
   internal::SpawnRequest req;
   req.dir = ReplicaDir(spec.replica);
-  GP_RETURN_IF_ERROR(MakeDir(req.dir));
+  GP_RETURN_IF_ERROR(MakeDir(req.dir, 0700));
+  if (spec.user && chown(req.dir.c_str(), spec.user->uid, spec.user->gid) != 0) {
+    return Error{ErrorCode::kInternal, "chown " + req.dir + ": " + std::strerror(errno)};
+  }
   req.command = spec.command;
   req.env = BuildEnv(options_, spec);
+  req.lease_path = options_.lease_path;
+  req.exit_path = ExitPath(spec.replica);
+  req.fence_grace_ms = spec.fence_grace.millis();
+  if (spec.user) {
+    req.switch_user = true;
+    req.uid = spec.user->uid;
+    req.gid = spec.user->gid;
+  }
+  if (!spec.hide.empty()) {
+    if (geteuid() != 0) {
+      return Error{ErrorCode::kPermissionDenied, "replica " + spec.replica +
+                              ": hiding the GPUs it was not granted needs an agent running as root"};
+    }
+    req.hide = spec.hide;
+    req.hide_with = hide_with_;
+  }
+  unlink(req.exit_path.c_str());
   Proc proc;
   if (cgroup_.enabled) {
     proc.cgroup = options_.cgroup_parent + "/" + spec.replica;
     GP_RETURN_IF_ERROR(MakeDir(proc.cgroup));
-    req.cgroup_procs = proc.cgroup + "/cgroup.procs";
+    // Where the controller is not enabled the file is absent: no limit (cgroup() says so).
+    if (spec.memory_mib > 0) {
+      internal::WriteSmallFile(proc.cgroup + "/memory.max", std::to_string(spec.memory_mib << 20));
+    }
+    if (spec.cpu_milli > 0) {
+      internal::WriteSmallFile(proc.cgroup + "/cpu.max",
+                               std::to_string(spec.cpu_milli * 100) + " 100000");
+    }
+    req.cgroup = proc.cgroup;
   }
-  auto pid = internal::SpawnShell(req);
-  if (!pid.ok()) {
+  nlohmann::json state = {{"replica", spec.replica}, {"cgroup", proc.cgroup}, {"meta", spec.meta}};
+  // Written before the fork, so a crash right after it still leaves a trace of the replica.
+  GP_RETURN_IF_ERROR(WriteAtomically(StatePath(spec.replica), state.dump()));
+  auto spawned = internal::SpawnReplica(req);
+  if (!spawned.ok()) {
     if (!proc.cgroup.empty()) rmdir(proc.cgroup.c_str());
-    return Error{pid.error().code, "replica " + spec.replica + ": " + pid.error().message};
+    unlink(StatePath(spec.replica).c_str());
+    return Error{spawned.error().code, "replica " + spec.replica + ": " + spawned.error().message};
   }
-  proc.pid = *pid;
+  proc.shim = spawned->shim;
+  proc.pidfd = spawned->pidfd;
+  proc.pid = spawned->pgid;
+  state["shim"] = proc.shim;
+  state["shim_start"] = internal::ProcessStartTime(proc.shim);
+  state["pgid"] = proc.pid;
+  if (Status s = WriteAtomically(StatePath(spec.replica), state.dump()); !s.ok()) {
+    internal::AskShimToStop(proc.pidfd, 0);  // a replica we could not find again must not run
+    procs_.emplace(spec.replica, std::move(proc));
+    return Error{s.error().code, "replica " + spec.replica + ": " + s.error().message +
+                                     " (the replica was killed)"};
+  }
   procs_.emplace(spec.replica, std::move(proc));
   return Ok();
 }
 
-void Executor::KillGroup(const Proc& p, int sig) {
-  kill(-p.pid, sig);
-  if (p.cgroup.empty()) return;
-  // Members that left the process group (setsid) are still in the cgroup. cgroup.kill needs
-  // Linux 5.14; before that, signal each member.
-  if (sig == SIGKILL && internal::WriteSmallFile(p.cgroup + "/cgroup.kill", "1")) return;
-  std::ifstream procs(p.cgroup + "/cgroup.procs");
-  for (pid_t member; procs >> member;) kill(member, sig);
+std::vector<RecoveredReplica> Executor::Recover() {
+  std::vector<RecoveredReplica> out;
+  std::error_code ec;
+  std::vector<std::string> names;
+  for (const auto& e : std::filesystem::directory_iterator(options_.state_dir, ec)) {
+    const std::string f = e.path().filename().string();
+    if (f.size() > 5 && f.compare(f.size() - 5, 5, ".json") == 0) names.push_back(f.substr(0, f.size() - 5));
+  }
+  std::sort(names.begin(), names.end());
+  for (const std::string& name : names) {
+    if (!ValidReplicaName(name) || procs_.count(name)) continue;
+    const nlohmann::json j = nlohmann::json::parse(ReadAll(StatePath(name)), nullptr, false);
+    RecoveredReplica r;
+    r.replica = name;
+    Proc p;
+    p.child = false;
+    if (j.is_object()) {
+      r.meta = j.value("meta", "");
+      p.cgroup = j.value("cgroup", "");
+      p.shim = j.value("shim", -1);
+      p.pid = j.value("pgid", -1);
+      const int64_t start = j.value("shim_start", int64_t{-1});
+      if (p.shim > 0) {
+        p.pidfd = internal::PidfdOpen(p.shim);
+        // The pid names our shim only if it started when ours did (pids are reused).
+        if (p.pidfd >= 0 && (start < 0 || internal::ProcessStartTime(p.shim) != start)) {
+          close(p.pidfd);
+          p.pidfd = -1;
+        }
+      }
+    }
+    if (p.pidfd >= 0) {
+      struct pollfd pfd{p.pidfd, POLLIN, 0};
+      if (poll(&pfd, 1, 0) == 0) {
+        r.running = true;
+        procs_.emplace(name, std::move(p));
+        out.push_back(std::move(r));
+        continue;
+      }
+      close(p.pidfd);
+      p.pidfd = -1;
+    }
+    r.exit = ReadExit(name, p);
+    if (!p.cgroup.empty()) stale_cgroups_.push_back(p.cgroup);
+    out.push_back(std::move(r));
+  }
+  CleanupCgroups();
+  return out;
 }
 
-std::optional<ExitInfo> Executor::TryReap(Proc& p) {
-  siginfo_t info;
-  std::memset(&info, 0, sizeof info);
-  // WNOWAIT leaves the shell a zombie, so its pid (the group id) stays reserved while what is
-  // left of the group is killed.
-  if (waitid(P_PID, static_cast<id_t>(p.pid), &info, WEXITED | WNOHANG | WNOWAIT) != 0) {
-    if (errno == EINTR) return std::nullopt;
-    return ExitInfo{true, SIGKILL};  // ECHILD: reaped behind our back; report it as killed
+void Executor::Release(const std::string& replica) {
+  if (running(replica) || !ValidReplicaName(replica)) return;
+  unlink(StatePath(replica).c_str());
+  unlink(ExitPath(replica).c_str());
+}
+
+ExitInfo Executor::ReadExit(const std::string& replica, const Proc& p) {
+  std::istringstream in(ReadAll(ExitPath(replica)));
+  std::string kind;
+  int code = 0, fenced = 0;
+  if (in >> kind >> code >> fenced && (kind == "exit" || kind == "signal")) {
+    return ExitInfo{kind == "signal", code, fenced != 0};
   }
-  if (info.si_pid == 0) return std::nullopt;  // still running
-  KillGroup(p, SIGKILL);
-  int status = 0;
-  while (waitpid(p.pid, &status, 0) < 0 && errno == EINTR) {
+  // The shim died without a word (kill -9): nothing may be left running.
+  if (!p.cgroup.empty() && !internal::WriteSmallFile(p.cgroup + "/cgroup.kill", "1")) {
+    std::ifstream procs(p.cgroup + "/cgroup.procs");
+    for (pid_t member; procs >> member;) kill(member, SIGKILL);
   }
+  if (p.pid > 0) kill(-p.pid, SIGKILL);
+  return ExitInfo{true, SIGKILL, true};
+}
+
+std::optional<ExitInfo> Executor::TryReap(const std::string& replica, Proc& p) {
+  if (p.pidfd >= 0) {
+    struct pollfd pfd{p.pidfd, POLLIN, 0};
+    if (poll(&pfd, 1, 0) == 0) return std::nullopt;  // still running
+  } else if (p.child) {
+    siginfo_t info;
+    std::memset(&info, 0, sizeof info);
+    if (waitid(P_PID, static_cast<id_t>(p.shim), &info, WEXITED | WNOHANG | WNOWAIT) == 0 &&
+        info.si_pid == 0) {
+      return std::nullopt;
+    }
+  }
+  if (p.child) {
+    int status = 0;
+    while (waitpid(p.shim, &status, 0) < 0 && errno == EINTR) {
+    }
+  }
+  const ExitInfo e = ReadExit(replica, p);
   if (!p.cgroup.empty()) stale_cgroups_.push_back(p.cgroup);
-  if (WIFSIGNALED(status)) return ExitInfo{true, WTERMSIG(status)};
-  return ExitInfo{false, WEXITSTATUS(status)};
+  return e;
 }
 
 void Executor::CleanupCgroups() {
@@ -278,17 +492,12 @@ void Executor::CleanupCgroups() {
 
 std::vector<ReplicaExit> Executor::Poll() {
   std::vector<ReplicaExit> out;
-  const Time now = Now();
   for (auto it = procs_.begin(); it != procs_.end();) {
-    Proc& p = it->second;
-    if (auto e = TryReap(p)) {
+    if (auto e = TryReap(it->first, it->second)) {
       out.push_back({it->first, *e});
+      if (it->second.pidfd >= 0) close(it->second.pidfd);
       it = procs_.erase(it);
       continue;
-    }
-    if (p.kill_at && !p.killed && now >= *p.kill_at) {
-      KillGroup(p, SIGKILL);
-      p.killed = true;
     }
     ++it;
   }
@@ -300,29 +509,25 @@ Status Executor::RequestTerminate(const std::string& replica, Duration grace) {
   auto it = procs_.find(replica);
   if (it == procs_.end()) return NotFound("replica " + replica + " is not running");
   Proc& p = it->second;
-  if (p.kill_at) return Ok();  // already terminating: keep the first deadline
-  p.kill_at = Now() + grace;
-  KillGroup(p, SIGTERM);
+  // The shim keeps the earliest deadline it was given.
+  const bool sent = p.pidfd >= 0 ? internal::AskShimToStop(p.pidfd, grace.millis())
+                                 : kill(p.shim, SIGTERM) == 0;
+  p.stop_asked = p.stop_asked || sent;
   return Ok();
 }
 
 Result<ExitInfo> Executor::Terminate(const std::string& replica, Duration grace) {
   GP_RETURN_IF_ERROR(RequestTerminate(replica, grace));
   auto it = procs_.find(replica);
-  const Time give_up = *it->second.kill_at + kKillWait;
+  const Time give_up = Now() + grace + kKillWait;
   while (true) {
-    Proc& p = it->second;
-    if (auto e = TryReap(p)) {
+    if (auto e = TryReap(replica, it->second)) {
+      if (it->second.pidfd >= 0) close(it->second.pidfd);
       procs_.erase(it);
       CleanupCgroups();
       return *e;
     }
-    const Time now = Now();
-    if (!p.killed && now >= *p.kill_at) {
-      KillGroup(p, SIGKILL);
-      p.killed = true;
-    }
-    if (now >= give_up) {
+    if (Now() >= give_up) {
       return Error{ErrorCode::kUnavailable,
                    "replica " + replica + " did not exit after SIGKILL; Poll will reap it"};
     }

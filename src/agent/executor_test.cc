@@ -3,12 +3,15 @@
 
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <thread>
 
@@ -267,7 +270,7 @@ TEST_F(ExecutorTest, CgroupV2IsUsedOrSkippedWithAReason) {
   ASSERT_TRUE(done);
   const std::string self = *ReadTail((*ex)->StdoutPath("r1"), 4096);
   if (cg.enabled) {
-    EXPECT_EQ(cg.reason, "cgroup v2 at " + o.cgroup_parent);
+    EXPECT_EQ(cg.reason.rfind("cgroup v2 at " + o.cgroup_parent, 0), 0u) << cg.reason;
     EXPECT_NE(self.find("/gpupool-test-" + std::to_string(getpid()) + "/r1"), std::string::npos)
         << self;
   } else {
@@ -275,6 +278,192 @@ TEST_F(ExecutorTest, CgroupV2IsUsedOrSkippedWithAReason) {
   }
   ex->reset();
   rmdir(o.cgroup_parent.c_str());
+}
+
+// The shim outlives the executor that started it (as if the agent were killed with -9): the
+// child process starts replicas and _exits without any destructor, and a new executor on the
+// same directories finds them.
+class OwnershipTest : public ExecutorTest {
+ protected:
+  ExecutorOptions Options() {
+    ExecutorOptions o;
+    o.work_dir = dir_ + "/work";
+    o.cgroup_parent = "";
+    o.lease_path = dir_ + "/lease";
+    return o;
+  }
+  // Runs `body` with a fresh executor in a child process that then dies without cleaning up.
+  void InACrashingAgent(const std::function<void(Executor&)>& body) {
+    const pid_t child = fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+      auto ex = Executor::Create(Options());
+      if (!ex.ok()) _exit(2);
+      body(**ex);
+      _exit(0);  // no destructor: the replicas are left to their shims
+    }
+    int status = 0;
+    ASSERT_EQ(waitpid(child, &status, 0), child);
+    ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  }
+  void SetLease(int64_t ms_from_now) {
+    const int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
+                            std::chrono::steady_clock::now().time_since_epoch())
+                            .count();
+    std::ofstream(dir_ + "/lease.tmp") << now + ms_from_now << "\n";
+    ASSERT_EQ(rename((dir_ + "/lease.tmp").c_str(), (dir_ + "/lease").c_str()), 0);
+  }
+  pid_t ReadPid(const std::string& path) {
+    pid_t pid = 0;
+    for (int i = 0; i < 400 && pid == 0; ++i) {
+      std::ifstream in(path);
+      if (!(in >> pid)) pid = 0;
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    return pid;
+  }
+};
+
+TEST_F(OwnershipTest, ALeaseThatRunsOutStopsTheReplica) {
+  ex_.reset();
+  auto ex = Executor::Create(Options());
+  ASSERT_TRUE(ex.ok());
+  ex_ = std::move(*ex);
+  SetLease(60000);
+  LaunchSpec s = Spec("r1", "trap 'echo term; exit 5' TERM; while :; do sleep 0.05; done");
+  s.fence_grace = Duration::Seconds(5);
+  ASSERT_TRUE(ex_->Start(s).ok());
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_TRUE(ex_->Poll().empty());  // the lease holds
+  SetLease(-1);                      // and now it has passed
+  const ExitInfo e = WaitExit("r1");
+  EXPECT_EQ(e, (ExitInfo{false, 5, /*fenced=*/true}));
+  EXPECT_EQ(Tail(ex_->StdoutPath("r1")), "term\n");
+
+  // One that ignores SIGTERM is killed after its fence grace.
+  SetLease(60000);
+  LaunchSpec stubborn = Spec("r2", "trap '' TERM; while :; do sleep 0.05; done");
+  stubborn.fence_grace = Duration::Millis(200);
+  ASSERT_TRUE(ex_->Start(stubborn).ok());
+  SetLease(-1);
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_EQ(WaitExit("r2"), (ExitInfo{true, SIGKILL, true}));
+  EXPECT_GE(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(200));
+}
+
+TEST_F(OwnershipTest, ANewExecutorAdoptsWhatTheDeadOneStarted) {
+  ex_.reset();
+  SetLease(60000);
+  pid_t shell = 0;
+  InACrashingAgent([&](Executor& ex) {
+    LaunchSpec run = Spec("running", "echo $$ > shell.pid; exec sleep 300");
+    run.meta = "{\"job\": \"7\"}";
+    if (!ex.Start(run).ok() || !ex.Start(Spec("done", "exit 3")).ok()) _exit(3);
+  });
+  shell = ReadPid(dir_ + "/work/running/shell.pid");
+  ASSERT_GT(shell, 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // "done" exits meanwhile
+  EXPECT_FALSE(Gone(shell));                                     // its shim keeps it
+
+  auto ex = Executor::Create(Options());
+  ASSERT_TRUE(ex.ok());
+  ex_ = std::move(*ex);
+  std::vector<RecoveredReplica> found = ex_->Recover();
+  ASSERT_EQ(found.size(), 2u);
+  EXPECT_EQ(found[0].replica, "done");
+  EXPECT_FALSE(found[0].running);
+  EXPECT_EQ(found[0].exit, (ExitInfo{false, 3}));
+  EXPECT_EQ(found[1].replica, "running");
+  EXPECT_TRUE(found[1].running);
+  EXPECT_EQ(found[1].meta, "{\"job\": \"7\"}");
+  EXPECT_TRUE(ex_->running("running"));
+  EXPECT_EQ(ex_->pid("running"), shell);
+  // A replica not released keeps its name: no second start under it.
+  EXPECT_EQ(ex_->Start(Spec("done", "true")).error().code, ErrorCode::kAlreadyExists);
+  ex_->Release("done");
+  EXPECT_TRUE(ex_->Start(Spec("done", "true")).ok());
+
+  // Adopted, it is stopped through its shim like any other.
+  auto e = ex_->Terminate("running", Duration::Seconds(5));
+  ASSERT_TRUE(e.ok()) << e.error().message;
+  EXPECT_EQ(*e, (ExitInfo{true, SIGTERM}));
+  EXPECT_TRUE(WaitGone(shell));
+}
+
+TEST_F(OwnershipTest, AReplicaWhoseShimWasKilledIsKilledAndReportedLost) {
+  ex_.reset();
+  SetLease(60000);
+  InACrashingAgent([&](Executor& ex) {
+    if (!ex.Start(Spec("r1", "echo $$ > shell.pid; sleep 300 & echo $! > bg.pid; wait")).ok()) _exit(3);
+  });
+  const pid_t shell = ReadPid(dir_ + "/work/r1/shell.pid");
+  const pid_t bg = ReadPid(dir_ + "/work/r1/bg.pid");
+  ASSERT_GT(bg, 0);
+  const std::string state = *ReadTail(dir_ + "/work/.gpupool/r1.json", 4096);
+  const size_t at = state.find("\"shim\":");
+  ASSERT_NE(at, std::string::npos) << state;
+  const pid_t shim = std::stoi(state.substr(at + 7));
+  ASSERT_EQ(kill(shim, SIGKILL), 0);
+  EXPECT_TRUE(WaitGone(shell));  // PR_SET_PDEATHSIG
+  auto ex = Executor::Create(Options());
+  ASSERT_TRUE(ex.ok());
+  ex_ = std::move(*ex);
+  std::vector<RecoveredReplica> found = ex_->Recover();
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_FALSE(found[0].running);
+  EXPECT_EQ(found[0].exit, (ExitInfo{true, SIGKILL, /*fenced=*/true}));
+  EXPECT_TRUE(WaitGone(bg));  // what was left of its group
+}
+
+TEST_F(OwnershipTest, WhatTheJobDaemonizesDiesWithIt) {
+  // setsid leaves the process group; the shim, as subreaper, still finds and kills it.
+  ASSERT_TRUE(ex_->Start(Spec("r1", "setsid sh -c 'trap \"\" TERM; echo $$ > escaped.pid; exec sleep 300' & "
+                                    "sleep 0.3")).ok());
+  const pid_t escaped = ReadPid(ex_->ReplicaDir("r1") + "/escaped.pid");
+  ASSERT_GT(escaped, 0);
+  EXPECT_NE(getpgid(escaped), ex_->pid("r1"));
+  EXPECT_EQ(WaitExit("r1"), (ExitInfo{false, 0}));
+  EXPECT_TRUE(Gone(escaped));  // gone before the exit was reported
+}
+
+TEST_F(OwnershipTest, FilesAreTheJobsAlone) {
+  ASSERT_TRUE(ex_->Start(Spec("r1", "echo hi; ls /proc/self/fd | wc -l")).ok());
+  EXPECT_EQ(WaitExit("r1"), (ExitInfo{false, 0}));
+  struct stat st;
+  ASSERT_EQ(stat(ex_->StdoutPath("r1").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  ASSERT_EQ(stat(ex_->ReplicaDir("r1").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0700u);
+  ASSERT_EQ(stat(ex_->state_dir().c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0700u);
+  // stdin, stdout, stderr and the fd ls itself opens: none of the agent's.
+  EXPECT_EQ(Tail(ex_->StdoutPath("r1")), "hi\n4\n");
+}
+
+TEST_F(OwnershipTest, ACgroupV2TreeHoldsTheReplicaWhereThereIsOne) {
+  const std::string parent = DefaultCgroupParent("test-" + std::to_string(getpid()));
+  if (parent.empty() || geteuid() != 0) GTEST_SKIP() << "no writable cgroup v2 mount here";
+  ExecutorOptions o = Options();
+  o.work_dir = dir_ + "/work-cg";
+  o.cgroup_parent = parent;
+  auto ex = Executor::Create(o);
+  ASSERT_TRUE(ex.ok());
+  ASSERT_TRUE((*ex)->cgroup().enabled) << (*ex)->cgroup().reason;
+  ASSERT_TRUE((*ex)->Start(Spec("r1", "setsid sleep 300 & echo $! > bg.pid; cat /proc/self/cgroup; exit 0")).ok());
+  const pid_t bg = ReadPid(dir_ + "/work-cg/r1/bg.pid");
+  ASSERT_GT(bg, 0);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  bool done = false;
+  while (!done && std::chrono::steady_clock::now() < deadline) {
+    for (const ReplicaExit& e : (*ex)->Poll()) done = done || e.replica == "r1";
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  ASSERT_TRUE(done);
+  EXPECT_TRUE(Gone(bg));
+  EXPECT_NE(ReadTail(dir_ + "/work-cg/r1/stdout", 4096)->find("/gpupool-test-" + std::to_string(getpid()) + "/r1"),
+            std::string::npos);
+  ex->reset();
+  rmdir(parent.c_str());
 }
 
 }  // namespace

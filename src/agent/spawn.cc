@@ -1,50 +1,118 @@
 #include "agent/spawn.h"
 
 #include <fcntl.h>
+#include <grp.h>
+#include <sched.h>
 #include <signal.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
+#include <fstream>
+#include <optional>
+#include <sstream>
 
 namespace gpupool::internal {
 namespace {
 
-// Child-side failure report, written to the CLOEXEC pipe: which step, and errno.
-struct ChildError {
-  int step;
-  int err;
+// Messages on the CLOEXEC pipe from the shim and the replica's child to the agent. Each is
+// written with one write() of 8 bytes (< PIPE_BUF: atomic).
+struct Message {
+  int32_t kind;   // kPid, or the Step that failed
+  int32_t value;  // the replica's pid, or errno
 };
-enum Step { kSetpgid = 1, kCgroup, kDup, kChdir, kExec };
+constexpr int32_t kPid = 100;
+enum Step : int32_t {
+  kSetsid = 1, kFork, kSetpgid, kCgroup, kNamespace, kHide, kDup, kUser, kDeathSignal,
+  kNoNewPrivs, kChdir, kExec
+};
 
 const char* StepName(int step) {
   switch (step) {
+    case kSetsid: return "setsid (shim)";
+    case kFork: return "fork (shim)";
     case kSetpgid: return "setpgid";
     case kCgroup: return "joining the cgroup";
+    case kNamespace: return "a mount namespace for the job";
+    case kHide: return "hiding a device the job was not granted";
     case kDup: return "redirecting stdio";
+    case kUser: return "switching to the job's user";
+    case kDeathSignal: return "PR_SET_PDEATHSIG";
+    case kNoNewPrivs: return "PR_SET_NO_NEW_PRIVS";
     case kChdir: return "chdir";
     case kExec: return "execve /bin/sh";
     default: return "starting the child";
   }
 }
 
-[[noreturn]] void ChildFail(int pipe_fd, int step) {
-  const ChildError e{step, errno};
-  ssize_t ignored = write(pipe_fd, &e, sizeof e);
+// The fds the shim keeps, at fixed numbers (everything else is closed).
+constexpr int kPipeFd = 3, kInFd = 4, kOutFd = 5, kErrFd = 6, kCgroupFd = 7;
+
+// Everything the children use, built before fork (they must not allocate).
+struct ChildArgs {
+  const char* dir;
+  char* const* argv;
+  char* const* envp;
+  const char* lease;      // or null
+  const char* exit_path;
+  const char* exit_tmp;
+  const char* cg_kill;    // or null
+  const char* cg_procs;   // or null
+  const char* cg_events;  // or null
+  bool has_cgroup_fd;
+  int64_t fence_grace_ms;
+  bool switch_user;
+  uid_t uid;
+  gid_t gid;
+  bool no_new_privs;
+  const char* const* hide;
+  size_t hide_count;
+  const char* hide_with;
+};
+
+// The shim's stop request: grace + 1 in ms (0: none), set by its signal handlers.
+volatile sig_atomic_t g_stop = 0;
+volatile sig_atomic_t g_fence_grace_plus1 = 1;
+
+void OnStopValue(int, siginfo_t* info, void*) {
+  const int v = info != nullptr ? info->si_value.sival_int : 0;
+  const int want = v >= 1 ? v : 1;
+  if (g_stop == 0 || want < g_stop) g_stop = want;
+}
+void OnStopSignal(int) {
+  const int want = g_fence_grace_plus1;
+  if (g_stop == 0 || want < g_stop) g_stop = want;
+}
+
+void Send(int32_t kind, int32_t value) {
+  const Message m{kind, value};
+  ssize_t ignored = write(kPipeFd, &m, sizeof m);
   (void)ignored;
+}
+
+[[noreturn]] void Fail(int32_t step) {
+  Send(step, errno);
   _exit(127);
 }
 
-// Runs in the child after fork: async-signal-safe calls only.
-[[noreturn]] void Child(int pipe_fd, int in_fd, int out_fd, int err_fd, int cgroup_fd,
-                        const char* dir, char* const argv[], char* const envp[]) {
-  if (setpgid(0, 0) != 0) ChildFail(pipe_fd, kSetpgid);
-  if (cgroup_fd >= 0 && write(cgroup_fd, "0", 1) != 1) ChildFail(pipe_fd, kCgroup);
-  if (dup2(in_fd, 0) < 0 || dup2(out_fd, 1) < 0 || dup2(err_fd, 2) < 0) {
-    ChildFail(pipe_fd, kDup);
-  }
-  // The job starts with default signal handling and nothing blocked, whatever the agent set.
+int64_t MonoMs() {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1000000;
+}
+
+void SleepMs(int64_t ms) {
+  struct timespec ts{static_cast<time_t>(ms / 1000), static_cast<long>((ms % 1000) * 1000000)};
+  nanosleep(&ts, nullptr);  // a signal cuts it short: the loop looks at it sooner
+}
+
+void ResetSignals() {
   struct sigaction dfl;
   std::memset(&dfl, 0, sizeof dfl);
   dfl.sa_handler = SIG_DFL;
@@ -54,9 +122,247 @@ const char* StepName(int step) {
   sigset_t none;
   sigemptyset(&none);
   sigprocmask(SIG_SETMASK, &none, nullptr);
-  if (chdir(dir) != 0) ChildFail(pipe_fd, kChdir);
-  execve("/bin/sh", argv, envp);
-  ChildFail(pipe_fd, kExec);
+}
+
+// Reads the whole of a small file into buf (NUL-terminated); -1 if it cannot be opened.
+ssize_t ReadSmall(const char* path, char* buf, size_t size) {
+  const int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  size_t got = 0;
+  while (got + 1 < size) {
+    const ssize_t n = read(fd, buf + got, size - 1 - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    got += static_cast<size_t>(n);
+  }
+  close(fd);
+  buf[got] = '\0';
+  return static_cast<ssize_t>(got);
+}
+
+// Signals every member of a cgroup (cgroup.procs: one pid a line).
+void SignalMembers(const char* procs, int sig) {
+  const int fd = open(procs, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return;
+  char buf[4096];
+  long pid = 0;
+  bool digits = false;
+  for (;;) {
+    const ssize_t n = read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    for (ssize_t i = 0; i < n; ++i) {
+      if (buf[i] >= '0' && buf[i] <= '9') {
+        pid = pid * 10 + (buf[i] - '0');
+        digits = true;
+      } else {
+        if (digits && pid > 0) kill(static_cast<pid_t>(pid), sig);
+        pid = 0;
+        digits = false;
+      }
+    }
+  }
+  if (digits && pid > 0) kill(static_cast<pid_t>(pid), sig);
+  close(fd);
+}
+
+void SignalAll(const ChildArgs& a, pid_t pgid, int sig) {
+  kill(-pgid, sig);
+  if (a.cg_procs == nullptr) return;
+  if (sig == SIGKILL && a.cg_kill != nullptr) {
+    const int fd = open(a.cg_kill, O_WRONLY | O_CLOEXEC);
+    if (fd >= 0) {
+      const bool ok = write(fd, "1", 1) == 1;  // Linux 5.14+
+      close(fd);
+      if (ok) return;
+    }
+  }
+  SignalMembers(a.cg_procs, sig);
+}
+
+bool CgroupEmpty(const ChildArgs& a) {
+  char buf[512];
+  if (ReadSmall(a.cg_events, buf, sizeof buf) < 0) return true;  // gone
+  return std::strstr(buf, "populated 0") != nullptr;
+}
+
+// The lease deadline (CLOCK_MONOTONIC ms); false if the file is missing. An unreadable number
+// keeps `deadline` as it was.
+bool ReadLease(const char* path, int64_t& deadline) {
+  char buf[32];
+  if (ReadSmall(path, buf, sizeof buf) < 0) return false;
+  int64_t v = 0;
+  size_t i = 0;
+  for (; buf[i] >= '0' && buf[i] <= '9'; ++i) v = v * 10 + (buf[i] - '0');
+  if (i > 0) deadline = v;
+  return true;
+}
+
+// Appends the decimal digits of v (v >= 0).
+char* PutNumber(char* out, int64_t v) {
+  char digits[24];
+  int n = 0;
+  do {
+    digits[n++] = static_cast<char>('0' + v % 10);
+    v /= 10;
+  } while (v > 0);
+  while (n > 0) *out++ = digits[--n];
+  return out;
+}
+
+void WriteExit(const ChildArgs& a, int status, bool fenced) {
+  char text[64];
+  char* p = text;
+  const bool signaled = WIFSIGNALED(status);
+  const char* word = signaled ? "signal " : "exit ";
+  for (const char* w = word; *w; ++w) *p++ = *w;
+  p = PutNumber(p, signaled ? WTERMSIG(status) : WEXITSTATUS(status));
+  *p++ = ' ';
+  *p++ = fenced ? '1' : '0';
+  *p++ = '\n';
+  const int fd = open(a.exit_tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) return;
+  ssize_t ignored = write(fd, text, static_cast<size_t>(p - text));
+  (void)ignored;
+  close(fd);
+  rename(a.exit_tmp, a.exit_path);
+}
+
+// The replica's child: becomes /bin/sh -c COMMAND. Async-signal-safe calls only.
+[[noreturn]] void Replica(const ChildArgs& a, pid_t shim) {
+  ResetSignals();
+  if (setpgid(0, 0) != 0) Fail(kSetpgid);
+  if (a.has_cgroup_fd && write(kCgroupFd, "0", 1) != 1) Fail(kCgroup);
+  if (a.hide_count > 0) {
+    if (unshare(CLONE_NEWNS) != 0) Fail(kNamespace);
+    if (mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) Fail(kNamespace);
+    for (size_t i = 0; i < a.hide_count; ++i) {
+      if (mount(a.hide_with, a.hide[i], nullptr, MS_BIND, nullptr) != 0) Fail(kHide);
+    }
+  }
+  if (dup2(kInFd, 0) < 0 || dup2(kOutFd, 1) < 0 || dup2(kErrFd, 2) < 0) Fail(kDup);
+  syscall(SYS_close_range, static_cast<unsigned>(kPipeFd + 1), ~0U, 0);  // kPipeFd is CLOEXEC
+  if (a.switch_user) {
+    if (setgroups(0, nullptr) != 0 || setgid(a.gid) != 0 || setuid(a.uid) != 0) Fail(kUser);
+    if (getuid() != a.uid || geteuid() != a.uid || (a.uid != 0 && setuid(0) == 0)) {
+      errno = EPERM;
+      Fail(kUser);
+    }
+  }
+  // After the user switch, which clears it. The shim may have died meanwhile: then go now.
+  if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) Fail(kDeathSignal);
+  if (getppid() != shim) _exit(127);
+  if (a.no_new_privs && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) Fail(kNoNewPrivs);
+  if (chdir(a.dir) != 0) Fail(kChdir);
+  execve("/bin/sh", a.argv, a.envp);
+  Fail(kExec);
+}
+
+// The shim (see spawn.h). Async-signal-safe calls only; never returns.
+[[noreturn]] void Shim(const ChildArgs& a, int pipe_w, int in, int out, int err, int cgroup) {
+  ResetSignals();
+  // The fds it keeps go to fixed numbers; the agent's others (sockets, files) are closed.
+  int keep[5] = {pipe_w, in, out, err, cgroup};
+  for (int& fd : keep) {
+    if (fd >= 0) fd = fcntl(fd, F_DUPFD_CLOEXEC, 100);
+  }
+  for (int i = 0; i < 5; ++i) {
+    if (keep[i] >= 0) dup2(keep[i], kPipeFd + i);
+  }
+  if (cgroup < 0) close(kCgroupFd);
+  syscall(SYS_close_range, static_cast<unsigned>(kCgroupFd + 1), ~0U, 0);
+  fcntl(kPipeFd, F_SETFD, FD_CLOEXEC);
+  if (setsid() < 0) Fail(kSetsid);
+  prctl(PR_SET_CHILD_SUBREAPER, 1);
+  prctl(PR_SET_NAME, "gpupool-shim");
+  g_fence_grace_plus1 = static_cast<sig_atomic_t>(a.fence_grace_ms + 1);
+  struct sigaction sa;
+  std::memset(&sa, 0, sizeof sa);
+  sa.sa_sigaction = OnStopValue;
+  sa.sa_flags = SA_SIGINFO;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGUSR1, &sa, nullptr);
+  struct sigaction st;
+  std::memset(&st, 0, sizeof st);
+  st.sa_handler = OnStopSignal;
+  sigemptyset(&st.sa_mask);
+  for (int sig : {SIGTERM, SIGINT, SIGHUP}) sigaction(sig, &st, nullptr);
+  struct sigaction ign;
+  std::memset(&ign, 0, sizeof ign);
+  ign.sa_handler = SIG_IGN;
+  sigaction(SIGPIPE, &ign, nullptr);
+
+  const pid_t self = getpid();
+  const pid_t child = fork();
+  if (child < 0) Fail(kFork);
+  if (child == 0) Replica(a, self);
+  setpgid(child, child);  // also here, so the group exists before anyone signals it
+  Send(kPid, child);
+  for (int fd = kPipeFd; fd <= kCgroupFd; ++fd) close(fd);
+
+  int64_t kill_at = -1, lease_deadline = 0;
+  bool termed = false, killed = false, fenced = false, lease_seen = false;
+  auto request = [&](int64_t at) {
+    if (!termed) {
+      SignalAll(a, child, SIGTERM);
+      termed = true;
+    }
+    if (kill_at < 0 || at < kill_at) kill_at = at;
+  };
+  for (;;) {
+    siginfo_t si;
+    std::memset(&si, 0, sizeof si);
+    if (waitid(P_PID, static_cast<id_t>(child), &si, WEXITED | WNOHANG | WNOWAIT) == 0 &&
+        si.si_pid == child) {
+      break;  // the shell is a zombie: its pid, the group id, stays reserved
+    }
+    for (;;) {  // orphans of the job, reparented to us, that have exited
+      siginfo_t o;
+      std::memset(&o, 0, sizeof o);
+      if (waitid(P_ALL, 0, &o, WEXITED | WNOHANG | WNOWAIT) != 0 || o.si_pid == 0 ||
+          o.si_pid == child) {
+        break;
+      }
+      waitpid(o.si_pid, nullptr, WNOHANG);
+    }
+    const int64_t now = MonoMs();
+    if (a.lease != nullptr && !fenced) {
+      if (ReadLease(a.lease, lease_deadline)) {
+        lease_seen = true;
+        fenced = now >= lease_deadline;
+      } else {
+        fenced = lease_seen;  // removed after it was seen: no lease
+      }
+      if (fenced) request(now + a.fence_grace_ms);
+    }
+    const int stop = __atomic_exchange_n(&g_stop, 0, __ATOMIC_SEQ_CST);
+    if (stop > 0) request(now + stop - 1);
+    if (kill_at >= 0 && now >= kill_at && !killed) {
+      SignalAll(a, child, SIGKILL);
+      killed = true;
+    }
+    SleepMs(termed ? 10 : 50);
+  }
+
+  SignalAll(a, child, SIGKILL);
+  int status = 0;
+  while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  }
+  // Nothing of the replica may be left when the exit is written.
+  const int64_t give_up = MonoMs() + 10000;
+  for (;;) {
+    while (waitpid(-1, nullptr, WNOHANG) > 0) {
+    }
+    const bool empty = a.cg_events != nullptr ? CgroupEmpty(a)
+                                              : (waitpid(-1, nullptr, WNOHANG) < 0 && errno == ECHILD);
+    if (empty || MonoMs() >= give_up) break;
+    SignalAll(a, child, SIGKILL);
+    // What left the group (setsid) and lost its parent is ours now, as the subreaper.
+    SignalMembers("/proc/thread-self/children", SIGKILL);
+    SleepMs(10);
+  }
+  WriteExit(a, status, fenced);
+  _exit(0);
 }
 
 Error Internal(const std::string& what, int err) {
@@ -83,25 +389,62 @@ bool WriteSmallFile(const std::string& path, const std::string& text) {
   return ok;
 }
 
-Result<pid_t> SpawnShell(const SpawnRequest& r) {
+int PidfdOpen(pid_t pid) { return static_cast<int>(syscall(SYS_pidfd_open, pid, 0)); }
+
+bool AskShimToStop(int pidfd, int64_t grace_ms) {
+  siginfo_t info;
+  std::memset(&info, 0, sizeof info);
+  info.si_signo = SIGUSR1;
+  info.si_code = SI_QUEUE;
+  info.si_pid = getpid();
+  info.si_uid = getuid();
+  const int64_t v = grace_ms < 0 ? 1 : (grace_ms > 0x7ffffff0 ? 0x7ffffff0 : grace_ms + 1);
+  info.si_value.sival_int = static_cast<int>(v);
+  return syscall(SYS_pidfd_send_signal, pidfd, SIGUSR1, &info, 0) == 0;
+}
+
+int64_t ProcessStartTime(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(in, line)) return -1;
+  const size_t paren = line.rfind(')');
+  if (paren == std::string::npos) return -1;
+  std::istringstream rest(line.substr(paren + 1));
+  std::string field;
+  // Fields after the name start at 3 (state); the start time is field 22.
+  for (int i = 3; i <= 22; ++i) {
+    if (!(rest >> field)) return -1;
+  }
+  try {
+    return std::stoll(field);
+  } catch (...) {
+    return -1;
+  }
+}
+
+Result<Spawned> SpawnReplica(const SpawnRequest& r) {
   Fds fds;
   const int file_flags = O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC;
   fds.in = open("/dev/null", O_RDONLY | O_CLOEXEC);
   if (fds.in < 0) return Internal("open /dev/null", errno);
-  fds.out = open((r.dir + "/stdout").c_str(), file_flags, 0644);
-  if (fds.out < 0) return Internal("open " + r.dir + "/stdout", errno);
-  fds.err = open((r.dir + "/stderr").c_str(), file_flags, 0644);
-  if (fds.err < 0) return Internal("open " + r.dir + "/stderr", errno);
-  if (!r.cgroup_procs.empty()) {
-    fds.cgroup = open(r.cgroup_procs.c_str(), O_WRONLY | O_CLOEXEC);
-    if (fds.cgroup < 0) return Internal("open " + r.cgroup_procs, errno);
+  for (auto [name, fd] : {std::pair{"/stdout", &fds.out}, std::pair{"/stderr", &fds.err}}) {
+    *fd = open((r.dir + name).c_str(), file_flags, 0600);
+    if (*fd < 0) return Internal("open " + r.dir + name, errno);
+    if (fchmod(*fd, 0600) != 0) return Internal("chmod " + r.dir + name, errno);
+    if (r.switch_user && fchown(*fd, r.uid, r.gid) != 0) return Internal("chown " + r.dir + name, errno);
+  }
+  const std::string procs = r.cgroup.empty() ? "" : r.cgroup + "/cgroup.procs";
+  const std::string kill_file = r.cgroup.empty() ? "" : r.cgroup + "/cgroup.kill";
+  const std::string events = r.cgroup.empty() ? "" : r.cgroup + "/cgroup.events";
+  if (!procs.empty()) {
+    fds.cgroup = open(procs.c_str(), O_WRONLY | O_CLOEXEC);
+    if (fds.cgroup < 0) return Internal("open " + procs, errno);
   }
   int p[2];
   if (pipe2(p, O_CLOEXEC) != 0) return Internal("pipe2", errno);
   fds.pipe_r = p[0];
   fds.pipe_w = p[1];
 
-  // Everything the child needs is built before fork: it must not allocate.
   std::vector<std::string> args = {"sh", "-c", r.command};
   std::vector<char*> argv, envp;
   for (std::string& a : args) argv.push_back(a.data());
@@ -109,28 +452,62 @@ Result<pid_t> SpawnShell(const SpawnRequest& r) {
   std::vector<std::string> env = r.env;
   for (std::string& e : env) envp.push_back(e.data());
   envp.push_back(nullptr);
+  std::vector<const char*> hide;
+  for (const std::string& h : r.hide) hide.push_back(h.c_str());
+  const std::string exit_tmp = r.exit_path + ".tmp";
+  ChildArgs a{r.dir.c_str(),
+              argv.data(),
+              envp.data(),
+              r.lease_path.empty() ? nullptr : r.lease_path.c_str(),
+              r.exit_path.c_str(),
+              exit_tmp.c_str(),
+              kill_file.empty() ? nullptr : kill_file.c_str(),
+              procs.empty() ? nullptr : procs.c_str(),
+              events.empty() ? nullptr : events.c_str(),
+              fds.cgroup >= 0,
+              r.fence_grace_ms,
+              r.switch_user,
+              r.uid,
+              r.gid,
+              r.no_new_privs,
+              hide.data(),
+              hide.size(),
+              r.hide_with.c_str()};
 
-  const pid_t pid = fork();
-  if (pid < 0) return Internal("fork", errno);
-  if (pid == 0) {
-    Child(fds.pipe_w, fds.in, fds.out, fds.err, fds.cgroup, r.dir.c_str(), argv.data(),
-          envp.data());
-  }
-  setpgid(pid, pid);  // also in the parent, so the group exists when Start returns; a race
-                      // with the child's own call or its exec is harmless (EACCES)
+  const pid_t shim = fork();
+  if (shim < 0) return Internal("fork", errno);
+  if (shim == 0) Shim(a, fds.pipe_w, fds.in, fds.out, fds.err, fds.cgroup);
+  Spawned out;
+  out.shim = shim;
+  out.pidfd = PidfdOpen(shim);  // our unreaped child: it cannot be another process
   close(fds.pipe_w);
   fds.pipe_w = -1;
-  ChildError e{0, 0};
-  ssize_t n;
-  do {
-    n = read(fds.pipe_r, &e, sizeof e);
-  } while (n < 0 && errno == EINTR);
-  if (n == 0) return pid;  // the pipe closed on exec: the shell runs
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  std::optional<Message> failure;
+  for (;;) {
+    Message m{0, 0};
+    const ssize_t n = read(fds.pipe_r, &m, sizeof m);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;  // closed: the shim runs and the shell exec'd (or failed, said below)
+    if (n != static_cast<ssize_t>(sizeof m)) {
+      failure = Message{0, EIO};
+      break;
+    }
+    if (m.kind == kPid) {
+      out.pgid = m.value;
+    } else if (!failure) {
+      failure = m;
+    }
   }
-  if (n != static_cast<ssize_t>(sizeof e)) return Internal("reading the child's status", EIO);
-  return Internal(StepName(e.step), e.err);
+  if (!failure && out.pgid <= 0) failure = Message{0, EIO};
+  if (failure) {
+    int status = 0;
+    while (waitpid(shim, &status, 0) < 0 && errno == EINTR) {
+    }
+    if (out.pidfd >= 0) close(out.pidfd);
+    unlink(r.exit_path.c_str());
+    return Internal(StepName(failure->kind), failure->value);
+  }
+  return out;
 }
 
 }  // namespace gpupool::internal
