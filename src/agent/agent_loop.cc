@@ -250,6 +250,7 @@ Result<std::unique_ptr<Agent>> Agent::Create(AgentOptions options, GpuProbe& pro
   if (!agent->http_->is_valid()) {
     return InvalidArgument("cannot use server URL '" + agent->options_.server_url + "'");
   }
+  agent->RecoverReplicas();
   return agent;
 }
 
@@ -420,6 +421,7 @@ void Agent::RunAcceptance() {
   if (!why_killed.empty()) output += "\n[gpupool agent: acceptance command " + why_killed + "]\n";
   if (output.size() > kAcceptanceTailBytes)
     output = output.substr(output.size() - kAcceptanceTailBytes);
+  executor_.Release(kAcceptanceReplica);
   const bool passed = why_killed.empty() && !exit->signaled && exit->code == 0;
   acceptance_ = Json{{"passed", passed}, {"output", output}};
   Log(passed ? "info" : "warn", passed ? "acceptance passed" : "acceptance failed",
@@ -447,6 +449,7 @@ Status Agent::Register() {
   }
   if (gpus->empty()) return FailedPrecondition("the probe sees no GPUs");
   const std::string flavor = gpus->front().model;
+  const Time sent = SteadyNow();
   Json gj = Json::array();
   for (const GpuInfo& g : *gpus) {
     if (g.model.empty()) {
@@ -474,6 +477,7 @@ Status Agent::Register() {
     return ReplyToError("register", r);
   }
   registered_ = true;
+  RenewLease(sent, r.body);
   reregister_after_ack_ = false;  // this registration carries the new UUIDs already
   last_contact_.reset();
   next_rediscover_.reset();  // the next heartbeat schedules it a whole interval from now
@@ -674,6 +678,7 @@ Json Agent::BuildHeartbeat(Sent& sent) {
     if (exited) {
       e["exit_code"] = r.exit.signaled ? 128 + r.exit.code : r.exit.code;
       e["signal"] = r.exit.signaled ? r.exit.code : 0;
+      if (r.exit.fenced) e["fenced"] = true;
     }
     reps.push_back(e);
 
@@ -719,6 +724,12 @@ Json Agent::BuildHeartbeat(Sent& sent) {
 }
 
 Status Agent::HeartbeatOnce(Time now) {
+  if (lease_until_ && SteadyNow() >= *lease_until_ && !lease_expiry_logged_) {
+    lease_expiry_logged_ = true;
+    size_t running = 0;
+    for (const auto& [key, r] : replicas_) running += executor_.running(key) ? 1 : 0;
+    Log("warn", "the lease expired: every replica's shim stops it", {{"replicas", running}});
+  }
   ReapExits();
   if (!options_.fault_file.empty()) ApplyFaultFile(now);
   TakeMigResults();
@@ -742,6 +753,7 @@ Status Agent::HeartbeatOnce(Time now) {
   Sent sent;
   Json body = BuildHeartbeat(sent);
   const std::string path = "/v1/agents/" + UrlEncode(options_.node) + "/heartbeat";
+  Time sent_at = SteadyNow();
   Reply r = Post(path, body);
   if (r.status == 404) {
     Log("warn", "the daemon does not know this node (404): registering again");
@@ -751,12 +763,14 @@ Status Agent::HeartbeatOnce(Time now) {
     // to hold back), and the new daemon wants every log tail.
     sent = Sent{};
     body = BuildHeartbeat(sent);
+    sent_at = SteadyNow();
     r = Post(path, body);
   }
   if (r.status < 200 || r.status > 299) {
     if (r.status == 404) registered_ = false;
     return ReplyToError("heartbeat", r);
   }
+  RenewLease(sent_at, r.body);
   AckHeartbeat(sent);
   last_contact_ = now;
   ApplyReply(r.body);
@@ -842,6 +856,11 @@ void Agent::StartReplica(const Json& s) {
     return;
   }
   const std::string key = KeyOf(*job, *index);
+  if (auto n = newest_attempt_.find(key); n != newest_attempt_.end() && *attempt < n->second) {
+    Log("warn", "start of an attempt older than one seen here: refused",
+        {{"job", *job}, {"replica", *index}, {"attempt", *attempt}, {"newest", n->second}});
+    return;
+  }
   if (auto it = replicas_.find(key); it != replicas_.end()) {
     // Idempotent for the same attempt; another attempt waits until the old one is forgotten.
     if (it->second.attempt != *attempt) {
@@ -902,6 +921,27 @@ void Agent::StartReplica(const Json& s) {
       }
     }
   }
+  std::string tenant = s.value("tenant", Json()).is_string() ? s["tenant"].get<std::string>() : "";
+  if (tenant.empty() && s.contains("env") && s["env"].is_object() &&
+      s["env"].value("GPUPOOL_TENANT", Json()).is_string()) {
+    tenant = s["env"]["GPUPOOL_TENANT"].get<std::string>();
+  }
+  if (error.empty()) {
+    Result<std::optional<RunAs>> user = UserFor(tenant);
+    if (!user.ok()) {
+      error = user.error().message;
+    } else {
+      spec.user = *user;
+    }
+  }
+  if (const Json g = s.value("grace_s", Json()); g.is_number() && g.get<double>() >= 0) {
+    spec.fence_grace = Duration::Millis(static_cast<int64_t>(g.get<double>() * 1000));
+  }
+  for (auto [field, out] : {std::pair{"cpu_milli", &spec.cpu_milli}, std::pair{"memory_mib", &spec.memory_mib}}) {
+    if (const Json v = s.value(field, Json()); v.is_number_integer() && v.get<int64_t>() > 0) {
+      *out = v.get<int64_t>();
+    }
+  }
   if (error.empty() && s.contains("mps_active_thread_percentage")) {
     const Json& v = s["mps_active_thread_percentage"];
     if (!v.is_number_integer() || v.get<int64_t>() < 1 || v.get<int64_t>() > 100) {
@@ -929,6 +969,16 @@ void Agent::StartReplica(const Json& s) {
       return;
     }
     start_held_.erase(key);
+    // The device nodes of the GPUs it was not granted are hidden from it.
+    for (const auto& [gpu_index, node] : options_.device_nodes) {
+      const bool granted = std::any_of(spec.devices.begin(), spec.devices.end(), [&](const std::string& d) {
+        const GpuInfo* g = GpuOfDevice(d);
+        return g != nullptr && g->index == gpu_index;
+      });
+      if (!granted) spec.hide.push_back(node);
+    }
+    spec.meta = Dump({{"job", *job}, {"replica", *index}, {"attempt", *attempt},
+                      {"devices", spec.devices}, {"tenant", tenant}});
     Result<std::string> cmd = ShellCommandFor(argv, exports);
     if (!cmd.ok()) {
       error = cmd.error().message;
@@ -938,6 +988,9 @@ void Agent::StartReplica(const Json& s) {
     }
   }
   rec.devices = spec.devices;
+  int64_t& newest = newest_attempt_[key];
+  newest = std::max(newest, *attempt);
+  if (newest_attempt_.size() > 100000) newest_attempt_.erase(newest_attempt_.begin());
   if (!error.empty()) {
     rec.exited = true;
     rec.exit = ExitInfo{false, 127};
@@ -1006,7 +1059,80 @@ void Agent::ForgetReplica(const Json& s) {
     return;
   }
   replicas_.erase(it);
+  executor_.Release(key);
   Log("info", "replica forgotten", {{"job", *job}, {"replica", *index}});
+}
+
+void Agent::RecoverReplicas() {
+  for (const RecoveredReplica& f : executor_.Recover()) {
+    const Json meta = Json::parse(f.meta, nullptr, false);
+    const std::optional<std::string> job = JobOf(meta);
+    const std::optional<int64_t> index = ReplicaOf(meta);
+    const std::optional<int64_t> attempt = AttemptOf(meta);
+    if (!job || !index || !attempt || KeyOf(*job, *index) != f.replica) {
+      // Not a job's replica (an acceptance run) or unreadable: nothing to report; it goes.
+      Log("warn", "stopping a process an earlier agent started", {{"replica", f.replica}});
+      if (f.running) (void)executor_.Terminate(f.replica, Duration::Seconds(5));
+      executor_.Release(f.replica);
+      continue;
+    }
+    Replica rec;
+    rec.job = *job;
+    rec.index = *index;
+    rec.attempt = *attempt;
+    rec.adopted = true;
+    for (const Json& d : meta.value("devices", Json::array())) {
+      if (d.is_string()) rec.devices.push_back(d.get<std::string>());
+    }
+    if (!f.running) {
+      rec.exited = true;
+      rec.exit = f.exit;
+    }
+    newest_attempt_[f.replica] = std::max(newest_attempt_[f.replica], *attempt);
+    Log(f.running ? "info" : "warn", "found a replica an earlier agent started",
+        {{"job", *job},
+         {"replica", *index},
+         {"attempt", *attempt},
+         {"running", f.running},
+         {"exit", f.running ? "" : ToString(f.exit) + (f.exit.fenced ? " (fenced)" : "")}});
+    replicas_[f.replica] = std::move(rec);
+  }
+}
+
+void Agent::RenewLease(Time sent, const Json& reply) {
+  const Json ms = reply.is_object() ? reply.value("lease_ms", Json()) : Json();
+  if (!ms.is_number() || ms.get<double>() <= 0 || executor_.lease_path().empty()) return;
+  const Time until = sent + Duration::Millis(static_cast<int64_t>(ms.get<double>()));
+  if (lease_until_ && until <= *lease_until_) return;
+  const std::string path = executor_.lease_path(), tmp = path + ".tmp";
+  const std::string text = std::to_string(until.millis()) + "\n";
+  const int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  const bool ok = fd >= 0 && write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  if (fd >= 0) close(fd);
+  if (!ok || rename(tmp.c_str(), path.c_str()) != 0) {
+    // The shims keep the old deadline and stop the replicas when it passes: safe, but say so.
+    Log("error", "cannot renew the lease file", {{"path", path}, {"error", std::strerror(errno)}});
+    return;
+  }
+  lease_until_ = until;
+  lease_expiry_logged_ = false;
+}
+
+Result<std::optional<RunAs>> Agent::UserFor(const std::string& tenant) const {
+  auto it = options_.users.find(tenant);
+  if (it == options_.users.end()) it = options_.users.find("*");
+  const bool root_ok = options_.allow_root.count(tenant) > 0 || options_.allow_root.count("*") > 0;
+  if (it == options_.users.end()) {
+    if (geteuid() != 0 || root_ok) return std::optional<RunAs>();  // the agent's own user
+    return Error{ErrorCode::kPermissionDenied, "tenant '" + tenant +
+                            "' has no user on this node and may not run as root (gpupool agent "
+                            "--users FILE, --allow-root TENANT)"};
+  }
+  if (it->second.uid == 0 && !root_ok) {
+    return Error{ErrorCode::kPermissionDenied, "tenant '" + tenant + "' maps to root, which --allow-root does not allow"};
+  }
+  if (it->second.uid == geteuid() && it->second.gid == getegid()) return std::optional<RunAs>();
+  return std::optional<RunAs>(it->second);
 }
 
 void Agent::Shutdown() {

@@ -37,6 +37,20 @@
 // that heartbeat. A start naming a device the agent does not see waits and triggers a
 // rediscovery.
 //
+// Ownership and fencing (docs/design/agent.md, "Owning and fencing replicas"): every replica runs
+// under a shim (spawn.h) with a state file, so a new agent finds what an earlier one started
+// (Executor::Recover) and reports it in its first heartbeat; the daemon answers which to keep
+// (the stale ones get a stop). Each accepted registration or heartbeat renews the node's lease:
+// the lease file holds the steady-clock time the request was sent plus the daemon's `lease_ms`.
+// The shims stop their replicas by themselves once it has passed, whatever the agent is doing
+// (dead, stopped, cut off); such an exit is reported with "fenced": true and requeues the job.
+// Starts carry attempts; a start older than the newest attempt seen for that replica is refused.
+// A start waits while a replica told to stop still holds one of its devices.
+//
+// Sandbox: with AgentOptions::users, a job runs as its tenant's user; an agent running as root
+// refuses a tenant without one, and runs a tenant as root only if allow_root lists it ("*":
+// every tenant). Device nodes of GPUs not granted (AgentOptions::device_nodes) are hidden.
+//
 // Fault injection (FakeProbe only): when AgentOptions::fault_file is set, each HeartbeatOnce reads
 // the file and truncates it. One fault a line:
 //   xid GPU CODE | ecc GPU COUNT | row_remap GPU | row_remap_pending GPU | gpu_lost GPU |
@@ -109,6 +123,12 @@ struct AgentOptions {
   // periodic rediscovery, none after a failed exit or for a start naming an unknown device).
   Duration rediscover_interval = Duration::Seconds(30);
   AgentLog log;  // empty: StderrJsonLog()
+  // Tenant name -> the user its jobs run as ("*": any other tenant).
+  std::map<std::string, RunAs> users;
+  std::set<std::string> allow_root;  // tenants that may run as root ("*": all)
+  // GPU index -> its device node (/dev/nvidia0); the nodes of GPUs a job was not granted are
+  // hidden from it. Empty: none hidden (CUDA_VISIBLE_DEVICES only).
+  std::map<uint32_t, std::string> device_nodes;
 };
 
 class Agent {
@@ -165,6 +185,7 @@ class Agent {
     int64_t index = 0;
     int64_t attempt = 0;               // the daemon's attempt number, from the start
     std::vector<std::string> devices;  // GPU or MIG UUIDs (CUDA_VISIBLE_DEVICES)
+    bool adopted = false;              // found by Recover, started by an earlier agent
     bool exited = false;
     bool stopping = false;  // a stop was applied (logged once)
     ExitInfo exit;
@@ -231,6 +252,12 @@ class Agent {
   // Why a start with these devices must wait ("" if it need not).
   std::string StartBlocked(const std::vector<std::string>& devices);
   void Shutdown();
+  // Takes over what an earlier agent on this state directory started (once, from Create).
+  void RecoverReplicas();
+  // After an accepted registration or heartbeat sent at `sent` (steady clock).
+  void RenewLease(Time sent, const nlohmann::json& reply);
+  // Whose user a start for `tenant` runs as; an error text when it may not run here.
+  Result<std::optional<RunAs>> UserFor(const std::string& tenant) const;
   bool StopRequested() const;
   // Sleeps up to d in small steps; false if a stop was requested.
   bool SleepFor(Duration d);
@@ -264,6 +291,9 @@ class Agent {
   bool reregister_after_ack_ = false;  // a GPU UUID changed: register once the loss is delivered
   std::map<std::string, std::string> start_held_;  // replica key -> why its start waits (logged)
   SystemInfo system_;  // the driver's versions, read with each discovery at registration
+  std::optional<Time> lease_until_;  // steady clock; unset: no lease yet
+  bool lease_expiry_logged_ = false;
+  std::map<std::string, int64_t> newest_attempt_;  // replica key -> the newest attempt seen
   std::atomic<bool> stop_{false};
   // Shared with the MigWorker's thread (see the file comment); declared last so the worker is
   // joined before anything it uses goes.

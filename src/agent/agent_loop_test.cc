@@ -137,6 +137,7 @@ class AgentAloneProtocolTest : public ::testing::Test {
     o.server_url = daemon_.url();
     o.token = "secret-token";
     o.node = "n1";
+    if (o.users.empty() && o.allow_root.empty()) o.allow_root = {"*"};  // jobs as the test's user
     o.log = [this](const Json& record) {
       std::lock_guard<std::mutex> l(log_mu_);
       logs_.push_back(record);
@@ -244,10 +245,10 @@ class AgentAloneProtocolTest : public ::testing::Test {
     }
     return true;
   }
-  // Waits until the replica's process has exited but is not reaped yet (a zombie): the agent's
-  // next ReapExits sees its exit, whatever the machine's load.
+  // Waits until the replica's shim has exited (the replica is gone) but is not reaped yet (a
+  // zombie): the agent's next ReapExits sees its exit, whatever the machine's load.
   bool WaitUntilExitedUnreaped(const std::string& replica) {
-    const pid_t pid = executor_->pid(replica);
+    const pid_t pid = executor_->shim_pid(replica);
     if (pid <= 0) return false;
     return WaitFor([&] {
       std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
@@ -1119,6 +1120,81 @@ TEST_F(AgentAloneProtocolTest, QuotedArgvSurvivesTheShell) {
   std::string want;
   for (const std::string& a : args) want += "<" + a + ">\n";
   EXPECT_EQ(LastLog("q", 0)["stdout"], want);
+}
+
+// A new agent on the same state directory finds the replica its predecessor started (as after a
+// kill -9: neither the agent nor its executor cleaned up), reports it with its attempt, and stops
+// it when the daemon says so; meanwhile the lease file carries the daemon's lease.
+TEST_F(AgentAloneProtocolTest, ARestartedAgentReportsAndStopsWhatItsPredecessorStarted) {
+  ExecutorOptions eo;
+  eo.work_dir = dir_ + "/work2";
+  eo.cgroup_parent = "";
+  eo.lease_path = dir_ + "/lease";
+  auto first = Executor::Create(eo);
+  ASSERT_TRUE(first.ok());
+  executor_ = std::move(*first);
+  MakeAgent();
+  Json start = Start("5", 0, {"sleep", "300"}, {}, 42);
+  daemon_.QueueHeartbeat(200, {{"start", {start}}, {"lease_ms", 60000}});
+  ASSERT_TRUE(agent_->HeartbeatOnce(Time::FromSeconds(++clock_s_)).ok());
+  HeartbeatUntilState("5", 0, "running");
+  {
+    std::ifstream lease(eo.lease_path);
+    int64_t until = 0;
+    ASSERT_TRUE(lease >> until) << "no lease file";
+    const int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
+                            std::chrono::steady_clock::now().time_since_epoch())
+                            .count();
+    EXPECT_GT(until, now + 50000);
+    EXPECT_LE(until, now + 60000);
+  }
+  const pid_t shell = executor_->pid("5-0");
+  // The crash: nothing is cleaned up (the old executor and agent are leaked on purpose).
+  (void)agent_.release();
+  (void)executor_.release();
+  auto second = Executor::Create(eo);
+  ASSERT_TRUE(second.ok());
+  executor_ = std::move(*second);
+  MakeAgent();
+  EXPECT_TRUE(Logged("found a replica an earlier agent started"));
+  const Json hb = HeartbeatUntilState("5", 0, "running");
+  EXPECT_EQ((*FindReplica(hb, "5", 0))["attempt"], 42);
+  EXPECT_EQ(executor_->pid("5-0"), shell);
+  // An older attempt of it is refused outright.
+  daemon_.QueueHeartbeat(200, {{"start", {Start("5", 0, {"true"}, {}, 41)}}});
+  ASSERT_TRUE(agent_->HeartbeatOnce(Time::FromSeconds(++clock_s_)).ok());
+  EXPECT_TRUE(Logged("start of an attempt older than one seen here: refused"));
+  daemon_.QueueHeartbeat(200, {{"stop", {{{"job", "5"}, {"replica", 0}, {"attempt", 42}, {"grace_s", 5}}}}});
+  ASSERT_TRUE(agent_->HeartbeatOnce(Time::FromSeconds(++clock_s_)).ok());
+  const Json done = HeartbeatUntilState("5", 0, "exited");
+  EXPECT_EQ((*FindReplica(done, "5", 0))["signal"], SIGTERM);
+  EXPECT_FALSE(FindReplica(done, "5", 0)->contains("fenced"));
+}
+
+// A start waits while a replica told to stop still holds its GPU.
+TEST_F(AgentAloneProtocolTest, AStartWaitsForTheStoppingReplicaOnItsGpu) {
+  MakeAgent();
+  const std::string gpu = "GPU-fake-n1-0";
+  daemon_.QueueHeartbeat(200, {{"start", {Start("1", 0, {"/bin/sh", "-c", "trap '' TERM; while :; do sleep 0.02; done"}, {gpu})}}});
+  ASSERT_TRUE(agent_->HeartbeatOnce(Time::FromSeconds(++clock_s_)).ok());
+  HeartbeatUntilState("1", 0, "running");
+  // Preempted: stop it (it ignores SIGTERM: 1 s grace) and start another job on its GPU.
+  daemon_.QueueHeartbeat(200, {{"stop", {{{"job", "1"}, {"replica", 0}, {"attempt", 1}, {"grace_s", 1}}}},
+                               {"start", {Start("2", 0, {"true"}, {gpu})}}});
+  ASSERT_TRUE(agent_->HeartbeatOnce(Time::FromSeconds(++clock_s_)).ok());
+  EXPECT_FALSE(executor_->running("2-0"));
+  EXPECT_TRUE(Logged("start waits"));
+  // The daemon keeps sending the start; it goes once the old replica is gone.
+  for (int i = 0; i < 200 && executor_->running("1-0"); ++i) {
+    daemon_.QueueHeartbeat(200, {{"start", {Start("2", 0, {"true"}, {gpu})}}});
+    ASSERT_TRUE(agent_->HeartbeatOnce(Time::FromSeconds(++clock_s_)).ok());
+    EXPECT_FALSE(executor_->running("2-0") && executor_->running("1-0"));
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  daemon_.QueueHeartbeat(200, {{"start", {Start("2", 0, {"true"}, {gpu})}}});
+  ASSERT_TRUE(agent_->HeartbeatOnce(Time::FromSeconds(++clock_s_)).ok());
+  const Json hb = HeartbeatUntilState("2", 0, "exited");
+  EXPECT_EQ((*FindReplica(hb, "2", 0))["exit_code"], 0);
 }
 
 }  // namespace

@@ -41,6 +41,18 @@ std::string Agent::StartBlocked(const std::vector<std::string>& devices) {
     if (mig_applying(g->index)) {
       return "GPU " + std::to_string(g->index) + " is being re-partitioned";
     }
+    // A replica told to stop keeps its devices until its shim has seen it gone (its cgroup
+    // empty); replicas sharing a GPU by design (fractions) are not stopping.
+    for (const auto& [key, r] : replicas_) {
+      if (!r.stopping || !executor_.running(key)) continue;
+      for (const std::string& used : r.devices) {
+        const GpuInfo* u = GpuOfDevice(used);
+        const bool whole = used == g->uuid || d == g->uuid;
+        if (used == d || (u == g && whole)) {
+          return "device " + d + " is still used by replica " + key + ", which is stopping";
+        }
+      }
+    }
   }
   return "";
 }

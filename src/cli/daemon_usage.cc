@@ -16,8 +16,10 @@ const char* const kServeUsage =
     "  the heartbeat flags are for node agents. docs/design/daemon.md.\n";
 
 const char* const kAgentUsage =
-    "usage: gpupool agent --server URL --token TOKEN --name NODE [--gpus nvml | --gpus fake:SPEC]\n"
-    "                     [--work-dir DIR (./gpupool-agent-NODE)] [--acceptance CMD]\n"
+    "usage: gpupool agent --server URL --token-file FILE --name NODE [--gpus nvml | --gpus fake:SPEC]\n"
+    "                     [--work-dir DIR (./gpupool-agent-NODE)] [--state-dir DIR (WORK/.gpupool)]\n"
+    "                     [--cgroup-parent DIR] [--users FILE] [--allow-root TENANT,...]\n"
+    "                     [--device-nodes /dev/nvidia%d] [--acceptance CMD]\n"
     "                     [--fault-file PATH (fake GPUs only)] [--allow-mig-changes]\n"
     "                     [--rediscover-interval-s SECONDS (30)]\n"
     "  --allow-mig-changes lets the daemon's MIG layouts be applied (GPU instances destroyed and\n"
@@ -27,7 +29,13 @@ const char* const kAgentUsage =
     "  --rediscover-interval-s re-reads the GPUs that often (and after a failed replica exit): a\n"
     "  lost GPU or a MIG device gone under a replica is reported as a GPU failure (the node is\n"
     "  drained and its jobs requeued), changed UUIDs and layouts are reported; 0 turns it off\n"
-    "  --server and --token default to GPUPOOL_URL and GPUPOOL_TOKEN (or the config file)\n";
+    "  --token-file (mode 0600) keeps the token out of argv and the environment; --server and the\n"
+    "  token default to GPUPOOL_URL and GPUPOOL_TOKEN (or the config file); --token still works\n"
+    "  --users maps tenants to the users their jobs run as ('TENANT USER[:GROUP]' lines, '*' for\n"
+    "  the rest); an agent running as root runs a tenant as root only if --allow-root lists it\n"
+    "  --cgroup-parent: where each replica gets its cgroup (default: a gpupool-NODE cgroup on the\n"
+    "  cgroup v2 mount); --device-nodes hides the device nodes of GPUs a job was not granted\n"
+    "  Replicas run under shims that stop them when the daemon's lease is not renewed\n";
 
 const char* const kDemoUsage =
     "usage: gpupool demo [--hours H (8)] [--policy P (fgd)] [--seed S (7)] [--every MINUTES (60)]\n"

@@ -198,6 +198,9 @@ class DaemonCore {
   void RequeueNode(NodeId id, NodeCondition to, Time now, RequeueCause cause, const std::string& detail);
   // Nodes whose agent has been silent longer than the timeout become unreachable.
   void CheckHeartbeats(Time now);
+  // How long after its last heartbeat a silent node's replicas are surely stopped by their
+  // shims: the lease (the heartbeat timeout), the longest grace of its jobs' classes, a margin.
+  Duration FenceDeadline(NodeId id) const;
   // With agents as the executor (core_starts.cc): ready nodes no agent registered for become
   // not_ready; placements not started by their deadline are withdrawn.
   void MarkNodesWithoutAgents(Time now);

@@ -248,7 +248,8 @@ Reply DaemonCore::RegisterAgent(const CallContext& c, const std::string& body) {
   return JsonReply(200, {{"node", name},
                          {"condition", std::string(NodeConditionName(to))},
                          {"heartbeat_interval_ms", heartbeat_interval_.millis()},
-                         {"heartbeat_timeout_ms", heartbeat_timeout_.millis()}});
+                         {"heartbeat_timeout_ms", heartbeat_timeout_.millis()},
+                         {"lease_ms", heartbeat_timeout_.millis()}});
 }
 
 void DaemonCore::StageAgent(NodeId node) {
@@ -391,6 +392,7 @@ Reply DaemonCore::AgentHeartbeat(const CallContext& c, const std::string& name, 
                          {"stop", stop},
                          {"forget", forget},
                          {"mig", mig},
+                         {"lease_ms", heartbeat_timeout_.millis()},
                          {"condition", std::string(NodeConditionName(state_->node(node).condition))}});
 }
 
@@ -437,6 +439,14 @@ Status DaemonCore::AgentReplicas(const CallContext& c, NodeId node, const Json& 
     const int64_t signal = r.contains("signal") && r["signal"].is_number_integer() ? r["signal"].get<int64_t>() : 0;
     const bool ok = code.ok() && *code == 0 && signal == 0;
     forget.push_back(key);
+    if (r.value("fenced", false) == true) {
+      // Its shim stopped it when the agent's lease ran out (or the shim was lost): the node's
+      // doing, not the job's. Requeued, as a silent node's jobs are.
+      GP_CHECK(ApplyAndStage(JobLost{*jid, c.now, RequeueCause::kNodeLost,
+                                     "replica " + std::to_string(ri) + " on " + state_->node(node).name +
+                                         " was stopped when its agent's lease expired"}).ok());
+      continue;
+    }
     if (!ok) {  // one failed replica fails the job; the others are told to stop
       const std::string why = "replica " + std::to_string(ri) + " on " + state_->node(node).name +
                               (signal ? " was killed by signal " + std::to_string(signal)
@@ -598,7 +608,11 @@ Json DaemonCore::StartList(NodeId node, const AgentState& a, const std::set<std:
       }
       Json devices = Json::array();
       Json entry = {{"job", std::to_string(jid.value())}, {"replica", r}, {"attempt", AttemptOf(job)},
-                    {"command", job.spec.command}};
+                    {"command", job.spec.command},
+                    {"tenant", state_->tenant(job.spec.tenant).name},
+                    {"grace_s", state_->priority_class(job.spec.priority_class).grace_period.seconds()}};
+      if (job.spec.shape.cpu_milli > 0) entry["cpu_milli"] = job.spec.shape.cpu_milli;
+      if (job.spec.shape.memory_mib > 0) entry["memory_mib"] = job.spec.shape.memory_mib;
       bool known = true;
       for (const GpuGrant& g : grants) {
         // A MIG grant gets its slice's MIG UUID, never the whole GPU's: a slice the agent has
@@ -624,11 +638,24 @@ Json DaemonCore::StartList(NodeId node, const AgentState& a, const std::set<std:
       entry["env"] = {{"GPUPOOL_JOB", std::to_string(jid.value())},
                       {"GPUPOOL_JOB_NAME", job.spec.name},
                       {"GPUPOOL_TENANT", state_->tenant(job.spec.tenant).name},
-                      {"GPUPOOL_REPLICAS", std::to_string(job.spec.replicas)}};
+                      {"GPUPOOL_REPLICAS", std::to_string(job.spec.replicas)},
+                      {"GPUPOOL_ATTEMPT", std::to_string(AttemptOf(job))}};
       start.push_back(std::move(entry));
     }
   }
   return start;
+}
+
+Duration DaemonCore::FenceDeadline(NodeId id) const {
+  // The agent's lease runs from when it sent its last accepted heartbeat, before the daemon
+  // received it; its shims then allow each replica its class's grace before SIGKILL. The margin
+  // covers the shims' polling, the kill itself and the two clocks' drift.
+  Duration grace = Duration::Seconds(0);
+  for (JobId jid : state_->node(id).Jobs()) {
+    grace = std::max(grace, state_->priority_class(state_->FindJob(jid)->spec.priority_class).grace_period);
+  }
+  const Duration margin = std::max(Duration::Seconds(1), Duration::Millis(heartbeat_timeout_.millis() / 10));
+  return heartbeat_timeout_ + grace + margin;
 }
 
 void DaemonCore::CheckHeartbeats(Time now) {
@@ -636,14 +663,22 @@ void DaemonCore::CheckHeartbeats(Time now) {
     // Known from the journal: the agent gets a whole timeout from the daemon's first tick.
     if (!a.last_heartbeat) a.last_heartbeat = now;
     const Node& n = state_->node(id);
-    if (now - *a.last_heartbeat <= heartbeat_timeout_ || n.condition == NodeCondition::kUnreachable ||
-        n.condition == NodeCondition::kRetired) {
-      continue;
+    const Duration silent = now - *a.last_heartbeat;
+    if (silent <= heartbeat_timeout_ || n.condition == NodeCondition::kRetired) continue;
+    if (n.condition != NodeCondition::kUnreachable) {
+      // Its lease is over: nothing new goes there. What runs there is given away only once
+      // the shims have surely stopped it (FenceDeadline).
+      Log("warn", "node agent silent: node unreachable",
+          {{"node", n.name}, {"silent_ms", std::to_string(silent.millis())}});
+      GP_CHECK(ApplyAndStage(NodeConditionChanged{id, NodeCondition::kUnreachable, now,
+                                                  "node " + n.name + "'s agent was silent for " + ToString(silent)}).ok());
     }
-    Log("warn", "node agent silent: node unreachable, its jobs requeued",
-        {{"node", n.name}, {"silent_ms", std::to_string((now - *a.last_heartbeat).millis())}});
-    RequeueNode(id, NodeCondition::kUnreachable, now, RequeueCause::kNodeLost,
-                "node " + n.name + "'s agent was silent for " + ToString(now - *a.last_heartbeat));
+    if (n.Jobs().empty() || silent <= FenceDeadline(id)) continue;
+    Log("warn", "node agent silent past its lease and grace: its jobs requeued",
+        {{"node", n.name}, {"silent_ms", std::to_string(silent.millis())}});
+    RequeueJobsOn(id, now, RequeueCause::kNodeLost,
+                  "node " + n.name + "'s agent was silent for " + ToString(silent) +
+                      " (its lease and the replicas' grace have passed)");
   }
 }
 

@@ -1215,19 +1215,66 @@ TEST_F(AgentProtocolTest, ASilentNodeIsUnreachableAndItsJobRunsElsewhere) {
     Beat(other, s);
     core_->Tick(At(s), false);
   }
-  // 12 s after its last heartbeat (timeout 10 s): unreachable, the job requeued and placed on
-  // the other node, which is told to start it.
+  // 12 s after its last heartbeat (timeout 10 s = the lease): unreachable, but the job stays
+  // placed there while its replica may still run: until the lease, the training class's 120 s
+  // grace and the 1 s margin have passed (131 s after the last heartbeat, at 2).
   EXPECT_EQ(Json::parse(core_->GetNode({&admin_, "", At(14)}, lost).body)["condition"], "unreachable");
-  EXPECT_EQ(NodeOf(j, 14), other);
-  const Json reply = Beat(other, 15);
+  EXPECT_EQ(NodeOf(j, 14), lost);
+  for (int64_t s = 15; s <= 133; ++s) {
+    Beat(other, s);
+    core_->Tick(At(s), false);
+  }
+  EXPECT_EQ(NodeOf(j, 133), lost) << "requeued before its replica was surely fenced";
+  for (int64_t s = 134; s <= 135; ++s) {
+    Beat(other, s);
+    core_->Tick(At(s), false);
+  }
+  // Then requeued (at 134) and placed on the other node, which is told to start it.
+  EXPECT_EQ(NodeOf(j, 135), other);
+  const Json reply = Beat(other, 135);
   ASSERT_EQ(reply["start"].size(), 1u);
   EXPECT_EQ(reply["start"][0]["job"], j);
+  EXPECT_EQ(reply["lease_ms"], 10000);
   // The lost node comes back: ready again, and its stale replica is stopped.
-  ASSERT_EQ(Register(lost, 16).status, 200);
-  EXPECT_EQ(Json::parse(core_->GetNode({&admin_, "", At(16)}, lost).body)["condition"], "ready");
-  const Json back = Beat(lost, 16, {{"replicas", {Report(first, "running")}}});
+  ASSERT_EQ(Register(lost, 136).status, 200);
+  EXPECT_EQ(Json::parse(core_->GetNode({&admin_, "", At(136)}, lost).body)["condition"], "ready");
+  const Json back = Beat(lost, 136, {{"replicas", {Report(first, "running")}}});
   ASSERT_EQ(back["stop"].size(), 1u);
   EXPECT_EQ(back["stop"][0]["grace_s"], 120) << "the training class's grace period";
+}
+
+// A node that comes back within the fence deadline keeps its job (the same attempt, not started
+// again); a replica its shim fenced is requeued, not failed; starts say whose job and its grace.
+TEST_F(AgentProtocolTest, AFencedReplicaIsRequeuedAndAQuickReturnKeepsItsJob) {
+  const std::string j = Submit(member_a_, 4, 1);
+  core_->Tick(At(1), false);
+  const std::string node = NodeOf(j, 1), other = node == "g1" ? "g2" : "g1";
+  const Json start = StartOf(Beat(node, 2), j);
+  ASSERT_TRUE(start.is_object());
+  EXPECT_EQ(start["tenant"], "a");
+  EXPECT_EQ(start["grace_s"], 120);
+  EXPECT_EQ(start["env"]["GPUPOOL_ATTEMPT"], start["attempt"].dump());
+  Beat(node, 2, {{"replicas", {Report(start, "running")}}});
+  for (int64_t s = 3; s <= 20; ++s) {
+    Beat(other, s);
+    core_->Tick(At(s), false);
+  }
+  EXPECT_EQ(Json::parse(core_->GetNode({&admin_, "", At(20)}, node).body)["condition"], "unreachable");
+  // Back (a restarted agent that adopted its replica): kept, no new start.
+  ASSERT_EQ(Register(node, 21).status, 200);
+  const Json kept = Beat(node, 21, {{"replicas", {Report(start, "running")}}});
+  EXPECT_TRUE(kept["start"].empty()) << kept;
+  EXPECT_TRUE(kept["stop"].empty()) << kept;
+  EXPECT_EQ(Job(j, 21)["state"], "running");
+  // Its shim stopped it when the lease ran out: requeued (pending again), not failed.
+  Json fenced = Report(start, "exited", 143);
+  fenced["signal"] = 15;
+  fenced["fenced"] = true;
+  const Json after = Beat(node, 22, {{"replicas", {fenced}}});
+  ASSERT_EQ(after["forget"].size(), 1u);
+  EXPECT_NE(Job(j, 22)["state"], "failed");
+  core_->Tick(At(23), false);
+  EXPECT_TRUE(Job(j, 23)["state"] == "admitted" || Job(j, 23)["state"] == "pending") << Job(j, 23);
 }
 
 // The daemon remembers its agents across a restart: heartbeats are not answered 404, starts
