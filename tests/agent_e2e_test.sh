@@ -2,8 +2,8 @@
 # The daemon and four node agents with fake GPUs on loopback, all real processes (issue 6):
 #  - a job runs for real (a shell command) and its output comes back through `gpupool logs`,
 #    with CUDA_VISIBLE_DEVICES set to the fake GPUs' UUIDs;
-#  - kill -9 of an agent: its job is requeued and runs again on another node within the
-#    heartbeat timeout;
+#  - kill -9 of an agent: its replica's shim stops it when the lease runs out, and the job runs
+#    again on another node after the lease, the class's grace and a margin;
 #  - XID 79 injected on a node: the node is drained and its job moves;
 #  - a node whose acceptance test fails stays out of scheduling;
 #  - a MIG node joins through its agent (--allow-mig-changes); a job needing a 1g slice that its
@@ -17,8 +17,12 @@ set -u
 bin=${1:?usage: agent_e2e_test.sh GPUPOOL_BINARY}
 . "$(dirname "$0")/lib/e2e.sh"
 
+# The class's grace is 1 s: a silent node's jobs are requeued once the agent's lease (2 s), that
+# grace and the 1 s margin have passed.
 cat > "$tmp/config.yaml" << 'EOF'
 scheduler: {tick_ms: 50}
+priority_classes:
+  - {name: training, value: 500, preemptible: true, may_borrow: true, grace_period_s: 1, default: true}
 tenants:
   - {name: research, quotas: {h100-80gb: {guaranteed: 16}}}
 nodes:
@@ -40,7 +44,8 @@ start_agent() {  # start_agent NODE [EXTRA FLAGS...]
   local node=$1; shift
   local token
   token=$(agent_token "$node") || fail "no node-agent token for $node"
-  "$bin" agent --name "$node" --token "$token" --gpus fake:4xh100-80gb --work-dir "$tmp/work-$node" \
+  (umask 077; echo "$token" > "$tmp/token-$node")
+  "$bin" agent --name "$node" --token-file "$tmp/token-$node" --gpus fake:4xh100-80gb --work-dir "$tmp/work-$node" --allow-root '*' \
     --fault-file "$tmp/faults-$node" --rediscover-interval-s 0.5 "$@" > "$tmp/agent-$node.log" 2>&1 &
   agent_pid[$node]=$!
   pids+=($!)
@@ -73,10 +78,9 @@ failing=$(submit failing 1 -- sh -c 'echo oops >&2; exit 3')
 until_ok 20 job_is "$failing" failed || fail "job $failing should have failed"
 until_ok 10 sh -c "'$bin' logs $failing --stderr | grep -q oops" || fail "stderr of $failing"
 
-# 2. kill -9 of an agent: the job runs again elsewhere within the heartbeat timeout.
-# It runs while the agent that started it lives: a kill -9 gives the agent no chance to stop its
-# jobs, and this one must not outlive the test.
-long=$(submit long 4 -- sh -c 'while kill -0 $PPID 2>/dev/null; do sleep 0.2; done')
+# 2. kill -9 of an agent: the replica's shim stops it when the lease runs out, and the job runs
+# again elsewhere once the lease and the grace have passed.
+long=$(submit long 4 -- sh -c 'while :; do sleep 0.2; done')
 until_ok 20 job_is "$long" running || fail "job $long did not start"
 victim=$(job_node "$long")
 kill -9 "${agent_pid[$victim]}"
@@ -84,6 +88,8 @@ killed_at=$(date +%s)
 until_ok 15 condition_is "$victim" unreachable || fail "$victim is $(node_condition "$victim") after kill -9 of its agent"
 until_ok 15 sh -c "[ \"\$('$bin' describe job $long -o json | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d[\"state\"], d[\"placement\"][0][\"node\"] if d[\"placement\"] else \"\")')\" != \"running $victim\" ] && '$bin' describe job $long -o json | grep -q '\"state\": \"running\"'" ||
   fail "job $long did not run again elsewhere: $(job_field "$long" 'd["state"], d["placement"]')"
+grep -q ' 1$' "$tmp/work-$victim/.gpupool/$long-0.exit" 2>/dev/null ||
+  fail "the replica on $victim was not stopped by its shim (fenced): $(cat "$tmp/work-$victim/.gpupool/$long-0.exit" 2>&1)"
 moved_to=$(job_node "$long")
 [ "$moved_to" != "$victim" ] && [ "$moved_to" != n-3 ] || fail "job $long is on $moved_to"
 echo "kill -9 of the agent of $victim: job $long running again on $moved_to after $(( $(date +%s) - killed_at )) s"
@@ -106,7 +112,7 @@ done
 # new MIG UUIDs, and only then is the job started, on the new slice.
 # The apply takes 3 s, longer than the daemon's 2 s heartbeat timeout: heartbeats must go on.
 echo "mig_delay 3000" > "$tmp/faults-m-0"
-"$bin" agent --name m-0 --gpus fake:1xh100-80gb:mig=3g.40gb+3g.40gb --allow-mig-changes \
+"$bin" agent --name m-0 --gpus fake:1xh100-80gb:mig=3g.40gb+3g.40gb --allow-mig-changes --allow-root '*' \
   --fault-file "$tmp/faults-m-0" --work-dir "$tmp/work-m-0" > "$tmp/agent-m-0.log" 2>&1 &
 pids+=($!)
 until_ok 20 grep -q '"msg":"registered"' "$tmp/agent-m-0.log" || fail "agent m-0 did not register"

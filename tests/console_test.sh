@@ -38,7 +38,7 @@ for n in n-0 n-1 m-0; do
   [ "$n" = m-0 ] && gpus="fake:2xa100-40gb:mig --allow-mig-changes"
   # shellcheck disable=SC2086
   GPUPOOL_URL=$url GPUPOOL_TOKEN=$admin "$bin" agent --name "$n" --gpus $gpus \
-    --work-dir "$tmp/work-$n" > "$tmp/agent-$n.log" 2>&1 &
+    --work-dir "$tmp/work-$n" --allow-root '*' > "$tmp/agent-$n.log" 2>&1 &
   pids+=($!)
 done
 for n in n-0 n-1 m-0; do
