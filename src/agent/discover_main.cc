@@ -103,6 +103,8 @@ int Main(int argc, char** argv) {
   } else {
     out["health_error"] = health.error().message;
   }
+  const SystemInfo system = probe.System();
+  out["system"] = {{"driver_version", system.driver_version}, {"cuda_version", system.cuda_version}};
   out["notes"] = probe.notes();
   std::cout << out.dump(2) << "\n";
   return 0;

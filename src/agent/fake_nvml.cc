@@ -99,6 +99,8 @@ FakeDev* Dev(nvmlDevice_t h) {
   return -1;
 }
 
+bool g_one_gpu = false;
+
 void Reset() {
   g_dev[0] = {.name = "NVIDIA H100 80GB HBM3",
               .uuid = "GPU-fake-nvml-0",
@@ -139,6 +141,24 @@ void Reset() {
   g_events = {{0, 0x4, 0, 0xFFFFFFFFu},
               {0, nvmlEventTypeXidCriticalError, 31, 1},
               {1, nvmlEventTypeXidCriticalError, 48, 0xFFFFFFFFu}};
+  // GPUPOOL_FAKE_NVML_SCENARIO=one-h200: a single healthy H200 without MIG, no events (what
+  // tests/gpu/real_gpu_check.sh expects of the device machine, rehearsed here).
+  const char* scenario = std::getenv("GPUPOOL_FAKE_NVML_SCENARIO");
+  g_one_gpu = scenario != nullptr && std::string(scenario) == "one-h200";
+  if (g_one_gpu) {
+    g_dev[0] = {.name = "NVIDIA H200",
+                .uuid = "GPU-fake-nvml-h200-0",
+                .memory_mib = 143771,
+                .bus_id = "00000000:19:00.0",
+                .pci_device_id = 0x233510DE,
+                .mig_mode = 0,
+                .temperature = 33};
+    for (int k = 0; k < kSlots; ++k) {
+      g_gi[k] = FakeGi{};
+      g_mig_index[k] = -1;
+    }
+    g_events.clear();
+  }
 }
 
 void CopyString(const char* s, char* out, unsigned int len) {
@@ -207,13 +227,13 @@ FAKE_EXPORT nvmlReturn_t nvmlSystemGetCudaDriverVersion(int* version) {
 
 FAKE_EXPORT nvmlReturn_t nvmlDeviceGetCount_v2(unsigned int* count) {
   if (!g_init) return NVML_ERROR_UNINITIALIZED;
-  *count = 2;
+  *count = g_one_gpu ? 1 : 2;
   return NVML_SUCCESS;
 }
 
 FAKE_EXPORT nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int index, nvmlDevice_t* device) {
   if (!g_init) return NVML_ERROR_UNINITIALIZED;
-  if (index >= 2) return NVML_ERROR_INVALID_ARGUMENT;
+  if (index >= (g_one_gpu ? 1u : 2u)) return NVML_ERROR_INVALID_ARGUMENT;
   *device = Handle(static_cast<int>(index));
   return NVML_SUCCESS;
 }
