@@ -1094,7 +1094,7 @@ void Agent::RecoverReplicas() {
          {"replica", *index},
          {"attempt", *attempt},
          {"running", f.running},
-         {"exit", f.running ? "" : ToString(f.exit) + (f.exit.fenced ? " (fenced)" : "")}});
+         {"exit", f.running ? "" : ToString(f.exit)}});
     replicas_[f.replica] = std::move(rec);
   }
 }

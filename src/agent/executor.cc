@@ -11,6 +11,7 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -155,9 +156,10 @@ bool IsCgroupV2(const std::string& path) {
 }  // namespace
 
 std::string ToString(const ExitInfo& e) {
-  if (!e.signaled) return "exit " + std::to_string(e.code);
+  const std::string fenced = e.fenced ? " (fenced)" : "";
+  if (!e.signaled) return "exit " + std::to_string(e.code) + fenced;
   const char* name = strsignal(e.code);
-  return "signal " + std::to_string(e.code) + " (" + (name ? name : "?") + ")";
+  return "signal " + std::to_string(e.code) + " (" + (name ? name : "?") + ")" + fenced;
 }
 
 CgroupSupport DetectCgroupV2(const std::string& parent) {
@@ -197,9 +199,15 @@ CgroupSupport DetectCgroupV2(const std::string& parent) {
                                      : " (limits: " + enabled + ")")};
 }
 
-std::string DefaultCgroupParent(const std::string& node) {
+std::string DefaultCgroupParent(const std::string& node, const std::string& state_dir) {
+  std::error_code ec;
+  const std::string where = std::filesystem::absolute(state_dir, ec).lexically_normal().string();
+  uint32_t h = 2166136261u;  // FNV-1a
+  for (unsigned char c : where) h = (h ^ c) * 16777619u;
+  char hex[9];
+  std::snprintf(hex, sizeof hex, "%08x", h);
   for (const char* mount : {"/sys/fs/cgroup", "/sys/fs/cgroup/unified"}) {
-    if (IsCgroupV2(mount)) return std::string(mount) + "/gpupool-" + node;
+    if (IsCgroupV2(mount)) return std::string(mount) + "/gpupool-" + node + "-" + hex;
   }
   return "";
 }
@@ -353,6 +361,13 @@ Status Executor::Start(const LaunchSpec& spec) {
   if (cgroup_.enabled) {
     proc.cgroup = options_.cgroup_parent + "/" + spec.replica;
     GP_RETURN_IF_ERROR(MakeDir(proc.cgroup));
+    // Another process's replica (a second agent on this parent) must never share it: killing
+    // one would kill both.
+    if (ReadAll(proc.cgroup + "/cgroup.events").find("populated 1") != std::string::npos) {
+      return Error{ErrorCode::kFailedPrecondition,
+                   "replica " + spec.replica + ": its cgroup " + proc.cgroup +
+                       " already holds processes (another agent on the same cgroup parent?)"};
+    }
     // Where the controller is not enabled the file is absent: no limit (cgroup() says so).
     if (spec.memory_mib > 0) {
       internal::WriteSmallFile(proc.cgroup + "/memory.max", std::to_string(spec.memory_mib << 20));

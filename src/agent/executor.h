@@ -185,9 +185,11 @@ Result<std::string> ReadTail(const std::string& path, size_t max_bytes);
 // Probes `cgroup_parent` (created if missing) for cgroup v2 use, and enables the memory and cpu
 // controllers for its children where the hierarchy offers them.
 CgroupSupport DetectCgroupV2(const std::string& cgroup_parent);
-// Where an agent for `node` keeps its replicas' cgroups when not told: <mount>/gpupool-<node>,
-// where <mount> is /sys/fs/cgroup if that is cgroup v2, else /sys/fs/cgroup/unified (a hybrid
-// host's v2 tree); "" if neither is.
-std::string DefaultCgroupParent(const std::string& node);
+// Where an agent for `node` keeps its replicas' cgroups when not told:
+// <mount>/gpupool-<node>-<8 hex digits of a hash of the state directory's absolute path>, where
+// <mount> is /sys/fs/cgroup if that is cgroup v2, else /sys/fs/cgroup/unified (a hybrid host's v2
+// tree); "" if neither is. The hash keeps two agents of one name on one host (tests, a second
+// cluster) out of each other's cgroups; it is the same at every start on that state directory.
+std::string DefaultCgroupParent(const std::string& node, const std::string& state_dir);
 
 }  // namespace gpupool

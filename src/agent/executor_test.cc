@@ -441,7 +441,7 @@ TEST_F(OwnershipTest, FilesAreTheJobsAlone) {
 }
 
 TEST_F(OwnershipTest, ACgroupV2TreeHoldsTheReplicaWhereThereIsOne) {
-  const std::string parent = DefaultCgroupParent("test-" + std::to_string(getpid()));
+  const std::string parent = DefaultCgroupParent("test-" + std::to_string(getpid()), dir_);
   if (parent.empty() || geteuid() != 0) GTEST_SKIP() << "no writable cgroup v2 mount here";
   ExecutorOptions o = Options();
   o.work_dir = dir_ + "/work-cg";
@@ -460,8 +460,19 @@ TEST_F(OwnershipTest, ACgroupV2TreeHoldsTheReplicaWhereThereIsOne) {
   }
   ASSERT_TRUE(done);
   EXPECT_TRUE(Gone(bg));
-  EXPECT_NE(ReadTail(dir_ + "/work-cg/r1/stdout", 4096)->find("/gpupool-test-" + std::to_string(getpid()) + "/r1"),
+  EXPECT_NE(ReadTail(dir_ + "/work-cg/r1/stdout", 4096)->find(parent.substr(parent.rfind('/')) + "/r1"),
             std::string::npos);
+  // A second executor on the same parent cannot start a replica into a cgroup that holds one.
+  ASSERT_TRUE((*ex)->Start(Spec("r2", "sleep 30")).ok());
+  ExecutorOptions other = Options();
+  other.work_dir = dir_ + "/work-cg2";
+  other.cgroup_parent = parent;
+  auto ex2 = Executor::Create(other);
+  ASSERT_TRUE(ex2.ok());
+  const Status clash = (*ex2)->Start(Spec("r2", "true"));
+  ASSERT_FALSE(clash.ok());
+  EXPECT_NE(clash.error().message.find("already holds processes"), std::string::npos) << clash.error().message;
+  ex2->reset();
   ex->reset();
   rmdir(parent.c_str());
 }

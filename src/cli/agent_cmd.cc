@@ -156,7 +156,7 @@ int Agent(const std::vector<std::string>& argv) {
   eo.work_dir = args->Str("work-dir", "./gpupool-agent-" + name);
   eo.state_dir = args->Str("state-dir", eo.work_dir + "/.gpupool");
   eo.lease_path = eo.state_dir + "/lease";
-  eo.cgroup_parent = args->Has("cgroup-parent") ? args->Str("cgroup-parent", "") : DefaultCgroupParent(name);
+  eo.cgroup_parent = args->Has("cgroup-parent") ? args->Str("cgroup-parent", "") : DefaultCgroupParent(name, eo.state_dir);
   Result<std::unique_ptr<Executor>> executor = Executor::Create(std::move(eo));
   if (!executor.ok()) {
     std::cerr << "gpupool agent: " << executor.error().message << "\n";
