@@ -202,7 +202,12 @@ Result<Tenant> DecodeTenantRequest(const State& state, std::string_view body, co
     const Json& l = j["limits"];
     if (!l.is_object()) return InvalidArgument("'limits' must be an object");
     GP_RETURN_IF_ERROR(OnlyFields(l, {"max_replicas", "max_job_gpus", "default_duration_s",
-                                      "max_duration_s"}, "limits."));
+                                      "max_duration_s", "max_pending_jobs"}, "limits."));
+    if (l.contains("max_pending_jobs")) {
+      Result<int64_t> v = Int(l, "max_pending_jobs", 0, 10'000'000, "limits.");
+      if (!v.ok()) return v.error();
+      t.limits.max_pending_jobs = static_cast<uint32_t>(*v);
+    }
     if (l.contains("max_replicas")) {
       Result<int64_t> v = Int(l, "max_replicas", 0, 1024, "limits.");
       if (!v.ok()) return v.error();
@@ -847,11 +852,18 @@ Result<JobSpec> DecodeJobRequest(const State& state, const Principal& caller, st
   if (cmd == j.end() || !cmd->is_array() || cmd->empty() || cmd->size() > 256) {
     return InvalidArgument("'command' must be a non-empty array of at most 256 strings");
   }
+  size_t command_bytes = 0;
   for (const Json& a : *cmd) {
     if (!a.is_string() || a.get<std::string>().size() > 4096) {
       return InvalidArgument("'command' items must be strings of at most 4096 characters");
     }
     spec.command.push_back(a.get<std::string>());
+    command_bytes += spec.command.back().size();
+  }
+  // Every job's command lives in memory and in the journal: bounded per job.
+  if (command_bytes > kMaxCommandBytes) {
+    return InvalidArgument("'command' holds " + std::to_string(command_bytes) + " bytes; at most " +
+                           std::to_string(kMaxCommandBytes) + " (64 KiB) are allowed (put long inputs in a file)");
   }
   if (auto t = j.find("topology"); t != j.end()) {
     if (!t->is_object()) return InvalidArgument("'topology' must be an object");

@@ -22,6 +22,8 @@ namespace gpupool {
 //  "duration_estimate_s": D, "command": [...], optional "topology": {"level", "required"},
 //  "cpu_milli", "memory_mib", "checkpointable"}
 // A tenant the caller may not see is reported as unknown (no existence leak).
+// The most bytes a job's command may hold, all arguments together.
+inline constexpr size_t kMaxCommandBytes = 64 * 1024;
 Result<JobSpec> DecodeJobRequest(const State& state, const Principal& caller, std::string_view body);
 
 // POST /v1/tenants (base == nullptr) and PATCH /v1/tenants/{name} (base: the current tenant;

@@ -90,7 +90,8 @@ Json Schemas() {
            {{"max_replicas", {{"type", "integer"}}},
             {"max_job_gpus", {{"type", "number"}}},
             {"default_duration_s", {{"type", "integer"}}},
-            {"max_duration_s", {{"type", "integer"}}}}}}},
+            {"max_duration_s", {{"type", "integer"}}},
+            {"max_pending_jobs", {{"type", "integer"}, {"minimum", 0}}}}}}},
         {"allow_gpu_cotenancy", {{"type", "boolean"}}}}}};
   Json token_request = {{"type", "object"},
                         {"additionalProperties", false},

@@ -75,7 +75,15 @@ Result<std::pair<std::string, Json>> ParseLimit(const std::string& text) {
     if (!seconds.ok()) return InvalidArgument(where + ": " + seconds.error().message);
     return std::make_pair(std::string(key == "max-duration" ? "max_duration_s" : "default_duration_s"), Json(*seconds));
   }
-  return InvalidArgument(where + ": the limits are max-replicas, max-job-gpus, default-duration and max-duration");
+  if (key == "max-pending-jobs") {
+    const std::string n = value == "none" ? "0" : value;
+    if (n.empty() || n.size() > 8 || n.find_first_not_of("0123456789") != std::string::npos) {
+      return InvalidArgument(where + ": a whole number of jobs (none: no limit)");
+    }
+    return std::make_pair(std::string("max_pending_jobs"), Json(std::stoll(n)));
+  }
+  return InvalidArgument(where + ": the limits are max-replicas, max-job-gpus, default-duration, max-duration and "
+                                 "max-pending-jobs");
 }
 
 }  // namespace

@@ -368,6 +368,14 @@ Reply DaemonCore::SubmitJob(const CallContext& c, const std::string& body, const
   if (!spec.ok()) return Err(spec.error());
   if (!c.principal->Writes()) return Forbidden("submit jobs");
   if (deleted_.count(spec->tenant)) return Err(NotFound("unknown tenant"));
+  if (const uint32_t most = state_->tenant(spec->tenant).limits.max_pending_jobs;
+      most > 0 && state_->pending_jobs(spec->tenant) >= most) {
+    // 429, as for any rate the caller must slow down to (the body says which limit).
+    return Reply{429, ErrorBody(Error{ErrorCode::kResourceExhausted,
+                                      "tenant " + state_->tenant(spec->tenant).name + " has " + std::to_string(most) +
+                                          " jobs pending, its maximum (limits.max_pending_jobs): wait for some to "
+                                          "start or cancel some"})};
+  }
   if (spec->reservation.valid()) {
     const Reservation& r = *state_->FindReservation(spec->reservation);  // ValidateSpec checked
     if (r.end <= c.now) {
@@ -537,6 +545,7 @@ Json DaemonCore::TenantView(const Tenant& t, const QuotaBook& book,
   if (t.limits.max_job_gpu_eq > GpuEq()) limits["max_job_gpus"] = gpus(t.limits.max_job_gpu_eq);
   if (t.limits.default_duration != Duration::Infinite()) limits["default_duration_s"] = t.limits.default_duration.seconds();
   if (t.limits.max_duration != Duration::Infinite()) limits["max_duration_s"] = t.limits.max_duration.seconds();
+  if (t.limits.max_pending_jobs != JobLimits::kDefaultMaxPendingJobs) limits["max_pending_jobs"] = t.limits.max_pending_jobs;
   // Flavors this tenant is guaranteed where the promises exceed the pool (an admin allowed it,
   // or health took capacity away): its guarantee may not be honoured in full.
   Json over = Json::array();

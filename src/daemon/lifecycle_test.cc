@@ -266,6 +266,44 @@ TEST_F(AgentProtocolTest, ADrainedEmptyNodeCanBeDeletedAndItsNameRegisteredAgain
   EXPECT_EQ(Json::parse(core_->ListNodes({&admin_, "", At(5)}).body)["items"].size(), 2u);
 }
 
+// --- per-tenant bounds ----------------------------------------------------------------------
+
+// One tenant cannot grow memory and the journal without bound: its pending jobs are capped
+// (429 past the cap, counted again as jobs start or end), and so is each job's command.
+TEST_F(CoreTest, ATenantsPendingJobsAndCommandsAreBounded) {
+  ASSERT_EQ(core_->UpdateTenant(As(admin_), "research", R"({"limits": {"max_pending_jobs": 2}})").status, 200);
+  const Json view = Json::parse(core_->GetTenant(As(admin_), "research").body);
+  EXPECT_EQ(view["limits"]["max_pending_jobs"], 2) << view;
+  std::vector<std::string> ids;
+  for (int i = 0; i < 2; ++i) {
+    const Reply r = core_->SubmitJob(As(members_["research"]), Job("research", 8, "p" + std::to_string(i)), "");
+    ASSERT_EQ(r.status, 201) << r.body;
+    ids.push_back(Json::parse(r.body)["id"]);
+  }
+  Reply r = core_->SubmitJob(As(members_["research"]), Job("research", 8, "third"), "");
+  EXPECT_EQ(r.status, 429) << r.body;
+  EXPECT_NE(r.body.find("tenant research has 2 jobs pending, its maximum (limits.max_pending_jobs)"), std::string::npos)
+      << r.body;
+  EXPECT_EQ(core_->SubmitJob(As(members_["product"]), Job("product", 8, "other"), "").status, 201)
+      << "another tenant is not held back";
+  ASSERT_EQ(core_->CancelJob(As(members_["research"]), ids[0]).status, 200);
+  EXPECT_EQ(core_->SubmitJob(As(members_["research"]), Job("research", 8, "now"), "").status, 201);
+  // The limit survives a restart (it is part of the tenant's record).
+  ASSERT_TRUE(core_->Flush().ok());
+  core_.reset();
+  core_ = Open();
+  EXPECT_EQ(core_->SubmitJob(As(members_["research"]), Job("research", 8, "again"), "").status, 429);
+  ASSERT_EQ(core_->UpdateTenant(As(admin_), "research", R"({"limits": {"max_pending_jobs": 0}})").status, 200);
+  EXPECT_EQ(core_->SubmitJob(As(members_["research"]), Job("research", 8, "unbounded"), "").status, 201);
+
+  Json big = Json::parse(Job("research"));
+  big["command"] = Json::array();
+  for (int i = 0; i < 17; ++i) big["command"].push_back(std::string(4000, 'x'));
+  r = core_->SubmitJob(As(members_["research"]), big.dump(), "");
+  EXPECT_EQ(r.status, 400);
+  EXPECT_NE(r.body.find("'command' holds 68000 bytes; at most 65536"), std::string::npos) << r.body;
+}
+
 // --- defaults and per-class minimum runtime ------------------------------------------------
 
 TEST_F(CoreTest, AJobMayOmitItsClassAndDurationWhenDefaultsExist) {

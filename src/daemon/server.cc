@@ -29,6 +29,7 @@
 #include "daemon/log.h"
 #include "daemon/metrics.h"
 #include "daemon/web_assets.h"
+#include "policy/calendar/calendar.h"
 #include "model/demo_cluster.h"
 #include "burst/sim_provider.h"
 #include "store/journal.h"
@@ -387,6 +388,16 @@ Status Serve(const ServeOptions& o) {
   Result<std::unique_ptr<DaemonCore>> opened = DaemonCore::Open(std::move(*journal), config.scheduler);
   if (!opened.ok()) return opened.error();
   DaemonCore& core = **opened;
+  // Written once the bootstrap's journal is durable: from then on an empty journal is damage
+  // (deleted, truncated, another file), never a new cluster. Without it, an admin.token beside
+  // an empty journal is a crash during the bootstrap, which is safe to do again.
+  const fs::path bootstrapped = fs::path(data_dir) / "bootstrapped";
+  if (core.empty() && fs::exists(bootstrapped)) {
+    return FailedPrecondition("the journal " + (fs::path(data_dir) / "journal.db").string() +
+                              " is empty or missing, but this data directory held a cluster (" + bootstrapped.string() +
+                              "): refusing to start a new cluster over it. Restore the journal from a backup, or "
+                              "move the data directory away to start afresh");
+  }
   if (core.empty()) {
     if (!o.demo && config.cluster.nodes().empty()) {
       return InvalidArgument("a new data directory needs a cluster: pass --config FILE.yaml with nodes "
@@ -405,8 +416,11 @@ Status Serve(const ServeOptions& o) {
     }
     GP_RETURN_IF_ERROR(WriteSecret(fs::path(data_dir) / "admin.token", *admin + "\n"));
     GP_RETURN_IF_ERROR(core.Flush());
+    GP_RETURN_IF_ERROR(WriteSecret(bootstrapped, Rfc3339(Now()) + "\n"));
     Log("info", "bootstrapped a new cluster", {{"admin_token_file", (fs::path(data_dir) / "admin.token").string()}});
   } else {
+    // A data directory from before the marker existed gets it now.
+    if (!fs::exists(bootstrapped)) GP_RETURN_IF_ERROR(WriteSecret(bootstrapped, Rfc3339(Now()) + "\n"));
     Log("info", "recovered state from the journal",
         {{"jobs", std::to_string(core.state().jobs().size())},
          {"tenants", std::to_string(core.state().tenants().size())},

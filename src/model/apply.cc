@@ -64,6 +64,7 @@ Status StateMutator::operator()(const JobSubmitted& e) {
   GP_CHECK(inserted);
   s_.by_id_.push_back(&it->second);
   s_.pending_.insert(e.id);
+  s_.CountPending(it->second.spec.tenant, +1);
   ++s_.next_job_id_;
   return Ok();
 }
@@ -189,6 +190,7 @@ Status StateMutator::operator()(const JobAdmitted& e) {
   job.admitted_as = e.kind;
   job.reason = {};
   s_.pending_.erase(job.id);
+  s_.CountPending(job.spec.tenant, -1);
   s_.active_.insert(job.id);
   return Ok();
 }
@@ -251,6 +253,7 @@ Status StateMutator::operator()(const JobFinished& e) {
       return FailedPrecondition("a pending job can only be cancelled");
     }
     s_.pending_.erase(job.id);
+    s_.CountPending(job.spec.tenant, -1);
   } else {
     Release(job, e.at);
   }
@@ -273,6 +276,7 @@ Status StateMutator::RequeueHolding(JobId id, JobId by, Time at) {
   job.reason = {ReasonCode::kNotYetConsidered, by.valid() ? "preempted; requeued"
                                                           : "node lost; requeued"};
   s_.pending_.insert(id);
+  s_.CountPending(job.spec.tenant, +1);
   return Ok();
 }
 

@@ -63,6 +63,10 @@ class State {
   const std::set<JobId>& pending() const { return pending_; }
   const std::set<JobId>& active() const { return active_; }
   JobId NextJobId() const { return JobId(next_job_id_); }
+  // How many of the tenant's jobs are pending now; O(1).
+  uint32_t pending_jobs(TenantId t) const {
+    return t.value() < pending_by_tenant_.size() ? pending_by_tenant_[t.value()] : 0;
+  }
 
   // Checks a job spec against the catalogue, the tenant's quotas-independent limits and the
   // priority classes; fills the default duration. Used before JobSubmitted.
@@ -95,6 +99,11 @@ class State {
   std::map<JobId, Job> jobs_;
   std::vector<Job*> by_id_;  // job id - 1 -> its entry in jobs_ (ids are dense from 1)
   std::set<JobId> pending_, active_;
+  std::vector<uint32_t> pending_by_tenant_;  // tenant id -> jobs in pending_
+  void CountPending(TenantId t, int delta) {
+    if (pending_by_tenant_.size() <= t.value()) pending_by_tenant_.resize(t.value() + 1, 0);
+    pending_by_tenant_[t.value()] = static_cast<uint32_t>(static_cast<int64_t>(pending_by_tenant_[t.value()]) + delta);
+  }
   uint64_t next_job_id_ = 1;
   std::map<ReservationId, Reservation> reservations_;
   uint64_t next_reservation_id_ = 1;

@@ -26,6 +26,10 @@ struct JobLimits {
   GpuEq max_job_gpu_eq;  // replicas x per-replica GPU-equivalents
   Duration default_duration = Duration::Infinite();
   Duration max_duration = Duration::Infinite();
+  // Jobs of the tenant pending at once (requeued ones included): a submit beyond it is refused,
+  // so that one tenant cannot grow the daemon's memory and journal without bound. 0: no limit.
+  uint32_t max_pending_jobs = kDefaultMaxPendingJobs;
+  static constexpr uint32_t kDefaultMaxPendingJobs = 100000;
 };
 
 struct Tenant {

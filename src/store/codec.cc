@@ -146,6 +146,7 @@ Json TenantToJson(const State& s, const Tenant& t) {
           {"max_job_units", t.limits.max_job_gpu_eq.units()},
           {"default_duration_ms", t.limits.default_duration.millis()},
           {"max_duration_ms", t.limits.max_duration.millis()},
+          {"max_pending_jobs", t.limits.max_pending_jobs},
           {"allow_gpu_cotenancy", t.allow_gpu_cotenancy},
           {"required_labels", t.required_labels}};
   if (!t.allowed_labels.empty()) j["allowed_labels"] = t.allowed_labels;
@@ -170,6 +171,7 @@ Result<Tenant> TenantFromJson(const State& s, const Json& j) {
     t.limits.max_job_gpu_eq = GpuEq::Units(j.at("max_job_units").get<int64_t>());
     t.limits.default_duration = Duration::Millis(j.at("default_duration_ms").get<int64_t>());
     t.limits.max_duration = Duration::Millis(j.at("max_duration_ms").get<int64_t>());
+    t.limits.max_pending_jobs = j.value("max_pending_jobs", JobLimits::kDefaultMaxPendingJobs);  // older records: the default
     t.allow_gpu_cotenancy = j.at("allow_gpu_cotenancy").get<bool>();
     t.required_labels = j.at("required_labels").get<std::vector<std::string>>();
     t.allowed_labels = j.value("allowed_labels", std::vector<std::string>());
