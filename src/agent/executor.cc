@@ -293,6 +293,9 @@ Executor::~Executor() {
     if (p.pidfd >= 0) close(p.pidfd);
   }
   for (const std::string& cg : stale_cgroups_) rmdir(cg.c_str());
+  // The parent too, once nothing is left in it (fails harmlessly otherwise); the next start
+  // makes it again.
+  if (cgroup_.enabled && procs_.empty()) rmdir(options_.cgroup_parent.c_str());
 }
 
 Time Executor::Now() const {

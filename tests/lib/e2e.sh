@@ -5,6 +5,14 @@
 tmp=$(mktemp -d)
 pids=()
 cleanup() {
+  # SIGTERM first: agents stop their replicas and remove their cgroups; then SIGKILL what is left.
+  for p in "${pids[@]}"; do kill -CONT "$p" 2>/dev/null; kill -TERM "$p" 2>/dev/null; done
+  for _ in $(seq 50); do
+    local alive=0
+    for p in "${pids[@]}"; do kill -0 "$p" 2>/dev/null && alive=1; done
+    [ $alive = 0 ] && break
+    sleep 0.1
+  done
   for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done
   wait 2>/dev/null
   rm -rf "$tmp"
