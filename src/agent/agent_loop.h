@@ -185,7 +185,6 @@ class Agent {
     int64_t index = 0;
     int64_t attempt = 0;               // the daemon's attempt number, from the start
     std::vector<std::string> devices;  // GPU or MIG UUIDs (CUDA_VISIBLE_DEVICES)
-    bool adopted = false;              // found by Recover, started by an earlier agent
     bool exited = false;
     bool stopping = false;  // a stop was applied (logged once)
     ExitInfo exit;

@@ -29,7 +29,9 @@ namespace {
 constexpr Duration kKillWait = Duration::Seconds(30);
 constexpr auto kWaitStep = std::chrono::milliseconds(5);
 
-bool ValidReplicaName(const std::string& n) {
+}  // namespace
+
+bool internal::ValidReplicaName(const std::string& n) {
   // No leading '.': the state directory is <work_dir>/.gpupool.
   if (n.empty() || n.size() > 128 || n[0] == '.') return false;
   for (char c : n) {
@@ -39,6 +41,8 @@ bool ValidReplicaName(const std::string& n) {
   }
   return true;
 }
+
+namespace {
 
 bool ValidEnvName(const std::string& k) {
   if (k.empty() || (k[0] >= '0' && k[0] <= '9')) return false;
@@ -56,7 +60,7 @@ bool Reserved(const std::string& k) {
 }
 
 Status ValidateSpec(const LaunchSpec& s) {
-  if (!ValidReplicaName(s.replica)) {
+  if (!internal::ValidReplicaName(s.replica)) {
     return InvalidArgument("replica name '" + s.replica +
                            "' must be 1-128 characters of [A-Za-z0-9._-]");
   }
@@ -126,33 +130,6 @@ Status MakeDir(const std::string& path, mode_t mode = 0755) {
   return Ok();
 }
 
-// Writes a file by rename, so a reader sees the old or the new text, never a part.
-Status WriteAtomically(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp";
-  const int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0) return Error{ErrorCode::kInternal, "open " + tmp + ": " + std::strerror(errno)};
-  const bool ok = write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
-  const int err = errno;
-  close(fd);
-  if (!ok || rename(tmp.c_str(), path.c_str()) != 0) {
-    unlink(tmp.c_str());
-    return Error{ErrorCode::kInternal, "write " + path + ": " + std::strerror(ok ? errno : err)};
-  }
-  return Ok();
-}
-
-std::string ReadAll(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-bool IsCgroupV2(const std::string& path) {
-  struct statfs fs;
-  return statfs(path.c_str(), &fs) == 0 && static_cast<unsigned long>(fs.f_type) == CGROUP2_SUPER_MAGIC;
-}
-
 }  // namespace
 
 std::string ToString(const ExitInfo& e) {
@@ -160,56 +137,6 @@ std::string ToString(const ExitInfo& e) {
   if (!e.signaled) return "exit " + std::to_string(e.code) + fenced;
   const char* name = strsignal(e.code);
   return "signal " + std::to_string(e.code) + " (" + (name ? name : "?") + ")" + fenced;
-}
-
-CgroupSupport DetectCgroupV2(const std::string& parent) {
-  if (parent.empty()) return {false, "skipped: cgroups disabled by configuration"};
-  // The nearest existing ancestor tells which filesystem the cgroup would live on.
-  std::string probe = parent;
-  struct statfs fs;
-  while (statfs(probe.c_str(), &fs) != 0) {
-    const size_t slash = probe.find_last_of('/');
-    if (errno != ENOENT || slash == std::string::npos || slash == 0) {
-      return {false, "skipped: cannot stat " + probe + ": " + std::strerror(errno)};
-    }
-    probe.resize(slash);
-  }
-  if (static_cast<unsigned long>(fs.f_type) != CGROUP2_SUPER_MAGIC) {
-    return {false, "skipped: " + probe + " is not a cgroup v2 mount (cgroup v1 or hybrid)"};
-  }
-  if (mkdir(parent.c_str(), 0755) != 0 && errno != EEXIST) {
-    return {false, "skipped: cannot create " + parent + ": " + std::strerror(errno)};
-  }
-  if (access((parent + "/cgroup.procs").c_str(), W_OK) != 0) {
-    return {false, "skipped: " + parent + "/cgroup.procs is not writable: " + std::strerror(errno)};
-  }
-  // Limits need the controllers in the parent's subtree_control (v2's rule: only where the
-  // hierarchy above offers them; a hybrid host's v2 tree often offers none).
-  std::string offered = ReadAll(parent + "/cgroup.controllers"), enabled;
-  for (const char* c : {"memory", "cpu"}) {
-    std::istringstream words(offered);
-    bool has = false;
-    for (std::string w; words >> w;) has = has || w == c;
-    if (has && internal::WriteSmallFile(parent + "/cgroup.subtree_control", std::string("+") + c)) {
-      enabled += std::string(enabled.empty() ? "" : ",") + c;
-    }
-  }
-  return {true, "cgroup v2 at " + parent +
-                    (enabled.empty() ? " (no memory or cpu controller: limits not enforced)"
-                                     : " (limits: " + enabled + ")")};
-}
-
-std::string DefaultCgroupParent(const std::string& node, const std::string& state_dir) {
-  std::error_code ec;
-  const std::string where = std::filesystem::absolute(state_dir, ec).lexically_normal().string();
-  uint32_t h = 2166136261u;  // FNV-1a
-  for (unsigned char c : where) h = (h ^ c) * 16777619u;
-  char hex[9];
-  std::snprintf(hex, sizeof hex, "%08x", h);
-  for (const char* mount : {"/sys/fs/cgroup", "/sys/fs/cgroup/unified"}) {
-    if (IsCgroupV2(mount)) return std::string(mount) + "/gpupool-" + node + "-" + hex;
-  }
-  return "";
 }
 
 Result<std::string> ReadTail(const std::string& path, size_t max_bytes) {
@@ -366,7 +293,7 @@ Status Executor::Start(const LaunchSpec& spec) {
     GP_RETURN_IF_ERROR(MakeDir(proc.cgroup));
     // Another process's replica (a second agent on this parent) must never share it: killing
     // one would kill both.
-    if (ReadAll(proc.cgroup + "/cgroup.events").find("populated 1") != std::string::npos) {
+    if (internal::ReadAll(proc.cgroup + "/cgroup.events").find("populated 1") != std::string::npos) {
       return Error{ErrorCode::kFailedPrecondition,
                    "replica " + spec.replica + ": its cgroup " + proc.cgroup +
                        " already holds processes (another agent on the same cgroup parent?)"};
@@ -383,7 +310,7 @@ Status Executor::Start(const LaunchSpec& spec) {
   }
   nlohmann::json state = {{"replica", spec.replica}, {"cgroup", proc.cgroup}, {"meta", spec.meta}};
   // Written before the fork, so a crash right after it still leaves a trace of the replica.
-  GP_RETURN_IF_ERROR(WriteAtomically(StatePath(spec.replica), state.dump()));
+  GP_RETURN_IF_ERROR(internal::WriteAtomically(StatePath(spec.replica), state.dump()));
   auto spawned = internal::SpawnReplica(req);
   if (!spawned.ok()) {
     if (!proc.cgroup.empty()) rmdir(proc.cgroup.c_str());
@@ -396,7 +323,7 @@ Status Executor::Start(const LaunchSpec& spec) {
   state["shim"] = proc.shim;
   state["shim_start"] = internal::ProcessStartTime(proc.shim);
   state["pgid"] = proc.pid;
-  if (Status s = WriteAtomically(StatePath(spec.replica), state.dump()); !s.ok()) {
+  if (Status s = internal::WriteAtomically(StatePath(spec.replica), state.dump()); !s.ok()) {
     internal::AskShimToStop(proc.pidfd, 0);  // a replica we could not find again must not run
     procs_.emplace(spec.replica, std::move(proc));
     return Error{s.error().code, "replica " + spec.replica + ": " + s.error().message +
@@ -404,78 +331,6 @@ Status Executor::Start(const LaunchSpec& spec) {
   }
   procs_.emplace(spec.replica, std::move(proc));
   return Ok();
-}
-
-std::vector<RecoveredReplica> Executor::Recover() {
-  std::vector<RecoveredReplica> out;
-  std::error_code ec;
-  std::vector<std::string> names;
-  for (const auto& e : std::filesystem::directory_iterator(options_.state_dir, ec)) {
-    const std::string f = e.path().filename().string();
-    if (f.size() > 5 && f.compare(f.size() - 5, 5, ".json") == 0) names.push_back(f.substr(0, f.size() - 5));
-  }
-  std::sort(names.begin(), names.end());
-  for (const std::string& name : names) {
-    if (!ValidReplicaName(name) || procs_.count(name)) continue;
-    const nlohmann::json j = nlohmann::json::parse(ReadAll(StatePath(name)), nullptr, false);
-    RecoveredReplica r;
-    r.replica = name;
-    Proc p;
-    p.child = false;
-    if (j.is_object()) {
-      r.meta = j.value("meta", "");
-      p.cgroup = j.value("cgroup", "");
-      p.shim = j.value("shim", -1);
-      p.pid = j.value("pgid", -1);
-      const int64_t start = j.value("shim_start", int64_t{-1});
-      if (p.shim > 0) {
-        p.pidfd = internal::PidfdOpen(p.shim);
-        // The pid names our shim only if it started when ours did (pids are reused).
-        if (p.pidfd >= 0 && (start < 0 || internal::ProcessStartTime(p.shim) != start)) {
-          close(p.pidfd);
-          p.pidfd = -1;
-        }
-      }
-    }
-    if (p.pidfd >= 0) {
-      struct pollfd pfd{p.pidfd, POLLIN, 0};
-      if (poll(&pfd, 1, 0) == 0) {
-        r.running = true;
-        procs_.emplace(name, std::move(p));
-        out.push_back(std::move(r));
-        continue;
-      }
-      close(p.pidfd);
-      p.pidfd = -1;
-    }
-    r.exit = ReadExit(name, p);
-    if (!p.cgroup.empty()) stale_cgroups_.push_back(p.cgroup);
-    out.push_back(std::move(r));
-  }
-  CleanupCgroups();
-  return out;
-}
-
-void Executor::Release(const std::string& replica) {
-  if (running(replica) || !ValidReplicaName(replica)) return;
-  unlink(StatePath(replica).c_str());
-  unlink(ExitPath(replica).c_str());
-}
-
-ExitInfo Executor::ReadExit(const std::string& replica, const Proc& p) {
-  std::istringstream in(ReadAll(ExitPath(replica)));
-  std::string kind;
-  int code = 0, fenced = 0;
-  if (in >> kind >> code >> fenced && (kind == "exit" || kind == "signal")) {
-    return ExitInfo{kind == "signal", code, fenced != 0};
-  }
-  // The shim died without a word (kill -9): nothing may be left running.
-  if (!p.cgroup.empty() && !internal::WriteSmallFile(p.cgroup + "/cgroup.kill", "1")) {
-    std::ifstream procs(p.cgroup + "/cgroup.procs");
-    for (pid_t member; procs >> member;) kill(member, SIGKILL);
-  }
-  if (p.pid > 0) kill(-p.pid, SIGKILL);
-  return ExitInfo{true, SIGKILL, true};
 }
 
 std::optional<ExitInfo> Executor::TryReap(const std::string& replica, Proc& p) {
@@ -528,9 +383,12 @@ Status Executor::RequestTerminate(const std::string& replica, Duration grace) {
   if (it == procs_.end()) return NotFound("replica " + replica + " is not running");
   Proc& p = it->second;
   // The shim keeps the earliest deadline it was given.
-  const bool sent = p.pidfd >= 0 ? internal::AskShimToStop(p.pidfd, grace.millis())
-                                 : kill(p.shim, SIGTERM) == 0;
-  p.stop_asked = p.stop_asked || sent;
+  // Without a pidfd (kernels before 5.3) the shim gets SIGTERM: a stop with its fence grace.
+  if (p.pidfd >= 0) {
+    internal::AskShimToStop(p.pidfd, grace.millis());
+  } else {
+    kill(p.shim, SIGTERM);
+  }
   return Ok();
 }
 

@@ -158,7 +158,6 @@ class Executor {
     bool child = true;  // our child (false: adopted by Recover)
     pid_t pid = -1;     // the shell = its group
     std::string cgroup;  // "" when not in a cgroup
-    bool stop_asked = false;
   };
 
   explicit Executor(ExecutorOptions options);

@@ -62,6 +62,14 @@ Result<Spawned> SpawnReplica(const SpawnRequest& request);
 // Writes `text` to a file that exists (cgroup control files). Returns false on any error.
 bool WriteSmallFile(const std::string& path, const std::string& text);
 
+// Writes a file by rename (readers see the old text or the new, never a part), mode 0600.
+Status WriteAtomically(const std::string& path, const std::string& text);
+// The whole of a file; "" if it cannot be read.
+std::string ReadAll(const std::string& path);
+// A replica's key and directory name: [A-Za-z0-9_-][A-Za-z0-9._-]{0,127} (no leading '.': the
+// state directory is <work_dir>/.gpupool).
+bool ValidReplicaName(const std::string& n);
+
 // pidfd_open(pid), or -1.
 int PidfdOpen(pid_t pid);
 // Asks the shim behind `pidfd` to stop its replica, SIGKILL after grace_ms (0: now). False if it
