@@ -280,16 +280,7 @@ Status DaemonCore::ApplyAgentRecord(const Json& j) {
   return Ok();
 }
 
-int DaemonCore::RequeueJobsOn(NodeId id, Time now, RequeueCause cause, const std::string& detail) {
-  const std::vector<JobId> on_node = state_->node(id).Jobs();  // a copy: JobLost changes the index
-  for (JobId jid : on_node) GP_CHECK(ApplyAndStage(JobLost{jid, now, cause, detail}).ok());
-  return static_cast<int>(on_node.size());
-}
 
-void DaemonCore::RequeueNode(NodeId id, NodeCondition to, Time now, RequeueCause cause, const std::string& detail) {
-  if (state_->node(id).condition != to) GP_CHECK(ApplyAndStage(NodeConditionChanged{id, to, now, detail}).ok());
-  RequeueJobsOn(id, now, cause, detail);
-}
 
 namespace {
 
@@ -646,41 +637,7 @@ Json DaemonCore::StartList(NodeId node, const AgentState& a, const std::set<std:
   return start;
 }
 
-Duration DaemonCore::FenceDeadline(NodeId id) const {
-  // The agent's lease runs from when it sent its last accepted heartbeat, before the daemon
-  // received it; its shims then allow each replica its class's grace before SIGKILL. The margin
-  // covers the shims' polling, the kill itself and the two clocks' drift.
-  Duration grace = Duration::Seconds(0);
-  for (JobId jid : state_->node(id).Jobs()) {
-    grace = std::max(grace, state_->priority_class(state_->FindJob(jid)->spec.priority_class).grace_period);
-  }
-  const Duration margin = std::max(Duration::Seconds(1), Duration::Millis(heartbeat_timeout_.millis() / 10));
-  return heartbeat_timeout_ + grace + margin;
-}
 
-void DaemonCore::CheckHeartbeats(Time now) {
-  for (auto& [id, a] : agents_) {
-    // Known from the journal: the agent gets a whole timeout from the daemon's first tick.
-    if (!a.last_heartbeat) a.last_heartbeat = now;
-    const Node& n = state_->node(id);
-    const Duration silent = now - *a.last_heartbeat;
-    if (silent <= heartbeat_timeout_ || n.condition == NodeCondition::kRetired) continue;
-    if (n.condition != NodeCondition::kUnreachable) {
-      // Its lease is over: nothing new goes there. What runs there is given away only once
-      // the shims have surely stopped it (FenceDeadline).
-      Log("warn", "node agent silent: node unreachable",
-          {{"node", n.name}, {"silent_ms", std::to_string(silent.millis())}});
-      GP_CHECK(ApplyAndStage(NodeConditionChanged{id, NodeCondition::kUnreachable, now,
-                                                  "node " + n.name + "'s agent was silent for " + ToString(silent)}).ok());
-    }
-    if (n.Jobs().empty() || silent <= FenceDeadline(id)) continue;
-    Log("warn", "node agent silent past its lease and grace: its jobs requeued",
-        {{"node", n.name}, {"silent_ms", std::to_string(silent.millis())}});
-    RequeueJobsOn(id, now, RequeueCause::kNodeLost,
-                  "node " + n.name + "'s agent was silent for " + ToString(silent) +
-                      " (its lease and the replicas' grace have passed)");
-  }
-}
 
 Reply DaemonCore::JobLogs(const CallContext& c, const std::string& id) {
   if (c.principal == nullptr) return Unauthenticated();
