@@ -11,7 +11,7 @@ set -euo pipefail
 packages=(build-essential cmake ninja-build pkg-config git
           googletest libgtest-dev libgmock-dev libbenchmark-dev
           libsqlite3-dev libssl-dev libcpp-httplib-dev nlohmann-json3-dev
-          prometheus-cpp-dev libyaml-cpp-dev)
+          prometheus-cpp-dev libyaml-cpp-dev libboost-dev)
 test=0
 if [ "${1:-}" = "--test" ]; then
   test=1

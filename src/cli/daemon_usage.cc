@@ -6,14 +6,19 @@
 namespace gpupool::cli {
 
 const char* const kServeUsage =
-    "usage: gpupool serve [--demo] [--config FILE.yaml] [--data-dir DIR (gpupool-data)]\n"
+    "usage: gpupool serve [--demo] [--config FILE.yaml] [--data-dir DIR (gpupool-data)] [--recover]\n"
     "                     [--listen HOST:PORT (127.0.0.1:8080)] [--no-demo-traffic] [--simulate-executor]\n"
-    "                     [--http-threads N (64)] [--heartbeat-interval-ms N (1000)]\n"
-    "                     [--heartbeat-timeout-ms N (10000)]\n"
+    "                     [--agent-listen HOST:PORT] [--http-threads N (2)]\n"
+    "                     [--max-connections N (4096)] [--max-connections-per-source N (1024)]\n"
+    "                     [--heartbeat-interval-ms N (1000)] [--heartbeat-timeout-ms N (10000)]\n"
     "  Runs the control-plane daemon: the REST API under /v1, /metrics, the web console at /, the\n"
     "  journal in SQLite under DIR. --listen with port 0 picks a free port, written to DIR/port.\n"
+    "  A damaged journal stops the start; --recover keeps its records up to the last intact one\n"
+    "  and logs how many it dropped (the damaged files are kept, renamed).\n"
     "  --demo runs an embedded demo cluster; --simulate-executor runs jobs for their estimate;\n"
-    "  the heartbeat flags are for node agents. docs/design/daemon.md.\n";
+    "  the heartbeat flags are for node agents. --agent-listen gives the agents a listener of\n"
+    "  their own (port 0: DIR/agent-port) that API traffic cannot crowd out; --http-threads are\n"
+    "  I/O threads; past a connection limit a client gets 429. docs/design/daemon.md.\n";
 
 const char* const kAgentUsage =
     "usage: gpupool agent --server URL --token-file FILE --name NODE [--gpus nvml | --gpus fake:SPEC]\n"

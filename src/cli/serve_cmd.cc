@@ -16,7 +16,8 @@ int UsageError(const std::string& message) {
 }  // namespace
 
 int Serve(const std::vector<std::string>& argv) {
-  Result<Args> args = Args::Parse(argv, {"config", "data-dir", "listen", "demo", "no-demo-traffic", "http-threads",
+  Result<Args> args = Args::Parse(argv, {"config", "data-dir", "listen", "demo", "no-demo-traffic", "http-threads", "agent-listen",
+                                         "max-connections", "max-connections-per-source",
                                          "simulate-executor", "heartbeat-interval-ms", "heartbeat-timeout-ms", "help"},
                                   {"demo", "no-demo-traffic", "simulate-executor", "help"});
   if (!args.ok()) return UsageError(args.error().message);
@@ -32,9 +33,16 @@ int Serve(const std::vector<std::string>& argv) {
   o.demo = args->Has("demo");
   o.demo_traffic = !args->Has("no-demo-traffic");
   o.simulate_executor = args->Has("simulate-executor");
-  Result<int64_t> threads = args->Int("http-threads", 64, 1, 1024);
+  o.agent_listen = args->Str("agent-listen", "");
+  Result<int64_t> threads = args->Int("http-threads", 2, 1, 64);
   if (!threads.ok()) return UsageError(threads.error().message);
   o.http_threads = static_cast<int>(*threads);
+  Result<int64_t> conns = args->Int("max-connections", o.http_limits.max_connections, 1, 1 << 20);
+  Result<int64_t> per_source =
+      args->Int("max-connections-per-source", o.http_limits.max_connections_per_source, 1, 1 << 20);
+  if (!conns.ok() || !per_source.ok()) return UsageError((conns.ok() ? per_source : conns).error().message);
+  o.http_limits.max_connections = static_cast<int>(*conns);
+  o.http_limits.max_connections_per_source = static_cast<int>(*per_source);
   Result<int64_t> interval = args->Int("heartbeat-interval-ms", 1000, 50, 600000);
   Result<int64_t> timeout = args->Int("heartbeat-timeout-ms", 10000, 100, 3600000);
   if (!interval.ok() || !timeout.ok()) return UsageError((interval.ok() ? timeout : interval).error().message);

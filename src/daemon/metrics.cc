@@ -51,6 +51,11 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
                         .Help("Records appended to the journal").Register(r);
   flush_failures_ = &BuildCounter().Name("gpupool_journal_flush_failures_total")
                          .Help("Failed group commits (their requests were answered 503)").Register(r);
+  connections_ = &BuildGauge().Name("gpupool_http_connections")
+                      .Help("HTTP connections per listener: open now (state=open), and since start accepted, "
+                            "refused (429, over a connection limit), timed_out, rejected (400/413/431 before a "
+                            "handler)")
+                      .Register(r);
   shortfall_ = &BuildGauge().Name("gpupool_guarantee_shortfall_gpu_eq")
                     .Help("Guarantees plus reservations in force minus the healthy capacity of the shared pool, "
                           "per flavor (0 when covered); alert when > 0")
@@ -132,6 +137,13 @@ void Metrics::ObserveFlush(size_t records, double seconds, bool ok) {
   flush_seconds_->Add({}, LatencyBuckets()).Observe(seconds);
   flush_records_->Add({}).Increment(static_cast<double>(records));
   if (!ok) flush_failures_->Add({}).Increment();
+}
+
+void Metrics::SetConnections(const std::string& listener, const Connections& c) {
+  for (const auto& [state, v] : {std::pair<const char*, int64_t>{"open", c.open}, {"accepted", c.accepted},
+                                 {"refused", c.refused}, {"timed_out", c.timed_out}, {"rejected", c.rejected}}) {
+    connections_->Add({{"listener", listener}, {"state", state}}).Set(static_cast<double>(v));
+  }
 }
 
 std::string Metrics::Render() const {

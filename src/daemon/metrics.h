@@ -1,10 +1,10 @@
 // Prometheus metrics of the daemon (prometheus-cpp core, rendered by its TextSerializer on the
-// daemon's own HTTP server; no second listener).
+// daemon's own HTTP server, on the API listener).
 //
 // Per tenant and flavor: guaranteed, allocated and borrowed GPU-equivalents, pending jobs and
 // preemptions; histograms of scheduling-cycle and API latency; journal flushes.
 // Thread-safety: prometheus-cpp metrics are safe to update from any thread; AfterCycle runs on
-// the loop thread, ObserveRequest on HTTP threads, Render on HTTP threads.
+// the loop thread, ObserveRequest, SetConnections and Render on HTTP threads.
 #pragma once
 
 #include <memory>
@@ -38,6 +38,12 @@ class Metrics {
   void AfterCycle(const State& state, Time now, const Plan* plan, double cycle_seconds);
   void ObserveRequest(const std::string& route, int status, double seconds);
   void ObserveFlush(size_t records, double seconds, bool ok);
+  // The HTTP front end's connection figures for one listener ("api", "agents"): open now, and
+  // since start accepted, refused (429 at accept), timed out, and rejected before a handler.
+  struct Connections {
+    int64_t open = 0, accepted = 0, refused = 0, timed_out = 0, rejected = 0;
+  };
+  void SetConnections(const std::string& listener, const Connections& c);
   std::string Render() const;
 
  private:
@@ -54,6 +60,7 @@ class Metrics {
   prometheus::Family<prometheus::Histogram>* flush_seconds_;
   prometheus::Family<prometheus::Counter>* flush_records_;
   prometheus::Family<prometheus::Counter>* flush_failures_;
+  prometheus::Family<prometheus::Gauge>* connections_;        // by listener and state (open, ...)
   prometheus::Family<prometheus::Gauge>* shortfall_;  // per flavor: guarantees - healthy capacity
   std::set<std::string> short_flavors_;               // flavors short at the last cycle
   // (tenant, flavor) label pairs the gauges carry now; a pair that drops out (tenant deleted,

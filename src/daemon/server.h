@@ -1,12 +1,12 @@
-// gpupool serve: one event-loop thread owns the DaemonCore; HTTP threads (cpp-httplib) hand it
-// work and wait. The loop drains its queue, runs a scheduling tick when one is due, appends
-// everything to the journal in one transaction (group commit), and only then answers the
-// requests of that batch.
+// gpupool serve: one event-loop thread owns the DaemonCore (daemon/loop.h); the event-driven
+// HTTP front end (http/server.h, Boost.Beast) hands it work and sends each reply once its batch
+// is durable (daemon/http_api.h).
 #pragma once
 
 #include <string>
 
 #include "core/result.h"
+#include "http/server.h"
 
 namespace gpupool {
 
@@ -19,10 +19,14 @@ struct ServeOptions {
   // Admitted jobs start at once and end after their estimate (implied by demo). Without it,
   // jobs stay admitted until an agent (issue 6) reports on them.
   bool simulate_executor = false;
-  int http_threads = 64;          // handler threads; each waits for its batch to be durable
+  // The node agents' own listener (HOST:PORT; port 0: any free port, written to DATA/agent-port):
+  // /healthz and /v1/agents/... only, with its own connections and thread. Empty: none, the
+  // agents share the API listener (which serves their routes either way).
+  std::string agent_listen;
+  int http_threads = 2;              // the API listener's I/O threads (http/server.h)
+  http::Limits http_limits;          // both listeners' limits (the agents' allow 64 per source)
   int heartbeat_interval_ms = 1000;  // what node agents are told to keep
   int heartbeat_timeout_ms = 10000;  // a node silent this long is unreachable, its jobs requeued
-  size_t max_body_bytes = 1 << 20;
 };
 
 // Runs until SIGINT or SIGTERM. Returns an error if start-up fails.

@@ -1,0 +1,39 @@
+// The daemon's HTTP surface: one route table, and the handlers the front end's listeners run.
+//
+// The API listener serves /healthz, /metrics, /v1/openapi.json and the console from its own
+// threads, and hands every /v1 route to the loop, where the caller is authenticated and the
+// route's DaemonCore method runs; the reply goes out once the batch is durable. The agents'
+// listener (serve --agent-listen) serves only /healthz and /v1/agents/..., with its own
+// connection budget and thread, so that no flood of API traffic makes nodes look dead.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "daemon/core.h"
+#include "daemon/loop.h"
+#include "daemon/metrics.h"
+#include "http/server.h"
+
+namespace gpupool {
+
+// A route's path parameters, in order ("/v1/jobs/{id}/logs" has one).
+using PathParams = std::vector<std::string>;
+using RouteFn = std::function<Reply(DaemonCore&, const CallContext&, const http::Request&, const PathParams&)>;
+
+struct Route {
+  std::string method;
+  std::string pattern;  // "/v1/jobs/{id}": a {name} segment matches one non-empty segment
+  RouteFn fn;
+  bool takes_body = false;  // a request without Content-Length or a chunked body is refused
+};
+
+// Every /v1 route the loop serves.
+const std::vector<Route>& HttpRoutes();
+
+// `connections`, if set, is called before /metrics renders, to refresh the connection gauges.
+http::Handler ApiHandler(Loop& loop, Metrics& metrics, std::function<void()> connections);
+http::Handler AgentHandler(Loop& loop, Metrics& metrics);
+
+}  // namespace gpupool

@@ -1,0 +1,83 @@
+#include "daemon/loop.h"
+
+#include <chrono>
+#include <exception>
+
+#include "api/decode.h"
+#include "daemon/log.h"
+
+namespace gpupool {
+namespace {
+
+double SecondsSince(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+}  // namespace
+
+Time WallNow() {
+  return Time::FromMillis(std::chrono::duration_cast<std::chrono::milliseconds>(
+                              std::chrono::system_clock::now().time_since_epoch())
+                              .count());
+}
+
+Loop::Loop(DaemonCore& core, Metrics& metrics, int tick_ms, bool executor)
+    : core_(core), metrics_(metrics), tick_ms_(tick_ms), executor_(executor) {}
+
+void Loop::Post(Work work, Done done) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!stopped_) {
+      queue_.push_back({std::move(work), std::move(done)});
+      cv_.notify_one();
+      return;
+    }
+  }
+  done({503, ErrorBody({ErrorCode::kUnavailable, "shutting down"})});
+}
+
+void Loop::Run(const std::atomic<bool>& stop) {
+  auto next_tick = std::chrono::steady_clock::now();
+  while (true) {
+    std::deque<Task> batch;
+    bool last = false;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait_until(lock, next_tick, [&] { return !queue_.empty() || stop.load(); });
+      batch.swap(queue_);
+      if (stop) last = stopped_ = true;
+    }
+    const Time now = WallNow();
+    std::vector<Reply> replies;
+    replies.reserve(batch.size());
+    for (Task& t : batch) {
+      try {
+        replies.push_back(t.work(core_, now));
+      } catch (const std::exception& e) {  // a handler bug must not take the daemon down
+        Log("error", "request handler threw", {{"what", e.what()}});
+        replies.push_back({500, ErrorBody({ErrorCode::kInternal, "internal error"})});
+      }
+    }
+    const auto start = std::chrono::steady_clock::now();
+    if (start >= next_tick) {
+      const int64_t cycles = core_.cycles();
+      core_.Tick(now, executor_);
+      const bool ran = core_.cycles() != cycles;
+      metrics_.AfterCycle(core_.state(), now, ran ? &core_.last_plan() : nullptr, SecondsSince(start));
+      next_tick = std::chrono::steady_clock::now() + std::chrono::milliseconds(tick_ms_);
+    }
+    const size_t records = core_.staged();
+    const auto flush_start = std::chrono::steady_clock::now();
+    const Status flushed = core_.Flush();
+    if (records) metrics_.ObserveFlush(records, SecondsSince(flush_start), flushed.ok());
+    if (!flushed.ok()) Log("error", "journal append failed", {{"error", flushed.error().message}});
+    for (size_t i = 0; i < batch.size(); ++i) {
+      batch[i].done(flushed.ok() ? std::move(replies[i])
+                                 : Reply{503, ErrorBody({ErrorCode::kUnavailable,
+                                                         "journal write failed: " + flushed.error().message})});
+    }
+    if (last) break;
+  }
+}
+
+}  // namespace gpupool

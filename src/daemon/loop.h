@@ -1,0 +1,52 @@
+// The daemon's event loop: one thread owns the DaemonCore. Requests come in as work items from
+// the HTTP front end's threads; the loop drains its queue, runs a scheduling tick when one is
+// due, appends everything the batch staged to the journal in one transaction (group commit),
+// and only then hands each item its reply. Nothing here knows HTTP.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <mutex>
+
+#include "daemon/core.h"
+#include "daemon/metrics.h"
+
+namespace gpupool {
+
+class Loop {
+ public:
+  using Work = std::function<Reply(DaemonCore&, Time now)>;
+  using Done = std::function<void(Reply)>;  // called on the loop thread once the batch is durable
+
+  // `executor`: run the simulated executor in each tick (demo, --simulate-executor).
+  Loop(DaemonCore& core, Metrics& metrics, int tick_ms, bool executor);
+
+  // Queues `work`. Once the loop has stopped, `done` gets a 503 at once, on the caller's thread.
+  void Post(Work work, Done done);
+
+  // Runs batches until `stop` is set (checked at least every tick), then answers the last batch
+  // and returns. Every Done posted before it returns has been called.
+  void Run(const std::atomic<bool>& stop);
+
+ private:
+  struct Task {
+    Work work;
+    Done done;
+  };
+
+  DaemonCore& core_;
+  Metrics& metrics_;
+  const int tick_ms_;
+  const bool executor_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Task> queue_;  // guarded by mu_
+  bool stopped_ = false;    // guarded by mu_
+};
+
+// Wall-clock now, in the core's Time.
+Time WallNow();
+
+}  // namespace gpupool
