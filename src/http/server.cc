@@ -26,7 +26,7 @@ namespace {
 // Past the limits, a rejected client's remaining bytes are read and dropped for at most this
 // long and this much (so it reads our reply instead of a reset), then the connection closes.
 constexpr auto kLingerTime = std::chrono::seconds(2);
-constexpr size_t kLingerBytes = 16 << 20;
+constexpr size_t kLingerBytes = 4 << 20;
 
 std::string ErrorJson(std::string_view code, std::string_view message) {
   // The daemon's error shape (DESIGN.md §10); the messages here are fixed ASCII.
