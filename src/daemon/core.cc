@@ -103,18 +103,9 @@ Result<std::unique_ptr<DaemonCore>> DaemonCore::Open(std::unique_ptr<Journal> jo
 }
 
 Status DaemonCore::Replay(const std::vector<Record>& records) {
-  state_ = std::make_unique<State>();
-  ledger_ = Ledger();
-  history_ = JobHistory();
-  prices_.clear();
-  fleet_.clear();
-  burst_requests_seen_ = 0;
-  burst_changes_.clear();
-  tokens_ = TokenStore();
-  deleted_.clear();
-  idempotency_.clear();
-  idempotency_order_.clear();
-  audit_.clear();
+  // Only ever onto a core just constructed (Open, Rebuild): nothing is reset by hand, so no
+  // member can be forgotten.
+  GP_CHECK(empty_ && state_->jobs().empty() && state_->nodes().empty() && staged_.empty());
   for (const Record& r : records) {
     Status s = Ok();
     try {
@@ -271,11 +262,50 @@ Status DaemonCore::Flush() {
   // Memory is ahead of disk: rebuild from what is durable, then report. If even that fails,
   // stop: serving from a state that is not on disk could acknowledge what a restart loses, and
   // a restart recovers exactly what is durable.
-  Result<std::vector<Record>> records = journal_->ReadAll();
-  GP_CHECK(records.ok()) << "journal unreadable after a failed append: " << records.error().message;
-  const Status replayed = Replay(*records);
-  GP_CHECK(replayed.ok()) << "journal replay failed after a failed append: " << replayed.error().message;
+  const Status rebuilt = Rebuild();
+  GP_CHECK(rebuilt.ok()) << "journal replay failed after a failed append: " << rebuilt.error().message;
   return s;
+}
+
+void DaemonCore::Abandon() {
+  staged_.clear();
+  const Status rebuilt = Rebuild();
+  GP_CHECK(rebuilt.ok()) << "journal replay failed after an abandoned batch: " << rebuilt.error().message;
+}
+
+Status DaemonCore::Rebuild() {
+  Result<std::vector<Record>> records = journal_->ReadAll();
+  if (!records.ok()) return records.error();
+  // A new core from the journal; what it takes from this one is listed here, and is what the
+  // journal does not hold by design: how this process runs (set after Open by Serve), and what
+  // it has heard or asked since it started. Everything else is the journal's.
+  std::unique_ptr<DaemonCore> fresh(new DaemonCore(nullptr, config_));
+  fresh->heartbeat_interval_ = heartbeat_interval_;
+  fresh->heartbeat_timeout_ = heartbeat_timeout_;
+  fresh->start_deadline_ = start_deadline_;
+  fresh->deadlines_from_ = deadlines_from_;
+  fresh->burst_file_ = burst_file_;
+  fresh->provider_ = std::move(provider_);
+  fresh->burst_retry_at_ = burst_retry_at_;
+  fresh->release_retry_ = release_retry_;
+  fresh->last_plan_ = last_plan_;
+  fresh->cycles_ = cycles_;
+  const Status replayed = fresh->Replay(*records);
+  if (!replayed.ok()) {
+    provider_ = std::move(fresh->provider_);
+    return replayed;
+  }
+  // Liveness and log tails of the nodes and jobs the journal still has.
+  for (auto& [node, a] : fresh->agents_) {
+    const auto old = agents_.find(node);
+    if (old != agents_.end()) a.last_heartbeat = old->second.last_heartbeat;
+  }
+  for (auto& [job, tails] : logs_) {
+    if (fresh->state_->FindJob(job) != nullptr) fresh->logs_[job] = std::move(tails);
+  }
+  fresh->journal_ = std::move(journal_);
+  *this = std::move(*fresh);
+  return Ok();
 }
 
 void DaemonCore::Audit(const CallContext& c, const std::string& action, const std::string& object) {

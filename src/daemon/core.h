@@ -143,6 +143,10 @@ class DaemonCore {
   // Appends staged records durably. On failure the core is rebuilt from the journal and the
   // error returned: callers answer 503 for everything since the last successful Flush.
   Status Flush();
+  // Drops every change since the last Flush and rebuilds from the journal (a handler threw
+  // halfway through its change: nothing of that batch may reach the journal). Aborts if the
+  // journal cannot be read back, as Flush does.
+  void Abandon();
 
   const State& state() const { return *state_; }
   const Ledger& ledger() const { return ledger_; }
@@ -160,7 +164,12 @@ class DaemonCore {
 
  private:
   explicit DaemonCore(std::unique_ptr<Journal> journal, SchedulerConfig config);
+  DaemonCore& operator=(DaemonCore&&) = default;
+  // Applies the journal's records to this core, which must be new (Open, Rebuild).
   Status Replay(const std::vector<Record>& records);
+  // After a failed append: this core becomes a new one replayed from the journal, keeping only
+  // what the journal does not hold by design (the process's settings, agents' liveness).
+  Status Rebuild();
   Status ApplyRecord(const Record& r);
   // Apply(state, e), with the ledger observing the state before it (prepared first, committed
   // only if Apply succeeds).

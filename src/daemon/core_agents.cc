@@ -389,6 +389,16 @@ Reply DaemonCore::AgentHeartbeat(const CallContext& c, const std::string& name, 
 
 Status DaemonCore::AgentReplicas(const CallContext& c, NodeId node, const Json& reports, Json& stop, Json& forget,
                                  std::set<std::pair<uint64_t, int>>& occupied) {
+  // Every entry is checked before any changes anything: a bad second entry must not leave the
+  // first one's change staged behind a 400.
+  for (const Json& r : reports) {
+    if (!r.is_object()) return InvalidArgument("replicas: each entry must be an object");
+    if (Result<JobId> jid = JobField(r); !jid.ok()) return jid.error();
+    if (Result<int64_t> v = IntField(r, "replica", 0, 65535); !v.ok()) return v.error();
+    if (Result<int64_t> v = IntField(r, "attempt", 0, kMaxAttempt); !v.ok()) return v.error();
+    const std::string st = StrField(r, "state");
+    if (st != "running" && st != "exited") return InvalidArgument("replicas: 'state' must be running or exited");
+  }
   for (const Json& r : reports) {
     if (!r.is_object()) return InvalidArgument("replicas: each entry must be an object");
     Result<JobId> jid = JobField(r);

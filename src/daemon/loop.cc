@@ -50,12 +50,22 @@ void Loop::Run(const std::atomic<bool>& stop) {
     const Time now = WallNow();
     std::vector<Reply> replies;
     replies.reserve(batch.size());
+    bool threw = false;
     for (Task& t : batch) {
       try {
         replies.push_back(t.work(core_, now));
       } catch (const std::exception& e) {  // a handler bug must not take the daemon down
         Log("error", "request handler threw", {{"what", e.what()}});
         replies.push_back({500, ErrorBody({ErrorCode::kInternal, "internal error"})});
+        threw = true;
+      }
+    }
+    if (threw) {
+      // The thrower may have changed memory halfway: none of this batch reaches the journal,
+      // memory goes back to what is durable, and the others are told to retry.
+      core_.Abandon();
+      for (Reply& r : replies) {
+        if (r.status != 500) r = {503, ErrorBody({ErrorCode::kUnavailable, "the batch was abandoned; retry"})};
       }
     }
     const auto start = std::chrono::steady_clock::now();
