@@ -6,10 +6,11 @@
 #      daemon's RSS is sampled every 100 ms;
 #   2. load: build/bench/load_bench with CLIENTS keep-alive clients submitting durable jobs.
 # usage: bench/http_attack.sh [--idle 500] [--slow 500] [--chunked-mib 1024] [--seconds 30]
-#                             [--clients 256] [--load-seconds 20]
+#                             [--clients 256] [--load-seconds 20] [--rate PER_CLIENT_PER_S]
+# --seconds 0 skips the attack; --rate paces each load client (open loop; 0: back to back).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-idle=500 slow=500 chunked=1024 seconds=30 clients=256 load_seconds=20
+idle=500 slow=500 chunked=1024 seconds=30 clients=256 load_seconds=20 rate=0
 while [ $# -gt 0 ]; do
   case $1 in
     --idle) idle=$2; shift 2 ;;
@@ -18,6 +19,7 @@ while [ $# -gt 0 ]; do
     --seconds) seconds=$2; shift 2 ;;
     --clients) clients=$2; shift 2 ;;
     --load-seconds) load_seconds=$2; shift 2 ;;
+    --rate) rate=$2; shift 2 ;;
     *) echo "usage: $0 [--idle N] [--slow N] [--chunked-mib N] [--seconds S] [--clients N] [--load-seconds S]" >&2; exit 2 ;;
   esac
 done
@@ -57,6 +59,7 @@ rss_before=$(awk '/VmRSS/ {print $2}' /proc/$daemon/status)
     r=$(awk '/VmRSS/ {print $2}' /proc/$daemon/status 2> /dev/null || echo 0); [ "${r:-0}" -gt $peak ] && peak=$r
     echo $peak > "$tmp/rss.peak"; sleep 0.1; done ) &
 sampler=$!
+if [ "$seconds" != 0 ]; then
 echo "--- attack: $idle idle + $slow slow connections, $chunked MiB of chunked bodies, $seconds s"
 build/bench/attack_bench --api "$api" --agents "$agents" --token "$token" --node "$node" --idle "$idle" --slow "$slow" \
   --chunked-mib "$chunked" --seconds "$seconds"
@@ -64,7 +67,8 @@ sleep 0.3
 echo "daemon     RSS before $((rss_before / 1024)) MiB, peak during the attack $(( $(cat "$tmp/rss.peak") / 1024 )) MiB," \
      "after $(( $(awk '/VmRSS/ {print $2}' /proc/$daemon/status) / 1024 )) MiB"
 curl -s "http://$api/metrics" | grep '^gpupool_http_connections' | sed 's/^/metrics    /'
-echo "--- load: $clients keep-alive clients for $load_seconds s"
+fi
+echo "--- load: $clients keep-alive clients for $load_seconds s, $([ "$rate" = 0 ] && echo "back to back" || echo "$rate/s each")"
 build/bench/load_bench --url "http://$api" --token "$token" --clients "$clients" --seconds "$load_seconds" --warmup 3 \
-  --duration-s 1
+  --duration-s 1 --rate "$rate"
 echo "daemon     peak RSS $(awk '/VmHWM/ {printf "%.0f MiB", $2 / 1024}' /proc/$daemon/status)"

@@ -8,7 +8,7 @@
 // After the storm it waits for the pending queue to drain and reads the daemon's own metrics.
 //
 // usage: load_bench --url URL --token ADMIN_TOKEN [--clients 32] [--seconds 20] [--warmup 3]
-//                   [--gpus 1] [--duration-s 5] [--json OUT.json]
+//                   [--gpus 1] [--duration-s 5] [--rate PER_CLIENT_PER_S] [--json OUT.json]
 // Started by scripts/bench-daemon.sh, which also starts the daemon on a large cluster.
 #include <httplib.h>
 
@@ -37,6 +37,9 @@ struct Options {
   double seconds = 20, warmup = 3;
   int gpus = 1;
   int duration_s = 5;
+  // Submissions per second per client, paced (an open loop: latency counts from when a request
+  // was due, so a stall is not hidden by the requests it delayed); 0: back to back.
+  double rate = 0;
 };
 
 [[noreturn]] void Die(const std::string& why) {
@@ -59,6 +62,7 @@ Options Parse(int argc, char** argv) {
     else if (a == "--warmup") o.warmup = std::stod(next());
     else if (a == "--gpus") o.gpus = std::stoi(next());
     else if (a == "--duration-s") o.duration_s = std::stoi(next());
+    else if (a == "--rate") o.rate = std::stod(next());
     else if (a == "--json") o.json_out = next();
     else Die("unknown argument " + a);
   }
@@ -155,7 +159,14 @@ int main(int argc, char** argv) {
                            {"command", {"sleep", std::to_string(o.duration_s)}}};
         h.erase("Idempotency-Key");
         h.emplace("Idempotency-Key", key);
-        const Clock::time_point sent = Clock::now();
+        Clock::time_point sent = Clock::now();
+        if (o.rate > 0) {
+          // Due at a fixed schedule, each client with its own phase.
+          const auto due = start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(
+                                       (static_cast<double>(n) + static_cast<double>(i) / o.clients) / o.rate));
+          if (due > sent) std::this_thread::sleep_until(due);
+          sent = due;
+        }
         auto r = c.Post("/v1/jobs", h, body.dump(), "application/json");
         const Clock::time_point got = Clock::now();
         const double at = since(got);

@@ -1,7 +1,8 @@
 // The daemon's event loop: one thread owns the DaemonCore. Requests come in as work items from
-// the HTTP front end's threads; the loop drains its queue, runs a scheduling tick when one is
-// due, appends everything the batch staged to the journal in one transaction (group commit),
-// and only then hands each item its reply. Nothing here knows HTTP.
+// the HTTP front end's threads; the loop drains its queue, appends everything the batch staged
+// to the journal in one transaction (group commit), and only then hands each item its reply;
+// then, when one is due, it runs a scheduling tick and commits its records. Nothing here knows
+// HTTP.
 #pragma once
 
 #include <atomic>
@@ -31,6 +32,9 @@ class Loop {
   void Run(const std::atomic<bool>& stop);
 
  private:
+  // Flush with its metrics and a log line on failure; nothing staged: Ok at once.
+  Status FlushTimed();
+
   struct Task {
     Work work;
     Done done;
