@@ -14,54 +14,92 @@ using R = const http::Request&;
 using C = const CallContext&;
 using P = const PathParams&;
 
+bool Allows(Access a, const Principal& p) {
+  switch (a) {
+    case Access::kAnyone: return true;
+    case Access::kWriter: return p.Writes();
+    case Access::kTenantAdmin: return p.admin() || p.role == Role::kTenantAdmin;
+    case Access::kAdmin: return p.admin();
+    case Access::kAgent: return p.admin() || p.role == Role::kNodeAgent;
+  }
+  return false;
+}
+
 std::vector<Route> BuildRoutes() {
   std::vector<Route> r;
-  const auto add = [&r](std::string method, std::string pattern, RouteFn fn) {
+  // Who may call a route is part of its row: checked before its body is decoded.
+  Access access = Access::kAnyone;
+  std::string action;
+  const auto add = [&r, &access, &action](std::string method, std::string pattern, RouteFn fn) {
     const bool body = method == "POST" || method == "PUT" || method == "PATCH";
-    r.push_back({std::move(method), std::move(pattern), std::move(fn), body});
+    r.push_back({std::move(method), std::move(pattern), std::move(fn), body, access, action});
+    access = Access::kAnyone;
+    action.clear();
+  };
+  // The next add's access: who, and what the refusal says they may not do.
+  const auto only = [&access, &action](Access a, std::string what) {
+    access = a;
+    action = std::move(what);
   };
   add("GET", "/v1/summary", [](DaemonCore& c, C ctx, R, P) { return c.Summary(ctx); });
+  only(Access::kWriter, "submit jobs");
   add("POST", "/v1/jobs", [](DaemonCore& c, C ctx, R req, P) {
     return c.SubmitJob(ctx, req.body, req.Header("Idempotency-Key"));
   });
   add("GET", "/v1/jobs", [](DaemonCore& c, C ctx, R req, P) { return c.ListJobs(ctx, req.query); });
   add("GET", "/v1/jobs/{id}", [](DaemonCore& c, C ctx, R, P p) { return c.GetJob(ctx, p[0]); });
+  only(Access::kWriter, "cancel jobs");
   add("DELETE", "/v1/jobs/{id}", [](DaemonCore& c, C ctx, R, P p) { return c.CancelJob(ctx, p[0]); });
   add("GET", "/v1/jobs/{id}/logs", [](DaemonCore& c, C ctx, R, P p) { return c.JobLogs(ctx, p[0]); });
   add("GET", "/v1/tenants", [](DaemonCore& c, C ctx, R, P) { return c.ListTenants(ctx); });
+  only(Access::kAdmin, "create tenants");
   add("POST", "/v1/tenants", [](DaemonCore& c, C ctx, R req, P) { return c.CreateTenant(ctx, req.body); });
   add("GET", "/v1/tenants/{name}", [](DaemonCore& c, C ctx, R, P p) { return c.GetTenant(ctx, p[0]); });
+  only(Access::kAdmin, "change tenants");
   add("PATCH", "/v1/tenants/{name}", [](DaemonCore& c, C ctx, R req, P p) { return c.UpdateTenant(ctx, p[0], req.body); });
+  only(Access::kAdmin, "delete tenants");
   add("DELETE", "/v1/tenants/{name}", [](DaemonCore& c, C ctx, R, P p) { return c.DeleteTenant(ctx, p[0]); });
   add("GET", "/v1/priority-classes", [](DaemonCore& c, C ctx, R, P) { return c.ListPriorityClasses(ctx); });
+  only(Access::kAdmin, "create priority classes");
   add("POST", "/v1/priority-classes", [](DaemonCore& c, C ctx, R req, P) { return c.CreatePriorityClass(ctx, req.body); });
   add("GET", "/v1/tokens", [](DaemonCore& c, C ctx, R, P) { return c.ListTokens(ctx); });
+  only(Access::kTenantAdmin, "create this token");
   add("POST", "/v1/tokens", [](DaemonCore& c, C ctx, R req, P) { return c.CreateToken(ctx, req.body); });
   add("DELETE", "/v1/tokens/{id}", [](DaemonCore& c, C ctx, R, P p) { return c.RevokeToken(ctx, p[0]); });
   add("GET", "/v1/nodes", [](DaemonCore& c, C ctx, R req, P) { return c.ListNodes(ctx, req.Query("detail") == "devices"); });
   add("GET", "/v1/nodes/{name}", [](DaemonCore& c, C ctx, R, P p) { return c.GetNode(ctx, p[0]); });
+  only(Access::kAdmin, "delete nodes");
   add("DELETE", "/v1/nodes/{name}", [](DaemonCore& c, C ctx, R, P p) { return c.DeleteNode(ctx, p[0]); });
-  for (const char* action : {"cordon", "uncordon", "drain"}) {
-    const std::string a = action;
+  for (const char* verb : {"cordon", "uncordon", "drain"}) {
+    const std::string a = verb;
+    only(Access::kAdmin, a + " nodes");
     add("POST", "/v1/nodes/{name}/" + a, [a](DaemonCore& c, C ctx, R, P p) { return c.NodeAction(ctx, p[0], a); });
     r.back().takes_body = false;
   }
+  only(Access::kWriter, "reserve capacity");
   add("POST", "/v1/reservations", [](DaemonCore& c, C ctx, R req, P) { return c.CreateReservation(ctx, req.body); });
   add("GET", "/v1/reservations", [](DaemonCore& c, C ctx, R, P) { return c.ListReservations(ctx); });
   add("GET", "/v1/reservations/{id}", [](DaemonCore& c, C ctx, R, P p) { return c.GetReservation(ctx, p[0]); });
+  only(Access::kWriter, "cancel this reservation");
   add("DELETE", "/v1/reservations/{id}", [](DaemonCore& c, C ctx, R, P p) { return c.CancelReservation(ctx, p[0]); });
+  only(Access::kTenantAdmin, "read the audit log");
   add("GET", "/v1/audit", [](DaemonCore& c, C ctx, R req, P) { return c.ListAudit(ctx, req.query); });
   add("GET", "/v1/availability", [](DaemonCore& c, C ctx, R req, P) { return c.Availability(ctx, req.query); });
   add("GET", "/v1/calendar", [](DaemonCore& c, C ctx, R req, P) { return c.CalendarView(ctx, req.query); });
   add("GET", "/v1/usage", [](DaemonCore& c, C ctx, R req, P) { return c.Usage(ctx, req.query); });
+  only(Access::kAgent, "register node agents");
   add("POST", "/v1/agents/register", [](DaemonCore& c, C ctx, R req, P) { return c.RegisterAgent(ctx, req.body); });
+  only(Access::kAgent, "send heartbeats");
   add("POST", "/v1/agents/{node}/heartbeat", [](DaemonCore& c, C ctx, R req, P p) {
     return c.AgentHeartbeat(ctx, p[0], req.body);
   });
   add("GET", "/v1/burst", [](DaemonCore& c, C ctx, R, P) { return c.BurstView(ctx); });
+  only(Access::kAdmin, "read the burst settings");
   add("GET", "/v1/burst/settings", [](DaemonCore& c, C ctx, R, P) { return c.GetBurstSettings(ctx); });
+  only(Access::kAdmin, "change the burst settings");
   add("PUT", "/v1/burst/settings", [](DaemonCore& c, C ctx, R req, P) { return c.SetBurstSettings(ctx, req.body); });
   add("GET", "/v1/prices", [](DaemonCore& c, C ctx, R, P) { return c.GetPrices(ctx); });
+  only(Access::kAdmin, "set prices");
   add("PUT", "/v1/prices", [](DaemonCore& c, C ctx, R req, P) { return c.SetPrices(ctx, req.body); });
   return r;
 }
@@ -152,6 +190,10 @@ void ToLoop(Loop& loop, Metrics& metrics, http::Request req, http::Respond respo
         // A node agent's credential opens the agent routes and nothing else.
         if (c.principal && c.principal->role == Role::kNodeAgent && route->pattern.rfind("/v1/agents/", 0) != 0) {
           return Reply{403, ErrorBody({ErrorCode::kPermissionDenied, "a node-agent token may only register and heartbeat its node"})};
+        }
+        if (c.principal == nullptr) return Reply{401, ErrorBody({ErrorCode::kUnauthenticated, "missing or invalid bearer token"})};
+        if (!Allows(route->access, *c.principal)) {
+          return Reply{403, ErrorBody({ErrorCode::kPermissionDenied, "your role may not " + route->action})};
         }
         return route->fn(core, c, *shared, params);
       },

@@ -22,11 +22,23 @@ namespace gpupool {
 using PathParams = std::vector<std::string>;
 using RouteFn = std::function<Reply(DaemonCore&, const CallContext&, const http::Request&, const PathParams&)>;
 
+// The least a caller must be to reach a route's handler (which may check more: scope, the
+// body's own demands). Checked on the loop, after authentication, before the body is decoded.
+enum class Access {
+  kAnyone,       // any valid token (the handler scopes what it shows)
+  kWriter,       // members, tenant admins, cluster admins
+  kTenantAdmin,  // tenant admins and cluster admins
+  kAdmin,        // cluster admins
+  kAgent,        // node agents and cluster admins
+};
+
 struct Route {
   std::string method;
   std::string pattern;  // "/v1/jobs/{id}": a {name} segment matches one non-empty segment
   RouteFn fn;
   bool takes_body = false;  // a request without Content-Length or a chunked body is refused
+  Access access = Access::kAnyone;
+  std::string action;  // what a refusal says the caller may not do ("submit jobs")
 };
 
 // Every /v1 route the loop serves.

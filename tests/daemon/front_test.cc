@@ -120,6 +120,17 @@ TEST(FrontEnd, MethodsAndPathsAreExact) {
   EXPECT_NE(says.find("GET"), std::string::npos) << says;
   EXPECT_NE(says.find("POST"), std::string::npos) << says;
   EXPECT_EQ(Call(c, "GET", "/v1/jobs/", d.admin_token()).status, 404);
+  // The role is checked before the body is read: a viewer's malformed submission is a 403, the
+  // same request from a member a 400; without a token, 401.
+  const Json viewer = Call(c, "POST", "/v1/tokens", d.admin_token(), R"({"name": "v", "role": "viewer", "tenant": "a"})").body;
+  const Json member = Call(c, "POST", "/v1/tokens", d.admin_token(), R"({"name": "m", "role": "member", "tenant": "a"})").body;
+  ASSERT_TRUE(viewer.contains("token") && member.contains("token")) << viewer.dump() << member.dump();
+  const Response refused = Call(c, "POST", "/v1/jobs", viewer["token"], "{not json");
+  EXPECT_EQ(refused.status, 403) << refused.body.dump();
+  EXPECT_NE(refused.body.dump().find("your role may not submit jobs"), std::string::npos) << refused.body.dump();
+  EXPECT_EQ(Call(c, "POST", "/v1/jobs", member["token"], "{not json").status, 400);
+  EXPECT_EQ(Call(c, "POST", "/v1/jobs", "", "{not json").status, 401);
+  EXPECT_EQ(Call(c, "PUT", "/v1/prices", member["token"], "[").status, 403);
   EXPECT_EQ(Call(c, "GET", "/v1/jobs", d.admin_token()).status, 200);
 }
 
