@@ -1,0 +1,213 @@
+// DaemonCore's job routes: submit, get, list, cancel; the job as the API shows it.
+#include "daemon/core.h"
+
+#include <algorithm>
+#include <charconv>
+#include <nlohmann/json.hpp>
+
+#include "api/decode.h"
+#include "api/page.h"
+#include "daemon/log.h"
+#include "daemon/reply.h"
+#include "policy/calendar/calendars.h"
+#include "policy/quota/quota.h"
+#include "scheduler/schedule.h"
+#include "store/codec.h"
+
+namespace gpupool {
+namespace {
+
+using namespace reply;
+
+// The job as the API shows it to `caller`; with its events (GET /v1/jobs/{id}) or without (lists).
+Json JobJson(const State& s, const JobHistory& history, const Principal& caller, const Job& j, bool events) {
+  const ReplicaShape& sh = j.spec.shape;
+  const GpuModel& m = s.catalogue().model(sh.flavor);
+  Json res = {{"flavor", m.name}};
+  switch (sh.kind) {
+    case ShapeKind::kWholeGpus: res["gpus"] = sh.gpus; break;
+    case ShapeKind::kMigProfile: res["mig_profile"] = m.profiles[sh.mig_profile].name; break;
+    case ShapeKind::kGpuFraction:
+      res["gpu_fraction"] = sh.milli / 1000.0;
+      res["memory_gb"] = sh.gpu_memory_mib / 1024;
+      break;
+  }
+  Json placement = Json::array();
+  for (const ReplicaPlacement& rp : j.placement) {
+    Json gpus = Json::array();
+    for (const GpuGrant& g : rp.grants) {
+      Json gj = {{"gpu", g.gpu}};
+      if (g.mig_start >= 0) gj["mig_start"] = g.mig_start;
+      if (g.milli) gj["milli"] = g.milli;
+      gpus.push_back(gj);
+    }
+    placement.push_back({{"node", s.node(rp.node).name}, {"gpus", gpus}});
+  }
+  Json out = {{"id", std::to_string(j.id.value())},
+              {"name", j.spec.name},
+              {"tenant", s.tenant(j.spec.tenant).name},
+              {"priority_class", s.priority_class(j.spec.priority_class).name},
+              {"state", std::string(JobStateName(j.state))},
+              {"replicas", j.spec.replicas},
+              {"resources", res},
+              {"duration_estimate_s", j.spec.estimated_duration.seconds()},
+              {"command", j.spec.command},
+              {"submitted_at_ms", j.submitted.millis()},
+              {"placement", placement}};
+  if (j.state == JobState::kPending) {
+    out["reason"] = {{"code", std::string(ReasonCodeName(j.reason.code))}, {"message", j.reason.message}};
+    // A job sent back leads with why, until it is admitted again; the scheduler's reason says
+    // what it waits for now.
+    if (std::optional<HistoryEntry> back = history.LastSetback(j.id)) {
+      out["reason"] = {{"code", back->type == HistoryType::kPreempted ? "preempted" : "requeued"},
+                       {"message", JobHistory::Message(s, caller, *back) + " at " + Rfc3339(back->at) +
+                                       "; now " + j.reason.message},
+                       {"waiting", std::string(ReasonCodeName(j.reason.code))}};
+    }
+  }
+  if (events) out["events"] = history.View(s, caller, j.id);
+  if (HoldsResources(j.state)) out["admitted_as"] = std::string(AdmissionKindName(j.admitted_as));
+  if (j.state == JobState::kRunning) out["started_at_ms"] = j.started.millis();
+  if (j.spec.reservation.valid()) out["reservation"] = std::to_string(j.spec.reservation.value());
+  if (!j.spec.node_selector.empty()) {
+    Json sel = Json::array();
+    for (const LabelRequirement& r : j.spec.node_selector) {
+      Json e = {{"key", r.key}, {"operator", std::string(SelectorOpName(r.op))}};
+      if (!r.values.empty()) e["values"] = r.values;
+      sel.push_back(std::move(e));
+    }
+    out["node_selector"] = sel;
+  }
+  return out;
+}
+
+Result<uint64_t> ParseId(const std::string& s) {
+  if (s.empty() || s.size() > 19 || s.find_first_not_of("0123456789") != std::string::npos) {
+    return NotFound("no job '" + s + "'");
+  }
+  return std::stoull(s);
+}
+
+}  // namespace
+
+Reply DaemonCore::SubmitJob(const CallContext& c, const std::string& body, const std::string& key) {
+  if (c.principal == nullptr) return Unauthenticated();
+  if (key.size() > 128) return Err(InvalidArgument("Idempotency-Key is longer than 128 characters"));
+  if (!ValidUtf8(key)) return Err(InvalidArgument("Idempotency-Key is not valid UTF-8"));
+  // Keys are scoped to the token (as payment APIs scope them to the API key).
+  const std::string idem = key.empty() ? "" : c.principal->token_id + "\n" + key;
+  ExpireIdempotency(c.now);
+  if (!idem.empty()) {
+    auto it = idempotency_.find(idem);
+    // The queue is in submit order; with a clock that stepped back it may hold an entry past
+    // its day behind a younger one, so the day is checked here too.
+    if (it != idempotency_.end() && IdempotencyLive(it->second, c.now)) {
+      const Job& j = *state_->FindJob(it->second);
+      return JsonReply(201, {{"id", std::to_string(j.id.value())},
+                             {"state", std::string(JobStateName(j.state))},
+                             {"replayed", true}});
+    }
+  }
+  Result<JobSpec> spec = DecodeJobRequest(*state_, *c.principal, body);
+  if (!spec.ok()) return Err(spec.error());
+  if (!c.principal->Writes()) return Forbidden("submit jobs");
+  if (deleted_.count(spec->tenant)) return Err(NotFound("unknown tenant"));
+  if (const uint32_t most = state_->tenant(spec->tenant).limits.max_pending_jobs;
+      most > 0 && state_->pending_jobs(spec->tenant) >= most) {
+    // 429, as for any rate the caller must slow down to (the body says which limit).
+    return Reply{429, ErrorBody(Error{ErrorCode::kResourceExhausted,
+                                      "tenant " + state_->tenant(spec->tenant).name + " has " + std::to_string(most) +
+                                          " jobs pending, its maximum (limits.max_pending_jobs): wait for some to "
+                                          "start or cancel some"})};
+  }
+  if (spec->reservation.valid()) {
+    const Reservation& r = *state_->FindReservation(spec->reservation);  // ValidateSpec checked
+    if (r.end <= c.now) {
+      return Err(FailedPrecondition("reservation " + std::to_string(r.id.value()) + " ended at " +
+                                    Rfc3339(r.end)));
+    }
+  }
+  const JobSubmitted e{state_->NextJobId(), *spec, c.now};
+  if (Status s = ApplyAndStage(e, idem); !s.ok()) return Err(s.error());
+  if (!idem.empty()) RememberIdempotency(idem, e.id, e.at);
+  Audit(c, "job.submit", std::to_string(e.id.value()));
+  return JsonReply(201, {{"id", std::to_string(e.id.value())}, {"state", "pending"}});
+}
+
+const Job* DaemonCore::VisibleJob(const CallContext& c, const std::string& id) const {
+  Result<uint64_t> n = ParseId(id);
+  if (!n.ok()) return nullptr;
+  const Job* j = state_->FindJob(JobId(*n));
+  if (j == nullptr || !c.principal->Sees(j->spec.tenant)) return nullptr;
+  return j;
+}
+
+Reply DaemonCore::GetJob(const CallContext& c, const std::string& id) {
+  if (c.principal == nullptr) return Unauthenticated();
+  const Job* j = VisibleJob(c, id);
+  if (j == nullptr) return Err(NotFound("no job '" + id + "'"));
+  return JsonReply(200, JobJson(*state_, history_, *c.principal, *j, true));
+}
+
+Reply DaemonCore::ListJobs(const CallContext& c, const std::map<std::string, std::string>& query) {
+  if (c.principal == nullptr) return Unauthenticated();
+  Result<PageQuery> page = DecodePageQuery(query, "jobs", {"tenant", "state"});
+  if (!page.ok()) return Err(page.error());
+  const auto param = [&query](const char* key) {
+    const auto it = query.find(key);
+    return it == query.end() ? std::string() : it->second;
+  };
+  const std::string tenant = param("tenant"), st = param("state");
+  if (!st.empty()) {
+    bool known = false;
+    for (JobState s : {JobState::kPending, JobState::kAdmitted, JobState::kRunning, JobState::kSucceeded,
+                       JobState::kFailed, JobState::kCancelled}) {
+      known = known || JobStateName(s) == st;
+    }
+    if (!known) {
+      return Err(InvalidArgument("unknown state '" + st +
+                                 "': pending, admitted, running, succeeded, failed or cancelled"));
+    }
+  }
+  TenantId filter;
+  if (!tenant.empty()) {
+    Result<TenantId> t = state_->FindTenant(tenant);
+    if (!t.ok() || !c.principal->Sees(*t)) return Err(NotFound("unknown tenant '" + tenant + "'"));
+    filter = *t;
+  }
+  // Newest first. Ids only grow, so the jobs older than the cursor are the map's entries before
+  // it: walk back from there until the page is full and one more match shows there is a next.
+  const std::map<JobId, Job>& jobs = state_->jobs();
+  auto it = page->before ? jobs.lower_bound(JobId(*page->before)) : jobs.end();
+  Json items = Json::array();
+  uint64_t last = 0;  // the last job returned: the cursor names only what the caller was shown
+  bool more = false;
+  while (it != jobs.begin()) {
+    const Job& j = (--it)->second;
+    if (!c.principal->Sees(j.spec.tenant)) continue;
+    if (filter.valid() && j.spec.tenant != filter) continue;
+    if (!st.empty() && JobStateName(j.state) != st) continue;
+    if (page->limit && items.size() == static_cast<size_t>(*page->limit)) {
+      more = true;
+      break;
+    }
+    items.push_back(JobJson(*state_, history_, *c.principal, j, false));
+    last = j.id.value();
+  }
+  return JsonReply(200, {{"items", items}, {"next_cursor", more ? Json(EncodeCursor("jobs", last)) : Json(nullptr)}});
+}
+
+Reply DaemonCore::CancelJob(const CallContext& c, const std::string& id) {
+  if (c.principal == nullptr) return Unauthenticated();
+  const Job* j = VisibleJob(c, id);
+  if (j == nullptr) return Err(NotFound("no job '" + id + "'"));
+  if (!c.principal->Writes()) return Forbidden("cancel jobs");
+  if (IsTerminal(j->state)) return Err(FailedPrecondition("job already " + std::string(JobStateName(j->state))));
+  if (Status s = ApplyAndStage(JobFinished{j->id, JobState::kCancelled, c.now, "by " + c.principal->name}); !s.ok()) {
+    return Err(s.error());
+  }
+  Audit(c, "job.cancel", id);
+  return JsonReply(200, {{"id", id}, {"state", "cancelled"}});
+}
+
+}  // namespace gpupool

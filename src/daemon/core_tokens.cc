@@ -1,0 +1,126 @@
+// DaemonCore's token and audit-log routes.
+#include "daemon/core.h"
+
+#include <algorithm>
+#include <charconv>
+#include <nlohmann/json.hpp>
+
+#include "api/decode.h"
+#include "api/page.h"
+#include "daemon/log.h"
+#include "daemon/reply.h"
+#include "policy/calendar/calendars.h"
+#include "policy/quota/quota.h"
+#include "scheduler/schedule.h"
+#include "store/codec.h"
+
+namespace gpupool {
+namespace {
+
+using namespace reply;
+
+}  // namespace
+
+Reply DaemonCore::CreateToken(const CallContext& c, const std::string& body) {
+  if (c.principal == nullptr) return Unauthenticated();
+  Result<Json> parsed = ParseTokenRequest(body);
+  if (!parsed.ok()) return Err(parsed.error());
+  const Json& j = *parsed;
+  for (const auto& [k, v] : j.items()) {
+    if (k != "name" && k != "role" && k != "tenant") return Err(InvalidArgument("unknown field '" + k + "'"));
+  }
+  if (!j.contains("name") || !j["name"].is_string() || j["name"].get<std::string>().empty() ||
+      !j.contains("role") || !j["role"].is_string()) {
+    return Err(InvalidArgument("'name' and 'role' are required strings"));
+  }
+  if (j["name"].get<std::string>().size() > 128) return Err(InvalidArgument("'name' is longer than 128 characters"));
+  Result<Role> role = ParseRole(j["role"].get<std::string>());
+  if (!role.ok()) return Err(role.error());
+  Principal p{j["name"].get<std::string>(), *role, TenantId(), ""};
+  if (*role == Role::kNodeAgent && j.contains("tenant")) {
+    return Err(InvalidArgument("a node-agent token has no tenant; its name is the node it acts for"));
+  }
+  if (*role != Role::kClusterAdmin && *role != Role::kNodeAgent) {
+    if (!j.contains("tenant") || !j["tenant"].is_string()) return Err(InvalidArgument("'tenant' is required"));
+    Result<TenantId> t = state_->FindTenant(j["tenant"].get<std::string>());
+    if (!t.ok() || !c.principal->Sees(*t) || deleted_.count(*t)) return Err(NotFound("unknown tenant"));
+    p.tenant = *t;
+  }
+  // Cluster admins make any token (node-agent ones too); tenant admins make member and viewer
+  // tokens of their tenant.
+  const bool allowed = c.principal->admin() ||
+                       (c.principal->role == Role::kTenantAdmin &&
+                        (*role == Role::kMember || *role == Role::kViewer));
+  if (!allowed) return Forbidden("create this token");
+  Result<std::string> secret = IssueToken(p, c.now);
+  if (!secret.ok()) return Err(secret.error());
+  Audit(c, "token.create", p.name);
+  const std::string id = secret->substr(3, secret->find('_', 3) - 3);  // gp_<id>_<secret>
+  return JsonReply(201, {{"id", id}, {"token", *secret}, {"name", p.name}, {"role", std::string(RoleName(p.role))}});
+}
+
+Reply DaemonCore::ListTokens(const CallContext& c) {
+  if (c.principal == nullptr) return Unauthenticated();
+  Json items = Json::array();
+  for (const auto& [id, t] : tokens_.tokens()) {
+    const bool mine = c.principal->admin() ||
+                      (c.principal->role == Role::kTenantAdmin && t.principal.tenant == c.principal->tenant);
+    if (!mine) continue;
+    items.push_back({{"id", id},
+                     {"name", t.principal.name},
+                     {"role", std::string(RoleName(t.principal.role))},
+                     {"tenant", t.principal.tenant.valid() ? state_->tenant(t.principal.tenant).name : ""},
+                     {"revoked", t.revoked}});
+  }
+  return JsonReply(200, {{"items", items}});
+}
+
+Reply DaemonCore::RevokeToken(const CallContext& c, const std::string& id) {
+  if (c.principal == nullptr) return Unauthenticated();
+  auto it = tokens_.tokens().find(id);
+  const bool mine = it != tokens_.tokens().end() &&
+                    (c.principal->admin() || (c.principal->role == Role::kTenantAdmin &&
+                                              it->second.principal.tenant == c.principal->tenant));
+  if (!mine) return Err(NotFound("no token '" + id + "'"));
+  if (Status s = tokens_.Revoke(id); !s.ok()) return Err(s.error());
+  (void)Stage("token_revoked", Json({{"id", id}}).dump());
+  Audit(c, "token.revoke", id);
+  return JsonReply(200, {{"id", id}, {"revoked", true}});
+}
+
+Reply DaemonCore::ListAudit(const CallContext& c, const std::map<std::string, std::string>& query) {
+  if (c.principal == nullptr) return Unauthenticated();
+  if (c.principal->role != Role::kClusterAdmin && c.principal->role != Role::kTenantAdmin) {
+    return Forbidden("read the audit log");
+  }
+  Result<PageQuery> page = DecodePageQuery(query, "audit");
+  if (!page.ok()) return Err(page.error());
+  // A tenant admin sees the entries of its tenant. Audit writes each entry as a compact dump,
+  // so a line without `"tenant":"NAME"` is not one of them and is skipped unparsed; the
+  // candidates are parsed and checked.
+  const std::string tenant = c.principal->admin() ? "" : state_->tenant(c.principal->tenant).name;
+  const std::string needle = "\"tenant\":" + Json(tenant).dump();
+  // Entry n (from 1) is audit_[n - 1]; newest first, from the one before the cursor.
+  uint64_t n = audit_.size();
+  if (page->before) n = std::min<uint64_t>(n, *page->before - 1);
+  Json items = Json::array();
+  uint64_t last = 0;
+  bool more = false;
+  for (; n > 0; --n) {
+    const std::string& line = audit_[n - 1];
+    if (!c.principal->admin() && line.find(needle) == std::string::npos) continue;
+    Json j = Json::parse(line, nullptr, false);
+    if (j.is_discarded()) continue;
+    if (!c.principal->admin() && j.value("tenant", "") != tenant) continue;
+    if (page->limit && items.size() == static_cast<size_t>(*page->limit)) {
+      more = true;
+      break;
+    }
+    j["id"] = std::to_string(n);
+    items.push_back(std::move(j));
+    last = n;
+  }
+  return JsonReply(200, {{"items", items}, {"next_cursor", more ? Json(EncodeCursor("audit", last)) : Json(nullptr)}});
+}
+
+}  // namespace gpupool
