@@ -1,0 +1,69 @@
+// Internal to src/store: the SQLite journal's file format and the checks made on it, shared by
+// the journal (sqlite_journal.cc) and its recovery (sqlite_recover.cc).
+//
+// The table is journal(seq INTEGER PRIMARY KEY, kind TEXT, body TEXT, crc INTEGER). `crc` is
+// RecordChecksum of the record; a journal from before checksums has no such column (it is added
+// by the first append) and its records carry none ("legacy"). Once a record has a checksum,
+// every later one must have one too.
+#pragma once
+
+#include <sqlite3.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/result.h"
+#include "store/journal.h"
+
+namespace gpupool::sqlite_store {
+
+// CRC-32C over seq (8 bytes, little-endian), the kind's length (4 bytes), the kind and the body:
+// a record moved to another seq, or bytes moved between kind and body, fail it too.
+uint32_t RecordChecksum(int64_t seq, std::string_view kind, std::string_view body);
+
+struct CloseDb {
+  void operator()(sqlite3* db) const { sqlite3_close(db); }
+};
+using Db = std::unique_ptr<sqlite3, CloseDb>;
+
+// Opens PATH (creating it only if `create`). The connection does not checkpoint when it closes
+// until CheckpointOnClose(db): a journal found damaged keeps its WAL as it was, for whoever
+// restores it.
+Result<Db> OpenDb(const std::string& path, bool create);
+void CheckpointOnClose(sqlite3* db);
+
+// Runs SQL; the error names the statement and SQLite's message.
+Status Exec(sqlite3* db, const std::string& sql);
+// Whether the journal table exists, and whether it has the crc column.
+Result<bool> HasTable(sqlite3* db);
+Result<bool> HasChecksums(sqlite3* db);
+
+// "" if SQLite's PRAGMA quick_check finds the file's structure sound, else its first finding.
+std::string QuickCheck(sqlite3* db);
+
+// Every record in seq order, checked: each seq one more than the last from 1, each checksum
+// matching, no record without a checksum after one with.
+struct Scan {
+  std::vector<Record> intact;  // records 1..N, each passing the checks
+  std::string damage;          // what stopped the scan at N + 1; empty if it read to the end
+  int64_t last_seen = 0;       // the highest seq read at all, past the damage too
+  bool checksummed = false;    // the last intact record has a checksum
+  int64_t last() const { return intact.empty() ? 0 : intact.back().seq; }
+};
+Scan ScanJournal(sqlite3* db, bool has_crc);
+
+// The refusals (kFailedPrecondition). Each says what is damaged and where, and what an operator
+// can do: restore a backup, or accept the loss with `gpupool serve --recover`.
+// A record or the file's structure, with records 1..kept intact.
+Error JournalDamaged(const std::string& path, const std::string& what, int64_t kept);
+// The journal ends at `last` (0: missing or empty) but the mark says `mark` were acknowledged.
+Error RecordsMissing(const std::string& path, const std::string& hwm_path, int64_t last, int64_t mark);
+// A journal written with a mark (its last record has a checksum) whose mark is gone.
+Error MarkMissing(const std::string& path, const std::string& hwm_path, int64_t last);
+// The mark's file exists but no slot of it is valid (`why` from HighWaterMark::Read).
+Error MarkDamaged(const std::string& path, const std::string& why);
+
+}  // namespace gpupool::sqlite_store
