@@ -18,8 +18,8 @@ int UsageError(const std::string& message) {
 int Serve(const std::vector<std::string>& argv) {
   Result<Args> args = Args::Parse(argv, {"config", "data-dir", "listen", "demo", "no-demo-traffic", "http-threads", "agent-listen",
                                          "max-connections", "max-connections-per-source",
-                                         "simulate-executor", "heartbeat-interval-ms", "heartbeat-timeout-ms", "help"},
-                                  {"demo", "no-demo-traffic", "simulate-executor", "help"});
+                                         "simulate-executor", "recover", "heartbeat-interval-ms", "heartbeat-timeout-ms", "help"},
+                                  {"demo", "no-demo-traffic", "simulate-executor", "recover", "help"});
   if (!args.ok()) return UsageError(args.error().message);
   if (args->Has("help")) {
     std::cout << kServeUsage;
@@ -32,6 +32,7 @@ int Serve(const std::vector<std::string>& argv) {
   o.listen = args->Str("listen", "");
   o.demo = args->Has("demo");
   o.demo_traffic = !args->Has("no-demo-traffic");
+  o.recover = args->Has("recover");
   o.simulate_executor = args->Has("simulate-executor");
   o.agent_listen = args->Str("agent-listen", "");
   Result<int64_t> threads = args->Int("http-threads", 2, 1, 64);

@@ -158,22 +158,17 @@ Status Serve(const ServeOptions& o) {
   fs::create_directories(data_dir, ec);
   if (ec) return Error{ErrorCode::kUnavailable, "cannot create " + data_dir + ": " + ec.message()};
   GP_RETURN_IF_ERROR(LockDataDir(data_dir));
-  Result<std::unique_ptr<Journal>> journal = OpenSqliteJournal((fs::path(data_dir) / "journal.db").string());
+  // The journal refuses to open when it is damaged or lost records (store/journal.h); --recover
+  // first cuts it back to its last intact record, once an operator accepts the loss.
+  const DataDirFiles files(data_dir);
+  if (o.recover) GP_RETURN_IF_ERROR(RecoverJournal(files));
+  Result<std::unique_ptr<Journal>> journal = OpenSqliteJournal(files.journal);
   if (!journal.ok()) return journal.error();
   Result<std::unique_ptr<DaemonCore>> opened = DaemonCore::Open(std::move(*journal), config.scheduler);
   if (!opened.ok()) return opened.error();
   DaemonCore& core = **opened;
-  // Written once the bootstrap's journal is durable: from then on an empty journal is damage
-  // (deleted, truncated, another file), never a new cluster. Without it, an admin.token beside
-  // an empty journal is a crash during the bootstrap, which is safe to do again.
-  const fs::path bootstrapped = fs::path(data_dir) / "bootstrapped";
-  if (core.empty() && fs::exists(bootstrapped)) {
-    return FailedPrecondition("the journal " + (fs::path(data_dir) / "journal.db").string() +
-                              " is empty or missing, but this data directory held a cluster (" + bootstrapped.string() +
-                              "): refusing to start a new cluster over it. Restore the journal from a backup, or "
-                              "move the data directory away to start afresh");
-  }
   if (core.empty()) {
+    GP_RETURN_IF_ERROR(RefuseEmptyJournalIfBootstrapped(files));
     if (!o.demo && config.cluster.nodes().empty()) {
       return InvalidArgument("a new data directory needs a cluster: pass --config FILE.yaml with nodes "
                              "and tenants, or --demo");
@@ -182,20 +177,23 @@ Status Serve(const ServeOptions& o) {
     const PriceList prices = o.demo && config.prices == PriceList() ? DemoPrices(cluster) : config.prices;
     Result<std::string> admin = core.Bootstrap(cluster, Now(), prices);
     if (!admin.ok()) return admin.error();
-    // The secrets reach the disk before the journal that holds their hashes: a crash between
-    // the two leaves an empty journal, and the next start bootstraps again with new secrets.
+    // The secrets reach the disk before the journal that holds their hashes, the admin's as
+    // admin.token.new: a crash before the flush leaves an empty journal and no admin.token, and
+    // the next start bootstraps again with new secrets (data_dir.h).
     if (o.demo) {
       Result<std::string> tokens = IssueDemoTokens(core, Now());
       if (!tokens.ok()) return tokens.error();
       GP_RETURN_IF_ERROR(WriteSecret(fs::path(data_dir) / "demo-tokens.json", *tokens));
     }
-    GP_RETURN_IF_ERROR(WriteSecret(fs::path(data_dir) / "admin.token", *admin + "\n"));
+    GP_RETURN_IF_ERROR(WriteSecret(files.admin_token_new, *admin + "\n"));
     GP_RETURN_IF_ERROR(core.Flush());
-    GP_RETURN_IF_ERROR(WriteSecret(bootstrapped, Rfc3339(Now()) + "\n"));
-    Log("info", "bootstrapped a new cluster", {{"admin_token_file", (fs::path(data_dir) / "admin.token").string()}});
+    GP_RETURN_IF_ERROR(PublishAdminToken(files));
+    GP_RETURN_IF_ERROR(WriteSecret(files.bootstrapped, Rfc3339(Now()) + "\n"));
+    Log("info", "bootstrapped a new cluster", {{"admin_token_file", files.admin_token.string()}});
   } else {
+    GP_RETURN_IF_ERROR(PublishAdminToken(files));  // a crash between the bootstrap's flush and the rename
     // A data directory from before the marker existed gets it now.
-    if (!fs::exists(bootstrapped)) GP_RETURN_IF_ERROR(WriteSecret(bootstrapped, Rfc3339(Now()) + "\n"));
+    if (!fs::exists(files.bootstrapped)) GP_RETURN_IF_ERROR(WriteSecret(files.bootstrapped, Rfc3339(Now()) + "\n"));
     Log("info", "recovered state from the journal",
         {{"jobs", std::to_string(core.state().jobs().size())},
          {"tenants", std::to_string(core.state().tenants().size())},

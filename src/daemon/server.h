@@ -19,6 +19,9 @@ struct ServeOptions {
   // Admitted jobs start at once and end after their estimate (implied by demo). Without it,
   // jobs stay admitted until an agent (issue 6) reports on them.
   bool simulate_executor = false;
+  // Cut a damaged journal back to its last intact record (logging how many records that drops)
+  // before starting, instead of refusing to start (store/journal.h, RecoverSqliteJournal).
+  bool recover = false;
   // The node agents' own listener (HOST:PORT; port 0: any free port, written to DATA/agent-port):
   // /healthz and /v1/agents/... only, with its own connections and thread. Empty: none, the
   // agents share the API listener (which serves their routes either way).
