@@ -136,24 +136,12 @@ Result<std::pair<std::string, int>> ParseListen(const std::string& s) {
 
 }  // namespace
 
-Status Serve(const ServeOptions& o) {
-  namespace fs = std::filesystem;
-  DaemonConfig config;
-  if (!o.config_path.empty()) {
-    Result<DaemonConfig> loaded = LoadDaemonConfig(o.config_path);
-    if (!loaded.ok()) return loaded.error();
-    config = std::move(*loaded);
-  }
-  if (o.demo && !o.config_path.empty() &&
-      (!config.cluster.tenants().empty() || !config.cluster.nodes().empty())) {
-    return InvalidArgument("--demo brings its own cluster; drop the tenants and nodes from --config");
-  }
-  const std::string data_dir = !o.data_dir.empty() ? o.data_dir : !config.data_dir.empty() ? config.data_dir : "gpupool-data";
-  Result<std::pair<std::string, int>> listen =
-      ParseListen(!o.listen.empty() ? o.listen : !config.listen.empty() ? config.listen : "127.0.0.1:8080");
-  if (!listen.ok()) return listen.error();
-  const auto& [host, want_port] = *listen;
+namespace {
 
+// The data directory's journal, opened (after --recover, if asked) and replayed; a new one is
+// bootstrapped from the configuration (or the demo cluster) and its secrets written.
+Result<std::unique_ptr<DaemonCore>> OpenCore(const ServeOptions& o, DaemonConfig& config, const std::string& data_dir) {
+  namespace fs = std::filesystem;
   std::error_code ec;
   fs::create_directories(data_dir, ec);
   if (ec) return Error{ErrorCode::kUnavailable, "cannot create " + data_dir + ": " + ec.message()};
@@ -200,8 +188,11 @@ Status Serve(const ServeOptions& o) {
          {"nodes", std::to_string(core.state().nodes().size())}});
   }
 
-  core.SetHeartbeat(Duration::Millis(o.heartbeat_interval_ms), Duration::Millis(o.heartbeat_timeout_ms));
-  if (!o.demo && !o.simulate_executor) core.SetAgentExecutor(config.start_deadline);
+  return std::move(*opened);
+}
+
+// The configuration's burst: section (or the demo's) with its provider.
+Status StartBurst(const ServeOptions& o, const DaemonConfig& config, DaemonCore& core) {
   BurstSettings burst = config.burst;
   if (o.demo && !burst.enabled()) burst = DemoBurst(core.state());
   if (burst.enabled() || burst.present) {  // a burst: section runs its provider, with tenants or not
@@ -219,13 +210,15 @@ Status Serve(const ServeOptions& o) {
     Log("info", "burst to on-demand enabled", {{"provider", burst.provider}, {"tenants", std::to_string(burst.tenants.size())}});
   }
 
-  std::signal(SIGINT, OnSignal);
-  std::signal(SIGTERM, OnSignal);
-  std::signal(SIGPIPE, SIG_IGN);
-  Metrics metrics;
-  metrics.AfterCycle(core.state(), Now(), nullptr, 0);
-  Loop loop(core, metrics, config.tick_ms, o.demo || o.simulate_executor);
+  return Ok();
+}
 
+// The listeners: the API's, and the agents' if asked; the port files and the start-up lines.
+Result<std::unique_ptr<http::Server>> StartFrontEnd(const ServeOptions& o, const std::string& host, int want_port,
+                                                    const std::string& data_dir, Loop& loop, Metrics& metrics,
+                                                    http::Server*& server) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
   std::vector<http::Listener> listeners;
   http::Limits api_limits = o.http_limits;
   listeners.push_back({"api", host, want_port, api_limits, o.http_threads, {}});
@@ -237,7 +230,6 @@ Status Serve(const ServeOptions& o) {
     agent_limits.max_connections_per_source = std::min(agent_limits.max_connections_per_source, 64);
     listeners.push_back({"agents", agents->first, agents->second, agent_limits, 1, {}});
   }
-  http::Server* server = nullptr;  // set before the first request can reach /metrics
   listeners[0].handler = ApiHandler(loop, metrics, [&server, &metrics, n = listeners.size()] {
     if (server == nullptr) return;
     for (size_t i = 0; i < n; ++i) {
@@ -272,6 +264,46 @@ Status Serve(const ServeOptions& o) {
               << (fs::path(data_dir) / "admin.token").string() << ") gpupool get jobs\n"
               << "  stop with Ctrl-C" << std::endl;
   }
+  return started;
+}
+
+}  // namespace
+
+Status Serve(const ServeOptions& o) {
+  namespace fs = std::filesystem;
+  DaemonConfig config;
+  if (!o.config_path.empty()) {
+    Result<DaemonConfig> loaded = LoadDaemonConfig(o.config_path);
+    if (!loaded.ok()) return loaded.error();
+    config = std::move(*loaded);
+  }
+  if (o.demo && !o.config_path.empty() &&
+      (!config.cluster.tenants().empty() || !config.cluster.nodes().empty())) {
+    return InvalidArgument("--demo brings its own cluster; drop the tenants and nodes from --config");
+  }
+  const std::string data_dir = !o.data_dir.empty() ? o.data_dir : !config.data_dir.empty() ? config.data_dir : "gpupool-data";
+  Result<std::pair<std::string, int>> listen =
+      ParseListen(!o.listen.empty() ? o.listen : !config.listen.empty() ? config.listen : "127.0.0.1:8080");
+  if (!listen.ok()) return listen.error();
+  const auto& [host, want_port] = *listen;
+
+  Result<std::unique_ptr<DaemonCore>> opened = OpenCore(o, config, data_dir);
+  if (!opened.ok()) return opened.error();
+  DaemonCore& core = **opened;
+  core.SetHeartbeat(Duration::Millis(o.heartbeat_interval_ms), Duration::Millis(o.heartbeat_timeout_ms));
+  if (!o.demo && !o.simulate_executor) core.SetAgentExecutor(config.start_deadline);
+  GP_RETURN_IF_ERROR(StartBurst(o, config, core));
+
+  std::signal(SIGINT, OnSignal);
+  std::signal(SIGTERM, OnSignal);
+  std::signal(SIGPIPE, SIG_IGN);
+  Metrics metrics;
+  metrics.AfterCycle(core.state(), Now(), nullptr, 0);
+  Loop loop(core, metrics, config.tick_ms, o.demo || o.simulate_executor);
+
+  http::Server* server = nullptr;  // set before the first request can reach /metrics
+  Result<std::unique_ptr<http::Server>> started = StartFrontEnd(o, host, want_port, data_dir, loop, metrics, server);
+  if (!started.ok()) return started.error();
   {
     std::optional<DemoTraffic> traffic;
     if (o.demo && o.demo_traffic) traffic.emplace(loop, g_stop);
