@@ -50,11 +50,10 @@ std::string StrField(const Json& j, const char* key) {
   return it != j.end() && it->is_string() ? it->get<std::string>() : "";
 }
 
-// The attempt number of a job's current placement: its admission time in ms. Admission is
-// journaled, so the number survives a daemon restart, and each requeue (JobLost, JobPreempted)
-// followed by a new admission gives a new one (two admissions of one job in the same
-// millisecond would share it).
-int64_t AttemptOf(const Job& job) { return job.admitted.millis(); }
+// The attempt number of a job's current placement: the job's counter, bumped by each admission
+// (model/job.h). Admissions are journaled, so it survives a daemon restart, and each requeue
+// followed by a new admission gives a higher one, whatever the clock does.
+int64_t AttemptOf(const Job& job) { return job.attempt; }
 
 // The MIG instances of one reported GPU (gpus[i].instances: start, profile, uuid) as a layout of
 // `model`, and their MIG UUIDs by start slice.

@@ -1472,6 +1472,46 @@ TEST_F(AgentProtocolTest, AStaleAttemptIsStoppedAndNeverTakenForTheNewOne) {
   EXPECT_EQ(Job(j, 10)["state"], "succeeded");
 }
 
+// The attempt is a counter of placements (issue 16 item 10): the first placement of a job is
+// attempt 1, its placement after a requeue attempt 2, whatever the clock says (both placements
+// here fall in the same second, a clock stepped back would not matter either), and a restart
+// replays the same numbers from the journal.
+TEST_F(AgentProtocolTest, AttemptsCountPlacementsAndSurviveARestart) {
+  const std::string j = Submit(member_a_, 4, 1), k = Submit(member_a_, 4, 1);
+  core_->Tick(At(1), false);
+  const std::string node = NodeOf(j, 1);
+  const Json first = StartOf(Beat(node, 1), j);
+  ASSERT_TRUE(first.is_object());
+  EXPECT_EQ(first["attempt"], 1);
+  EXPECT_EQ(first["env"]["GPUPOOL_ATTEMPT"], "1");
+  Beat(node, 1, {{"replicas", {Report(first, "running")}}});
+  ASSERT_EQ(core_->NodeAction({&admin_, "", At(1)}, node, "drain").status, 200);
+  ASSERT_EQ(core_->NodeAction({&admin_, "", At(1)}, node, "uncordon").status, 200);
+  core_->Tick(At(1), false);
+  ASSERT_EQ(NodeOf(j, 1), node) << "placed again, on the same node (the other is full)";
+
+  Restart();
+  // Attempt 1 is still the stale one after the replay: told to stop, then forgotten, and
+  // attempt 2 starts.
+  Json reply = Beat(node, 2, {{"replicas", {Report(first, "running")}}});
+  ASSERT_EQ(reply["stop"].size(), 1u) << reply.dump();
+  EXPECT_EQ(reply["stop"][0]["attempt"], 1);
+  reply = Beat(node, 3, {{"replicas", {Report(first, "exited", 143)}}});
+  const Json second = StartOf(reply, j);
+  ASSERT_TRUE(second.is_object()) << reply.dump();
+  EXPECT_EQ(second["attempt"], 2);
+
+  Restart();
+  // The replayed job is at attempt 2: its report counts, attempt 1's would not.
+  Beat(node, 4, {{"replicas", {Report(second, "running")}}});
+  EXPECT_EQ(Job(j, 4)["state"], "running");
+  reply = Beat(node, 5, {{"replicas", {Report(second, "exited", 0)}}});
+  EXPECT_EQ(Job(j, 5)["state"], "succeeded");
+  const Json k_start = StartOf(Beat(NodeOf(k, 5), 5), k);
+  ASSERT_TRUE(k_start.is_object());
+  EXPECT_EQ(k_start["attempt"], 1) << "each job counts its own placements";
+}
+
 // A MIG node (one H100, 3g@0 + 3g@4) registered by its agent, and a job that needs a 1g slice.
 TEST_F(AgentProtocolTest, MigLayoutsGoThroughTheAgentAndStartsWaitForThem) {
   const auto instances = &MigInstances;

@@ -186,6 +186,7 @@ Status StateMutator::operator()(const JobAdmitted& e) {
   for (Node& n : scratch) s_.nodes_[n.id.value()] = std::move(n);
   job.state = JobState::kAdmitted;
   job.admitted = e.at;
+  job.attempt = std::max(job.attempt + 1, e.min_attempt);
   job.placement = e.placement;
   job.admitted_as = e.kind;
   job.reason = {};

@@ -21,6 +21,11 @@ struct JobAdmitted {
   std::vector<ReplicaPlacement> placement;
   AdmissionKind kind = AdmissionKind::kGuaranteed;
   Time at;
+  // The attempt this admission starts is the job's previous one + 1, and at least this. 0 for
+  // every admission made now; a journal record from before attempt counters reads as its
+  // admission time in ms, the attempt that version handed to agents, so that numbers stay
+  // increasing per job across the upgrade (store/codec.cc).
+  int64_t min_attempt = 0;
 };
 struct JobStarted {
   JobId id;

@@ -132,6 +132,9 @@ struct Job {
   AdmissionKind admitted_as = AdmissionKind::kGuaranteed;
   std::vector<JobId> preempted_by;          // never preempt these back (no cycles)
   uint32_t preemptions = 0;
+  // The current (or last) placement's attempt: each JobAdmitted bumps it (1 for the first), so
+  // it is journaled with the events, increases per job, and never depends on a clock.
+  int64_t attempt = 0;
   PendingReason reason;
 
   GpuEq Eq(const Catalogue& c) const { return spec.shape.Eq(c) * spec.replicas; }

@@ -100,6 +100,34 @@ TEST_F(StateTest, PreemptionRequeuesAndRemembersThePreemptor) {
   EXPECT_TRUE(CheckInvariants(s_).ok());
 }
 
+TEST_F(StateTest, EachAdmissionStartsTheNextAttempt) {
+  // Admitted, lost, admitted again at the very same millisecond: attempts 1 and 2, where the
+  // admission time (the old attempt number) would have repeated. A refused admission counts
+  // nothing.
+  const JobId j = SubmitWhole("a", 1), other = SubmitWhole("b", 1);
+  EXPECT_EQ(s_.FindJob(j)->attempt, 0) << "never placed";
+  ASSERT_TRUE(Apply(s_, Admit(j, {{.gpu = 3}})).ok());
+  EXPECT_EQ(s_.FindJob(j)->attempt, 1);
+  ASSERT_TRUE(Apply(s_, JobLost{j, Time::FromSeconds(2)}).ok());
+  EXPECT_EQ(s_.FindJob(j)->attempt, 1) << "a requeue keeps the last attempt's number";
+  ASSERT_TRUE(Apply(s_, Admit(other, {{.gpu = 3}})).ok());
+  EXPECT_FALSE(Apply(s_, Admit(j, {{.gpu = 3}})).ok()) << "GPU 3 is taken";
+  EXPECT_EQ(s_.FindJob(j)->attempt, 1);
+  ASSERT_TRUE(Apply(s_, Admit(j, {{.gpu = 2}})).ok());
+  EXPECT_EQ(s_.FindJob(j)->attempt, 2);
+  // A record from before counters carries its admission time in ms as the floor: 1,795,995,814,000
+  // there, and the next admission goes on from it (+1), never back to a small number an agent
+  // would refuse as older.
+  ASSERT_TRUE(Apply(s_, JobPreempted{j, other, Time::FromSeconds(3)}).ok());
+  JobAdmitted legacy = Admit(j, {{.gpu = 2}});
+  legacy.min_attempt = 1'795'995'814'000;
+  ASSERT_TRUE(Apply(s_, legacy).ok());
+  EXPECT_EQ(s_.FindJob(j)->attempt, 1'795'995'814'000);
+  ASSERT_TRUE(Apply(s_, JobLost{j, Time::FromSeconds(4)}).ok());
+  ASSERT_TRUE(Apply(s_, Admit(j, {{.gpu = 2}})).ok());
+  EXPECT_EQ(s_.FindJob(j)->attempt, 1'795'995'814'001);
+}
+
 TEST_F(StateTest, SpecValidationAppliesTenantLimits) {
   Tenant a = s_.tenant(*s_.FindTenant("a"));
   a.limits.max_replicas = 2;

@@ -269,8 +269,10 @@ Json EventToJson(const Event& e) {
       return {{"type", "submitted"}, {"id", x.id.value()}, {"at", x.at.millis()}, {"spec", SpecToJson(x.spec)}};
     }
     Json operator()(const JobAdmitted& x) {
+      // min_attempt is always written: its absence marks a record from before attempt counters.
       return {{"type", "admitted"}, {"id", x.id.value()}, {"at", x.at.millis()},
-              {"kind", static_cast<int>(x.kind)}, {"placement", Placement(x.placement)}};
+              {"kind", static_cast<int>(x.kind)}, {"placement", Placement(x.placement)},
+              {"min_attempt", x.min_attempt}};
     }
     Json operator()(const JobStarted& x) {
       return {{"type", "started"}, {"id", x.id.value()}, {"at", x.at.millis()}};
@@ -345,8 +347,11 @@ Result<Event> EventFromJson(const Json& j) {
     if (*type == "admitted") {
       Result<std::vector<ReplicaPlacement>> p = PlacementFrom(j.at("placement"));
       if (!p.ok()) return p.error();
+      // An old record: that version's attempt was the admission time in ms, and agents may
+      // still hold it, so the counter goes on from there.
+      const int64_t min_attempt = j.contains("min_attempt") ? j.at("min_attempt").get<int64_t>() : at.millis();
       return Event(JobAdmitted{JobId(j.at("id").get<uint64_t>()), *p,
-                               static_cast<AdmissionKind>(j.at("kind").get<int>()), at});
+                               static_cast<AdmissionKind>(j.at("kind").get<int>()), at, min_attempt});
     }
     if (*type == "started") return Event(JobStarted{JobId(j.at("id").get<uint64_t>()), at});
     if (*type == "finished") {

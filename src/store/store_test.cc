@@ -133,6 +133,12 @@ TEST(Codec, EveryEventKindRoundTrips) {
       NodeRemoved{NodeId(2), Time::FromMillis(22)},
       NodeLabelsReported{NodeId(2), {"node.gpupool.io/cuda-version=12.4"}, Time::FromMillis(23)},
   };
+  // An admission from before attempt counters: its attempt was its time in ms, now the floor.
+  Result<Event> old_admitted = EventFromJson(Json::parse(R"({"type":"admitted","id":1,"at":1795995814000,"kind":0,"placement":[]})"));
+  ASSERT_TRUE(old_admitted.ok()) << old_admitted.error().message;
+  EXPECT_EQ(std::get<JobAdmitted>(*old_admitted).min_attempt, 1795995814000);
+  Result<Event> new_admitted = EventFromJson(EventToJson(JobAdmitted{JobId(1), {rp}, AdmissionKind::kBorrowed, Time::FromMillis(6)}));
+  EXPECT_EQ(std::get<JobAdmitted>(*new_admitted).min_attempt, 0) << "a counted admission stays counted";
   // An old journal's records (before causes and reasons) read as the defaults.
   Result<Event> old_lost = EventFromJson(Json::parse(R"({"type":"lost","id":1,"at":5})"));
   ASSERT_TRUE(old_lost.ok());
