@@ -278,6 +278,12 @@ class DaemonCore {
     std::map<int, MigLayout> mig_layout;  // MIG GPUs: the layout the agent last reported
     std::map<int, std::string> mig_error;  // GPU -> the agent's refusal of its target (logged once)
   };
+  // Registration's parts (core_agents.cc): the reported GPUs (and their MIG layouts) as GPUs
+  // of `model`; a node that registers for the first time.
+  static Status ReadRegisteredGpus(const GpuModel& model, const nlohmann::json& gpus, AgentState& agent,
+                                   std::vector<Gpu>& built);
+  Status AddRegisteredNode(const CallContext& c, const nlohmann::json& j, const std::string& name, FlavorId flavor,
+                           std::vector<Gpu> built);
   struct ReplicaLogs {
     std::string out, err;  // the last 64 KiB the agent sent
   };

@@ -1,0 +1,399 @@
+// DaemonCore's side of the node agents' heartbeats (docs/design/agent.md, "Protocol between the
+// agent and the daemon"): replica states, logs, health events and MIG reports in; replicas to
+// start, stop and forget, MIG layouts and the lease out. Registration is core_agents.cc.
+#include <algorithm>
+#include <nlohmann/json.hpp>
+
+#include "agent/health.h"
+#include "daemon/agent_fields.h"
+#include "daemon/core.h"
+#include "daemon/log.h"
+#include "daemon/reply.h"
+#include "store/codec.h"
+
+namespace gpupool {
+
+using namespace reply;
+using namespace agent_fields;
+
+namespace {
+
+// The MIG instances a heartbeat reports ("gpus": [{"index", "mig", "instances"}]), by GPU index;
+// GPUs reported without MIG are left out. Validates everything before anything changes.
+Result<std::map<int, ReportedMig>> ReadHeartbeatGpus(const GpuModel& model, size_t gpus, const Json& j) {
+  std::map<int, ReportedMig> out;
+  const Json list = j.value("gpus", Json::array());
+  for (size_t i = 0; i < list.size(); ++i) {
+    const Json& g = list[i];
+    if (!g.is_object()) return InvalidArgument("gpus[" + std::to_string(i) + "] must be an object");
+    Result<int64_t> index = IntField(g, "index", 0, static_cast<int64_t>(gpus) - 1);
+    if (!index.ok()) return InvalidArgument("gpus[" + std::to_string(i) + "]: " + index.error().message);
+    if (g.contains("mig") && !g["mig"].is_boolean()) {
+      return InvalidArgument("gpus[" + std::to_string(i) + "].mig must be true or false");
+    }
+    if (!g.value("mig", false)) continue;
+    Result<ReportedMig> mig = ReadInstances(model, g, i);
+    if (!mig.ok()) return mig.error();
+    out[static_cast<int>(*index)] = std::move(*mig);
+  }
+  return out;
+}
+
+// Records the layouts and MIG UUIDs the agent reports, and logs each new refusal of a target
+// layout once ("mig_errors": [{"gpu", "layout", "error"}]; advisory: malformed entries are skipped).
+// Returns whether a layout or a UUID changed (what the journal's agent record holds).
+bool RecordMig(const std::string& node, std::map<int, ReportedMig> gpus, const Json& errors,
+               std::map<std::pair<int, int>, std::string>& mig_uuid, std::map<int, MigLayout>& layouts,
+               std::map<int, std::string>& refusals) {
+  bool changed = false;
+  for (auto& [gpu, mig] : gpus) {
+    std::map<std::pair<int, int>, std::string> reported;
+    for (const auto& [start, uuid] : mig.uuid) reported[{gpu, start}] = uuid;
+    std::map<std::pair<int, int>, std::string> before;
+    for (auto it = mig_uuid.lower_bound({gpu, 0}); it != mig_uuid.end() && it->first.first == gpu;) {
+      before.insert(*it);
+      it = mig_uuid.erase(it);
+    }
+    mig_uuid.insert(reported.begin(), reported.end());
+    auto old = layouts.find(gpu);
+    changed = changed || before != reported || old == layouts.end() || !(old->second == mig.layout);
+    layouts[gpu] = mig.layout;
+  }
+  std::map<int, std::string> now;
+  for (const Json& e : errors) {
+    if (!e.is_object()) continue;
+    Result<int64_t> gpu = IntField(e, "gpu", 0, 15);
+    if (!gpu.ok()) continue;
+    const std::string layout = StrField(e, "layout").substr(0, 256), error = StrField(e, "error").substr(0, 1024);
+    const std::string text = "GPU " + std::to_string(*gpu) + " not given MIG layout '" + layout + "': " + error;
+    auto old = refusals.find(static_cast<int>(*gpu));
+    if (old == refusals.end() || old->second != text) {
+      Log("warn", "node agent did not apply a MIG layout",
+          {{"node", node}, {"gpu", std::to_string(*gpu)}, {"layout", layout}, {"error", error}});
+    }
+    now[static_cast<int>(*gpu)] = text;
+  }
+  refusals = std::move(now);
+  return changed;
+}
+
+}  // namespace
+
+Reply DaemonCore::AgentHeartbeat(const CallContext& c, const std::string& name, const std::string& body) {
+  if (c.principal == nullptr) return Unauthenticated();
+  if (!c.principal->ActsForNode(name)) return Forbidden("send heartbeats for node " + name);
+  Result<NodeId> id = state_->FindNode(name);
+  auto agent = id.ok() ? agents_.find(*id) : agents_.end();
+  if (agent == agents_.end()) return Err(NotFound("node " + name + " is not registered: register again"));
+  const Json j = Json::parse(body, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return Err(InvalidArgument("request body must be a JSON object"));
+  for (const char* key : {"replicas", "logs", "health", "gpus", "mig_errors"}) {
+    if (j.contains(key) && !j[key].is_array()) return Err(InvalidArgument(std::string("'") + key + "' must be a list"));
+  }
+  const NodeId node = *id;
+  const Node& n = state_->node(node);
+  Result<std::map<int, ReportedMig>> gpus = ReadHeartbeatGpus(state_->catalogue().model(n.flavor), n.gpus.size(), j);
+  if (!gpus.ok()) return Err(gpus.error());
+  AgentState& a = agent->second;
+  a.last_heartbeat = c.now;
+  Json stop = Json::array(), forget = Json::array();
+  std::set<std::pair<uint64_t, int>> occupied;
+  // Log tails are judged before the replica reports: a replica's final tails come in the
+  // heartbeat that reports its exit, and that exit may finish the job, which then holds no
+  // placement any more. They are stored only if the heartbeat is accepted.
+  std::map<std::pair<JobId, int>, ReplicaLogs> tails = AgentLogs(node, j.value("logs", Json::array()));
+  // Replica states next: they may end jobs.
+  if (Status s = AgentReplicas(c, node, j.value("replicas", Json::array()), stop, forget, occupied); !s.ok()) {
+    return Err(s.error());
+  }
+  for (auto& [key, tail] : tails) logs_[key.first][key.second] = std::move(tail);
+  if (RecordMig(name, std::move(*gpus), j.value("mig_errors", Json::array()), a.mig_uuid, a.mig_layout, a.mig_error)) {
+    StageAgent(node);
+  }
+  AgentHealth(c, node, j.value("health", Json::array()));
+  std::set<int> pending;
+  const Json mig = MigTargets(node, a, pending);
+  return JsonReply(200, {{"start", StartList(node, a, occupied, pending)},
+                         {"stop", stop},
+                         {"forget", forget},
+                         {"mig", mig},
+                         {"lease_ms", heartbeat_timeout_.millis()},
+                         {"condition", std::string(NodeConditionName(state_->node(node).condition))}});
+}
+
+Status DaemonCore::AgentReplicas(const CallContext& c, NodeId node, const Json& reports, Json& stop, Json& forget,
+                                 std::set<std::pair<uint64_t, int>>& occupied) {
+  // Every entry is checked before any changes anything: a bad second entry must not leave the
+  // first one's change staged behind a 400.
+  for (const Json& r : reports) {
+    if (!r.is_object()) return InvalidArgument("replicas: each entry must be an object");
+    if (Result<JobId> jid = JobField(r); !jid.ok()) return jid.error();
+    if (Result<int64_t> v = IntField(r, "replica", 0, 65535); !v.ok()) return v.error();
+    if (Result<int64_t> v = IntField(r, "attempt", 0, kMaxAttempt); !v.ok()) return v.error();
+    const std::string st = StrField(r, "state");
+    if (st != "running" && st != "exited") return InvalidArgument("replicas: 'state' must be running or exited");
+  }
+  for (const Json& r : reports) {
+    if (!r.is_object()) return InvalidArgument("replicas: each entry must be an object");
+    Result<JobId> jid = JobField(r);
+    if (!jid.ok()) return jid.error();
+    Result<int64_t> replica = IntField(r, "replica", 0, 65535);
+    if (!replica.ok()) return replica.error();
+    Result<int64_t> attempt = IntField(r, "attempt", 0, kMaxAttempt);
+    if (!attempt.ok()) return attempt.error();
+    const std::string st = StrField(r, "state");
+    if (st != "running" && st != "exited") return InvalidArgument("replicas: 'state' must be running or exited");
+    const int ri = static_cast<int>(*replica);
+    const Job* job = state_->FindJob(*jid);
+    const bool placed = job && HoldsResources(job->state) && ri < static_cast<int>(job->placement.size()) &&
+                        job->placement[ri].node == node;
+    const bool here = placed && *attempt == AttemptOf(*job);
+    const Json key = {{"job", std::to_string(jid->value())}, {"replica", ri}, {"attempt", *attempt}};
+    if (!here) {
+      // Not this node's work (any more), or an earlier attempt of it: stop it, or forget its
+      // exit. A stale replica that still runs keeps the new attempt from starting; a forgotten
+      // one does not (the agent applies forgets before starts).
+      if (st == "running") {
+        const Duration grace = job ? state_->priority_class(job->spec.priority_class).grace_period : Duration::Seconds(30);
+        Json entry = key;
+        entry["grace_s"] = grace.seconds();
+        stop.push_back(std::move(entry));
+        occupied.insert({jid->value(), ri});
+      } else {
+        forget.push_back(key);
+      }
+      continue;
+    }
+    occupied.insert({jid->value(), ri});
+    if (st == "running") {
+      started_[*jid].insert(ri);
+      if (job->state == JobState::kAdmitted) GP_CHECK(ApplyAndStage(JobStarted{*jid, c.now}).ok());
+      continue;
+    }
+    Result<int64_t> code = IntField(r, "exit_code", -1, 255);
+    const int64_t signal = r.contains("signal") && r["signal"].is_number_integer() ? r["signal"].get<int64_t>() : 0;
+    const bool ok = code.ok() && *code == 0 && signal == 0;
+    forget.push_back(key);
+    if (r.value("fenced", false) == true) {
+      // Its shim stopped it when the agent's lease ran out (or the shim was lost): the node's
+      // doing, not the job's. Requeued, as a silent node's jobs are.
+      GP_CHECK(ApplyAndStage(JobLost{*jid, c.now, RequeueCause::kNodeLost,
+                                     "replica " + std::to_string(ri) + " on " + state_->node(node).name +
+                                         " was stopped when its agent's lease expired"}).ok());
+      continue;
+    }
+    if (!ok) {  // one failed replica fails the job; the others are told to stop
+      const std::string why = "replica " + std::to_string(ri) + " on " + state_->node(node).name +
+                              (signal ? " was killed by signal " + std::to_string(signal)
+                                      : " exited with code " + (code.ok() ? std::to_string(*code) : std::string("?")));
+      GP_CHECK(ApplyAndStage(JobFinished{*jid, JobState::kFailed, c.now, why}).ok());
+      Log("info", "job failed", {{"job", key["job"].get<std::string>()}, {"replica", std::to_string(ri)},
+                                 {"exit_code", code.ok() ? std::to_string(*code) : "?"}, {"signal", std::to_string(signal)}});
+    } else {
+      std::set<int>& done = exits_[*jid];
+      const bool fresh = done.insert(ri).second;
+      if (done.size() == job->placement.size()) {
+        GP_CHECK(ApplyAndStage(JobFinished{*jid, JobState::kSucceeded, c.now}).ok());
+      } else if (fresh) {
+        // Durable before the agent is told to forget it (the reply waits for the Flush), so a
+        // restarted daemon does not start this replica again.
+        (void)Stage("replica_exit", Json({{"job", jid->value()}, {"attempt", *attempt}, {"replica", ri}}).dump());
+      }
+    }
+  }
+  return Ok();
+}
+
+Status DaemonCore::ApplyReplicaExitRecord(const Json& j) {
+  if (!j.is_object() || !j.contains("job") || !j["job"].is_number_unsigned() || !j.contains("replica") ||
+      !j["replica"].is_number_integer() || !j.contains("attempt") || !j["attempt"].is_number_integer()) {
+    return InvalidArgument("replica_exit: job, replica and attempt expected");
+  }
+  const JobId jid(j["job"].get<uint64_t>());
+  const int64_t replica = j["replica"].get<int64_t>();
+  const Job* job = state_->FindJob(jid);
+  // Only while that attempt still holds its GPUs; JobFinished, JobLost and JobPreempted, later
+  // in the journal, clear the entry again (ApplyEvent).
+  if (job == nullptr || !HoldsResources(job->state) || j["attempt"].get<int64_t>() != AttemptOf(*job) || replica < 0 ||
+      replica >= static_cast<int64_t>(job->placement.size())) {
+    return Ok();
+  }
+  exits_[jid].insert(static_cast<int>(replica));
+  return Ok();
+}
+
+std::map<std::pair<JobId, int>, DaemonCore::ReplicaLogs> DaemonCore::AgentLogs(NodeId node, const Json& logs) const {
+  std::map<std::pair<JobId, int>, ReplicaLogs> accepted;
+  for (const Json& l : logs) {
+    if (!l.is_object()) continue;
+    Result<JobId> jid = JobField(l);
+    Result<int64_t> replica = IntField(l, "replica", 0, 65535);
+    Result<int64_t> attempt = IntField(l, "attempt", 0, kMaxAttempt);
+    if (!jid.ok() || !replica.ok() || !attempt.ok()) continue;
+    const Job* job = state_->FindJob(*jid);
+    const int r = static_cast<int>(*replica);
+    // Only the tails of a replica placed on this node now, for the attempt placed now: another
+    // node's agent, a job placed elsewhere, an earlier attempt, a finished job or an entry
+    // without an attempt changes nothing.
+    if (job == nullptr || !HoldsResources(job->state) || r >= static_cast<int>(job->spec.replicas) ||
+        r >= static_cast<int>(job->placement.size()) || job->placement[r].node != node || *attempt != AttemptOf(*job)) {
+      continue;
+    }
+    auto [it, fresh] = accepted.try_emplace({*jid, r});
+    ReplicaLogs& out = it->second;
+    if (fresh) {  // a tail not sent in this heartbeat keeps its stored value
+      if (auto stored = logs_.find(*jid); stored != logs_.end()) {
+        if (auto s = stored->second.find(r); s != stored->second.end()) out = s->second;
+      }
+    }
+    for (const char* stream : {"stdout", "stderr"}) {
+      if (!l.contains(stream) || !l[stream].is_string()) continue;
+      std::string text = l[stream].get<std::string>();
+      if (text.size() > kMaxTail) text = text.substr(text.size() - kMaxTail);
+      (std::string(stream) == "stdout" ? out.out : out.err) = std::move(text);
+    }
+  }
+  return accepted;
+}
+
+void DaemonCore::AgentHealth(const CallContext& c, NodeId node, const Json& events) {
+  // The worst verdict of this heartbeat decides for the node; each GPU with a verdict of drain
+  // or worse is marked unhealthy with its own reason (describe node says why).
+  HealthVerdict worst;
+  std::map<uint16_t, HealthVerdict> by_gpu;
+  for (const Json& h : events) {
+    if (!h.is_object()) continue;
+    HealthEvent e;
+    Result<int64_t> gpu = IntField(h, "gpu", 0, 15);
+    if (!gpu.ok()) continue;
+    e.gpu = static_cast<uint32_t>(*gpu);
+    const std::string kind = StrField(h, "kind");
+    if (kind == "xid") {
+      e.kind = HealthEventKind::kXid;
+      e.value = UintOr(h, "code", 0);
+    } else if (kind == "ecc") {
+      e.kind = HealthEventKind::kEccUncorrectable;
+      e.value = UintOr(h, "count", 1);
+    } else if (kind == "row_remap_failure") {
+      e.kind = HealthEventKind::kRowRemapFailure;
+      e.value = 1;
+    } else if (kind == "row_remap_pending") {
+      e.kind = HealthEventKind::kRowRemapPending;
+      e.value = 1;
+    } else if (kind == "gpu_lost") {  // NVML's GPU_IS_LOST, or a GPU the agent no longer sees
+      e.kind = HealthEventKind::kGpuLost;
+    } else if (kind == "device_lost") {  // a MIG device gone under a replica
+      e.kind = HealthEventKind::kDeviceLost;
+    } else if (kind == "temperature") {
+      e.kind = HealthEventKind::kTemperature;
+      e.value = UintOr(h, "celsius", 0);
+    } else {
+      continue;
+    }
+    const HealthVerdict v = Classify(e);
+    worst = Worse(worst, v);
+    if (e.gpu < state_->node(node).gpus.size()) by_gpu[static_cast<uint16_t>(e.gpu)] = Worse(by_gpu[static_cast<uint16_t>(e.gpu)], v);
+  }
+  const std::string& name = state_->node(node).name;
+  for (const auto& [gpu, v] : by_gpu) {
+    const Gpu& g = state_->node(node).gpus[gpu];
+    if (v.action < HealthAction::kDrain || (!g.healthy && g.health_reason == v.reason)) continue;
+    GP_CHECK(ApplyAndStage(GpuHealthChanged{node, gpu, false, c.now,
+                                            v.reason + " (" + std::string(HealthActionName(v.action)) + ")"}).ok());
+  }
+  if (worst.action != HealthAction::kNone) {
+    Log(worst.action == HealthAction::kWatch ? "info" : "warn", "GPU health event",
+        {{"node", name}, {"action", std::string(HealthActionName(worst.action))}, {"reason", worst.reason}});
+  }
+  if (worst.action >= HealthAction::kDrain) {
+    RequeueNode(node, NodeCondition::kDraining, c.now, RequeueCause::kNodeUnhealthy, "node " + name + ": " + worst.reason);
+    Audit(c, "node.drain", name + ": " + worst.reason);
+  } else if (worst.action == HealthAction::kCordon && state_->node(node).condition == NodeCondition::kReady) {
+    GP_CHECK(ApplyAndStage(NodeConditionChanged{node, NodeCondition::kCordoned, c.now, worst.reason}).ok());
+  }
+}
+
+Json DaemonCore::MigTargets(NodeId node, const AgentState& a, std::set<int>& pending) const {
+  const Node& n = state_->node(node);
+  const GpuModel& model = state_->catalogue().model(n.flavor);
+  Json out = Json::array();
+  for (size_t i = 0; i < n.gpus.size(); ++i) {
+    if (n.gpus[i].mode != GpuMode::kMig) continue;
+    auto reported = a.mig_layout.find(static_cast<int>(i));
+    if (reported != a.mig_layout.end() && reported->second == n.gpus[i].layout) continue;
+    pending.insert(static_cast<int>(i));
+    out.push_back({{"gpu", i}, {"layout", ToString(model, n.gpus[i].layout)}});
+  }
+  return out;
+}
+
+Json DaemonCore::StartList(NodeId node, const AgentState& a, const std::set<std::pair<uint64_t, int>>& occupied,
+                           const std::set<int>& pending) const {
+  Json start = Json::array();
+  for (JobId jid : state_->node(node).Jobs()) {
+    const Job& job = *state_->FindJob(jid);
+    for (int r : ReplicasOn(job, node)) {
+      if (occupied.count({jid.value(), r})) continue;
+      if (auto e = exits_.find(jid); e != exits_.end() && e->second.count(r)) continue;  // ran, exited 0
+      const std::vector<GpuGrant>& grants = job.placement[r].grants;
+      // A slice of a layout the agent has not applied yet does not exist on the device: wait.
+      if (std::any_of(grants.begin(), grants.end(),
+                      [&](const GpuGrant& g) { return g.mig_start >= 0 && pending.count(g.gpu); })) {
+        continue;
+      }
+      Json devices = Json::array();
+      Json entry = {{"job", std::to_string(jid.value())}, {"replica", r}, {"attempt", AttemptOf(job)},
+                    {"command", job.spec.command},
+                    {"tenant", state_->tenant(job.spec.tenant).name},
+                    {"grace_s", state_->priority_class(job.spec.priority_class).grace_period.seconds()}};
+      if (job.spec.shape.cpu_milli > 0) entry["cpu_milli"] = job.spec.shape.cpu_milli;
+      if (job.spec.shape.memory_mib > 0) entry["memory_mib"] = job.spec.shape.memory_mib;
+      bool known = true;
+      for (const GpuGrant& g : grants) {
+        // A MIG grant gets its slice's MIG UUID, never the whole GPU's: a slice the agent has
+        // reported without a UUID (its compute instance is not there yet) holds the start, as
+        // does a GPU whose UUID is unknown.
+        std::string device = g.gpu < a.gpu_uuid.size() ? a.gpu_uuid[g.gpu] : "";
+        if (g.mig_start >= 0) {
+          auto m = a.mig_uuid.find({g.gpu, g.mig_start});
+          device = m != a.mig_uuid.end() ? m->second : "";
+        }
+        if (device.empty()) {
+          known = false;
+          break;
+        }
+        devices.push_back(std::move(device));
+        if (g.milli) {
+          entry["mps_active_thread_percentage"] = std::max(1, g.milli / 10);
+          if (g.memory_mib) entry["mps_pinned_memory_mib"] = g.memory_mib;
+        }
+      }
+      if (!known) continue;
+      entry["devices"] = devices;
+      entry["env"] = {{"GPUPOOL_JOB", std::to_string(jid.value())},
+                      {"GPUPOOL_JOB_NAME", job.spec.name},
+                      {"GPUPOOL_TENANT", state_->tenant(job.spec.tenant).name},
+                      {"GPUPOOL_REPLICAS", std::to_string(job.spec.replicas)},
+                      {"GPUPOOL_ATTEMPT", std::to_string(AttemptOf(job))}};
+      start.push_back(std::move(entry));
+    }
+  }
+  return start;
+}
+
+
+
+Reply DaemonCore::JobLogs(const CallContext& c, const std::string& id) {
+  if (c.principal == nullptr) return Unauthenticated();
+  const Job* j = VisibleJob(c, id);
+  if (j == nullptr) return Err(NotFound("no job '" + id + "'"));
+  Json items = Json::array();
+  if (auto it = logs_.find(j->id); it != logs_.end()) {
+    for (const auto& [replica, l] : it->second) {
+      items.push_back({{"replica", replica}, {"stdout", l.out}, {"stderr", l.err}});
+    }
+  }
+  return JsonReply(200, {{"job", id}, {"items", items}});
+}
+
+}  // namespace gpupool
