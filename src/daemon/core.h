@@ -284,6 +284,8 @@ class DaemonCore {
                                    std::vector<Gpu>& built);
   Status AddRegisteredNode(const CallContext& c, const nlohmann::json& j, const std::string& name, FlavorId flavor,
                            std::vector<Gpu> built);
+  Status CheckKnownNode(const Node& n, FlavorId flavor, const std::vector<Gpu>& built) const;
+  Result<NodeCondition> AfterAcceptance(const CallContext& c, NodeId id, bool passed, const std::string& output);
   struct ReplicaLogs {
     std::string out, err;  // the last 64 KiB the agent sent
   };

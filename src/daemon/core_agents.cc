@@ -98,6 +98,54 @@ Status DaemonCore::AddRegisteredNode(const CallContext& c, const Json& j, const 
   return Ok();
 }
 
+// A registered node's condition after its acceptance test: unhealthy if it failed, ready if it
+// passed after being away; its GPUs back in service when it passed.
+Result<NodeCondition> DaemonCore::AfterAcceptance(const CallContext& c, NodeId id, bool passed, const std::string& output) {
+  const Node& n = state_->node(id);
+  NodeCondition to = n.condition;
+  if (!passed) {
+    to = NodeCondition::kUnhealthy;
+    Log("warn", "node failed its acceptance test", {{"node", n.name}, {"output", output}});
+  } else if (n.condition == NodeCondition::kUnreachable || n.condition == NodeCondition::kUnhealthy ||
+             n.condition == NodeCondition::kNotReady) {
+    to = NodeCondition::kReady;  // back, and (where configured) passed its acceptance test again
+  }
+  if (to != n.condition) {
+    const std::string why = passed ? "" : "failed its acceptance test: " + output;
+    if (Status s = ApplyAndStage(NodeConditionChanged{id, to, c.now, why}); !s.ok()) return s.error();
+  }
+  // A node that registers and passes its acceptance test (after a reset or a reboot) has its
+  // GPUs back in service.
+  for (size_t i = 0; passed && i < state_->node(id).gpus.size(); ++i) {
+    if (state_->node(id).gpus[i].healthy) continue;
+    if (Status s = ApplyAndStage(GpuHealthChanged{id, static_cast<uint16_t>(i), true, c.now}); !s.ok()) return s.error();
+  }
+  return to;
+}
+
+// A known node registering again must match what the daemon knows of it: flavor, GPU count and
+// each GPU's MIG mode; a retired node is not taken back.
+Status DaemonCore::CheckKnownNode(const Node& n, FlavorId flavor, const std::vector<Gpu>& built) const {
+  const std::string& name = n.name;
+  const GpuModel& model = state_->catalogue().model(flavor);
+  if (n.flavor != flavor || n.gpus.size() != built.size()) {
+    return FailedPrecondition("node " + name + " is known with " + std::to_string(n.gpus.size()) + " x " +
+                              state_->catalogue().model(n.flavor).name + "; the agent reports " +
+                              std::to_string(built.size()) + " x " + model.name);
+  }
+  for (size_t i = 0; i < built.size(); ++i) {
+    const bool mig_here = n.gpus[i].mode == GpuMode::kMig, mig_there = built[i].mode == GpuMode::kMig;
+    if (mig_here != mig_there) {
+      return FailedPrecondition("node " + name + ": GPU " + std::to_string(i) + " is known " +
+                                (mig_here ? "in MIG mode" : "without MIG mode") + "; the agent reports it " +
+                                (mig_there ? "in MIG mode" : "without MIG mode") +
+                                " (the daemon does not change a GPU's MIG mode)");
+    }
+  }
+  if (n.condition == NodeCondition::kRetired) return FailedPrecondition("node " + name + " is retired");
+  return Ok();
+}
+
 Reply DaemonCore::RegisterAgent(const CallContext& c, const std::string& body) {
   if (c.principal == nullptr) return Unauthenticated();
   if (!c.principal->admin() && c.principal->role != Role::kNodeAgent) return Forbidden("register node agents");
@@ -145,23 +193,8 @@ Reply DaemonCore::RegisterAgent(const CallContext& c, const std::string& body) {
   if (!id.ok()) {
     if (Status st = AddRegisteredNode(c, j, name, *flavor, std::move(built)); !st.ok()) return Err(st.error());
     id = state_->FindNode(name);
-  } else {
-    const Node& n = state_->node(*id);
-    if (n.flavor != *flavor || n.gpus.size() != built.size()) {
-      return Err(FailedPrecondition("node " + name + " is known with " + std::to_string(n.gpus.size()) + " x " +
-                                    state_->catalogue().model(n.flavor).name + "; the agent reports " +
-                                    std::to_string(built.size()) + " x " + model.name));
-    }
-    for (size_t i = 0; i < built.size(); ++i) {
-      const bool mig_here = n.gpus[i].mode == GpuMode::kMig, mig_there = built[i].mode == GpuMode::kMig;
-      if (mig_here != mig_there) {
-        return Err(FailedPrecondition("node " + name + ": GPU " + std::to_string(i) + " is known " +
-                                      (mig_here ? "in MIG mode" : "without MIG mode") + "; the agent reports it " +
-                                      (mig_there ? "in MIG mode" : "without MIG mode") +
-                                      " (the daemon does not change a GPU's MIG mode)"));
-      }
-    }
-    if (n.condition == NodeCondition::kRetired) return Err(FailedPrecondition("node " + name + " is retired"));
+  } else if (Status st = CheckKnownNode(state_->node(*id), *flavor, built); !st.ok()) {
+    return Err(st.error());
   }
   if (j.contains("reported_labels")) {
     std::vector<std::string> now;
@@ -172,30 +205,13 @@ Reply DaemonCore::RegisterAgent(const CallContext& c, const std::string& body) {
       if (Status s = ApplyAndStage(NodeLabelsReported{*id, *reported, c.now}); !s.ok()) return Err(s.error());
     }
   }
-  const Node& n = state_->node(*id);
-  NodeCondition to = n.condition;
-  if (!passed) {
-    to = NodeCondition::kUnhealthy;
-    Log("warn", "node failed its acceptance test", {{"node", name}, {"output", output}});
-  } else if (n.condition == NodeCondition::kUnreachable || n.condition == NodeCondition::kUnhealthy ||
-             n.condition == NodeCondition::kNotReady) {
-    to = NodeCondition::kReady;  // back, and (where configured) passed its acceptance test again
-  }
-  if (to != n.condition) {
-    const std::string why = passed ? "" : "failed its acceptance test: " + output;
-    if (Status s = ApplyAndStage(NodeConditionChanged{*id, to, c.now, why}); !s.ok()) return Err(s.error());
-  }
-  // A node that registers and passes its acceptance test (after a reset or a reboot) has its
-  // GPUs back in service.
-  for (size_t i = 0; passed && i < state_->node(*id).gpus.size(); ++i) {
-    if (state_->node(*id).gpus[i].healthy) continue;
-    if (Status s = ApplyAndStage(GpuHealthChanged{*id, static_cast<uint16_t>(i), true, c.now}); !s.ok()) return Err(s.error());
-  }
+  Result<NodeCondition> to = AfterAcceptance(c, *id, passed, output);
+  if (!to.ok()) return Err(to.error());
   agent.last_heartbeat = c.now;
   agents_[*id] = std::move(agent);
   StageAgent(*id);
   return JsonReply(200, {{"node", name},
-                         {"condition", std::string(NodeConditionName(to))},
+                         {"condition", std::string(NodeConditionName(*to))},
                          {"heartbeat_interval_ms", heartbeat_interval_.millis()},
                          {"heartbeat_timeout_ms", heartbeat_timeout_.millis()},
                          {"lease_ms", heartbeat_timeout_.millis()}});
