@@ -16,6 +16,7 @@
 #include <filesystem>
 #include <fstream>
 #include <mutex>
+#include <atomic>
 #include <thread>
 
 #include "agent/fake_probe.h"
@@ -47,6 +48,8 @@ class FakeDaemon {
                  });
     server_.Post(R"(/v1/agents/([^/]+)/heartbeat)",
                  [this](const httplib::Request& req, httplib::Response& res) {
+                   const int delay = heartbeat_delay_ms_.load();
+                   if (delay > 0) std::this_thread::sleep_for(std::chrono::milliseconds(delay));
                    Answer(req, res, heartbeat_replies_, Json{{"condition", "ready"}});
                  });
     port_ = server_.bind_to_any_port("127.0.0.1");
@@ -81,6 +84,7 @@ class FakeDaemon {
     return out;
   }
   std::vector<Request> Registers() const { return Requests("/register"); }
+  void SetHeartbeatDelay(int ms) { heartbeat_delay_ms_ = ms; }
   std::vector<Request> Heartbeats() const { return Requests("/heartbeat"); }
 
  private:
@@ -106,6 +110,7 @@ class FakeDaemon {
   mutable std::mutex mu_;
   Script register_replies_, heartbeat_replies_;
   std::vector<Request> requests_;
+  std::atomic<int> heartbeat_delay_ms_{0};
 };
 
 class AgentAloneProtocolTest : public ::testing::Test {
@@ -324,6 +329,22 @@ TEST_F(AgentAloneProtocolTest, RegisterSendsFlavorGpusAndAcceptance) {
   // The acceptance command runs once: a second registration sends the same result.
   ASSERT_TRUE(agent_->Register().ok());
   EXPECT_EQ(daemon_.Registers()[1].body["acceptance"], b["acceptance"]);
+}
+
+// A heartbeat whose reply does not come is given up on after a third of the lease, not after
+// the client's 15 s default: the agent can try again while its replicas' lease still holds.
+TEST_F(AgentAloneProtocolTest, AStalledHeartbeatIsGivenUpOnWithinTheLease) {
+  MakeAgent();
+  daemon_.QueueRegister(200, {{"node", "n1"}, {"condition", "ready"}, {"heartbeat_interval_ms", 250},
+                              {"heartbeat_timeout_ms", 3000}, {"lease_ms", 3000}});
+  ASSERT_TRUE(agent_->Register().ok());
+  daemon_.SetHeartbeatDelay(4000);
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_FALSE(agent_->HeartbeatOnce(Time::FromSeconds(++clock_s_)).ok());
+  const auto waited = std::chrono::steady_clock::now() - start;
+  EXPECT_GE(waited, std::chrono::milliseconds(900));
+  EXPECT_LT(waited, std::chrono::milliseconds(2500)) << "waited for the reply past a third of the 3 s lease";
+  daemon_.SetHeartbeatDelay(0);
 }
 
 TEST_F(AgentAloneProtocolTest, AcceptanceFailureAndOmission) {

@@ -1,5 +1,6 @@
 // The agent's ownership of its replicas across its own restarts, the lease that fences them,
 // the users jobs run as, and the orderly stop (agent_loop.h, "Ownership and fencing", "Sandbox").
+#include <httplib.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <unistd.h>
@@ -55,7 +56,14 @@ void Agent::RecoverReplicas() {
 
 void Agent::RenewLease(Time sent, const Json& reply) {
   const Json ms = reply.is_object() ? reply.value("lease_ms", Json()) : Json();
-  if (!ms.is_number() || ms.get<double>() <= 0 || executor_.lease_path().empty()) return;
+  if (!ms.is_number() || ms.get<double>() <= 0) return;
+  // A reply that has not come within a third of the lease is given up on, so that the agent can
+  // try again (on a new connection) while the lease still holds, instead of waiting out a 15 s
+  // read on a connection that went dead.
+  const int64_t wait_ms = std::clamp<int64_t>(static_cast<int64_t>(ms.get<double>()) / 3, 500, 15000);
+  http_->set_read_timeout(wait_ms / 1000, (wait_ms % 1000) * 1000);
+  http_->set_write_timeout(wait_ms / 1000, (wait_ms % 1000) * 1000);
+  if (executor_.lease_path().empty()) return;
   const Time until = sent + Duration::Millis(static_cast<int64_t>(ms.get<double>()));
   if (lease_until_ && until <= *lease_until_) return;
   const std::string path = executor_.lease_path(), tmp = path + ".tmp";
