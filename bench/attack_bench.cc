@@ -30,6 +30,8 @@
 #include <thread>
 #include <vector>
 
+#include "support/raw_socket.h"
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -88,15 +90,7 @@ int Connect(const std::string& hostport) {
   return fd;
 }
 
-bool SendAll(int fd, const std::string& s) {
-  size_t done = 0;
-  while (done < s.size()) {
-    const ssize_t n = ::send(fd, s.data() + done, s.size() - done, MSG_NOSIGNAL);
-    if (n <= 0) return false;
-    done += static_cast<size_t>(n);
-  }
-  return true;
-}
+using gpupool::testing::SendAll;
 
 // One reply with a Content-Length body, within `timeout`; returns its status or -1.
 int ReadStatus(int fd, std::chrono::milliseconds timeout) {

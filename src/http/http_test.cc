@@ -1,6 +1,7 @@
 // The HTTP front end's limits, each against a real server on loopback and raw sockets: what a
 // client without a token can do to it, and what it still answers meanwhile.
 #include "http/server.h"
+#include "support/raw_socket.h"
 
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
@@ -20,43 +21,10 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-int Connect(int port) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(static_cast<uint16_t>(port));
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
-    ::close(fd);
-    return -1;
-  }
-  return fd;
-}
-
-bool SendAll(int fd, const std::string& s) {
-  size_t done = 0;
-  while (done < s.size()) {
-    const ssize_t n = ::send(fd, s.data() + done, s.size() - done, MSG_NOSIGNAL);
-    if (n <= 0) return false;
-    done += static_cast<size_t>(n);
-  }
-  return true;
-}
-
-// Reads until the peer closes or `timeout` passes; returns what came.
+using testing::SendAll;
+int Connect(int port) { return testing::ConnectLoopback(port); }
 std::string ReadAll(int fd, std::chrono::milliseconds timeout = std::chrono::milliseconds(5000)) {
-  std::string out;
-  const auto end = Clock::now() + timeout;
-  char buf[4096];
-  while (Clock::now() < end) {
-    pollfd p{fd, POLLIN, 0};
-    const int left = static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(end - Clock::now()).count());
-    if (::poll(&p, 1, std::max(1, left)) <= 0) break;
-    const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
-    if (n <= 0) break;
-    out.append(buf, static_cast<size_t>(n));
-  }
-  return out;
+  return testing::ReadFor(fd, timeout);
 }
 
 // Reads one reply with a Content-Length body.

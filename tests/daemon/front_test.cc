@@ -13,36 +13,13 @@
 #include <vector>
 
 #include "daemon/daemon_process.h"
+#include "support/raw_socket.h"
 
 namespace gpupool::testing {
 namespace {
 
-int Connect(int port) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(static_cast<uint16_t>(port));
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
-    ::close(fd);
-    return -1;
-  }
-  return fd;
-}
-
-std::string ReadFor(int fd, int ms) {
-  std::string out;
-  char buf[4096];
-  const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
-  while (std::chrono::steady_clock::now() < end) {
-    pollfd p{fd, POLLIN, 0};
-    if (::poll(&p, 1, 50) <= 0) continue;
-    const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
-    if (n <= 0) break;
-    out.append(buf, static_cast<size_t>(n));
-  }
-  return out;
-}
+int Connect(int port) { return ConnectLoopback(port); }
+std::string ReadFor(int fd, int ms) { return testing::ReadFor(fd, std::chrono::milliseconds(ms)); }
 
 TEST(FrontEnd, TheAgentsListenerAnswersWhileTheApiIsFullAndServesNothingElse) {
   const auto dir = FreshDir("front");
