@@ -187,11 +187,11 @@ void ToLoop(Loop& loop, Metrics& metrics, http::Request req, http::Respond respo
   loop.Post(
       [route, shared, params = std::move(params)](DaemonCore& core, Time now) {
         const CallContext c{core.Authenticate(Bearer(*shared)), shared->remote, now};
-        // A node agent's credential opens the agent routes and nothing else.
-        if (c.principal && c.principal->role == Role::kNodeAgent && route->pattern.rfind("/v1/agents/", 0) != 0) {
+        if (c.principal == nullptr) return Reply{401, ErrorBody({ErrorCode::kUnauthenticated, "missing or invalid bearer token"})};
+        // A node agent's credential opens the agents' routes and nothing else.
+        if (c.principal->role == Role::kNodeAgent && route->access != Access::kAgent) {
           return Reply{403, ErrorBody({ErrorCode::kPermissionDenied, "a node-agent token may only register and heartbeat its node"})};
         }
-        if (c.principal == nullptr) return Reply{401, ErrorBody({ErrorCode::kUnauthenticated, "missing or invalid bearer token"})};
         if (!Allows(route->access, *c.principal)) {
           return Reply{403, ErrorBody({ErrorCode::kPermissionDenied, "your role may not " + route->action})};
         }
