@@ -176,6 +176,10 @@ std::vector<ReservationSpan> Ledger::Reservations() const {
   return out;
 }
 
+void Ledger::ForgetClosed(const std::set<JobId>& jobs) {
+  std::erase_if(closed_, [&](const UsageInterval& u) { return jobs.count(u.job) > 0; });
+}
+
 std::vector<UsageInterval> Ledger::Snapshot(Time now) const {
   std::vector<UsageInterval> out = closed_;
   out.reserve(closed_.size() + open_.size());

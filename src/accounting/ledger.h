@@ -19,6 +19,7 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -123,10 +124,15 @@ class Ledger {
   // The closed intervals, then the open ones in job id order with end = max(start, now) and
   // open = true. Does not change the ledger.
   std::vector<UsageInterval> Snapshot(Time now) const;
+  // Drops the closed intervals of these jobs (retention: the daemon keeps them in its store's
+  // history, and adds them back to the reports that reach them). One pass over closed().
+  void ForgetClosed(const std::set<JobId>& jobs);
   // Every reservation of a tenant ever created, in id order, with its billed window.
   std::vector<ReservationSpan> Reservations() const;
 
  private:
+  friend struct SnapshotCodec;  // daemon/snapshot_codec.cc: restores a ledger from a snapshot
+
   Result<LedgerChange> PrepareClose(const State& before, JobId id, Time at, bool lost) const;
 
   std::map<JobId, UsageInterval> open_;

@@ -18,7 +18,8 @@ int UsageError(const std::string& message) {
 int Serve(const std::vector<std::string>& argv) {
   Result<Args> args = Args::Parse(argv, {"config", "data-dir", "listen", "demo", "no-demo-traffic", "http-threads", "agent-listen",
                                          "max-connections", "max-connections-per-source",
-                                         "simulate-executor", "recover", "heartbeat-interval-ms", "heartbeat-timeout-ms", "help"},
+                                         "simulate-executor", "recover", "heartbeat-interval-ms", "heartbeat-timeout-ms",
+                                         "snapshot-every-records", "snapshot-every-mb", "retention-s", "help"},
                                   {"demo", "no-demo-traffic", "simulate-executor", "recover", "help"});
   if (!args.ok()) return UsageError(args.error().message);
   if (args->Has("help")) {
@@ -50,6 +51,14 @@ int Serve(const std::vector<std::string>& argv) {
   if (*timeout <= *interval) return UsageError("--heartbeat-timeout-ms must be longer than --heartbeat-interval-ms");
   o.heartbeat_interval_ms = static_cast<int>(*interval);
   o.heartbeat_timeout_ms = static_cast<int>(*timeout);
+  Result<int64_t> snap_records = args->Int("snapshot-every-records", o.snapshots.every_records, 0, int64_t{1} << 40);
+  Result<int64_t> snap_mb = args->Int("snapshot-every-mb", static_cast<int64_t>(o.snapshots.every_bytes >> 20), 0, 1 << 20);
+  if (!snap_records.ok() || !snap_mb.ok()) return UsageError((snap_records.ok() ? snap_mb : snap_records).error().message);
+  o.snapshots.every_records = *snap_records;
+  o.snapshots.every_bytes = static_cast<uint64_t>(*snap_mb) << 20;
+  Result<int64_t> retention = args->Int("retention-s", o.retention_s, 0, int64_t{10} * 365 * 86400);
+  if (!retention.ok()) return UsageError(retention.error().message);
+  o.retention_s = *retention;
   const Status s = gpupool::Serve(o);
   if (!s.ok()) {
     std::cerr << "gpupool serve: " << s.error().message << "\n";

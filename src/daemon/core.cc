@@ -27,16 +27,33 @@ Result<std::unique_ptr<DaemonCore>> DaemonCore::Open(std::unique_ptr<Journal> jo
                                                      SchedulerConfig config) {
   GP_RETURN_IF_ERROR(Validate(config));
   std::unique_ptr<DaemonCore> core(new DaemonCore(std::move(journal), std::move(config)));
-  Result<std::vector<Record>> records = core->journal_->ReadAll();
-  if (!records.ok()) return records.error();
-  GP_RETURN_IF_ERROR(core->Replay(*records));
+  GP_RETURN_IF_ERROR(core->Load(*core->journal_));
   return core;
 }
 
-Status DaemonCore::Replay(const std::vector<Record>& records) {
+Status DaemonCore::Load(Journal& journal) {
   // Only ever onto a core just constructed (Open, Rebuild): nothing is reset by hand, so no
   // member can be forgotten.
   GP_CHECK(empty_ && state_->jobs().empty() && state_->nodes().empty() && staged_.empty());
+  Result<Snapshot> snapshot = journal.ReadSnapshot();
+  if (!snapshot.ok()) return snapshot.error();
+  if (snapshot->seq > 0) GP_RETURN_IF_ERROR(LoadSnapshot(*snapshot));
+  Result<std::vector<Record>> records = journal.ReadAll();
+  if (!records.ok()) return records.error();
+  // The journal starts at or before the snapshot's next record (it drops only what a durable
+  // snapshot covers); what the snapshot holds already is skipped.
+  std::erase_if(*records, [&](const Record& r) { return r.seq <= snapshot->seq; });
+  if (!records->empty() && records->front().seq != snapshot->seq + 1) {
+    return FailedPrecondition("the journal resumes at record " + std::to_string(records->front().seq) +
+                              " after a snapshot of record " + std::to_string(snapshot->seq));
+  }
+  GP_RETURN_IF_ERROR(Replay(*records));
+  ForgetArchivedUsage();
+  empty_ = snapshot->seq == 0 && records->empty();
+  return Ok();
+}
+
+Status DaemonCore::Replay(const std::vector<Record>& records) {
   for (const Record& r : records) {
     Status s = Ok();
     try {
@@ -49,7 +66,6 @@ Status DaemonCore::Replay(const std::vector<Record>& records) {
                                              "): " + s.error().message};
     }
   }
-  empty_ = records.empty();
   // Requests that never became nodes died with the process that made them (providers are
   // asked again if the jobs still wait).
   std::erase_if(fleet_, [](const BurstNode& n) { return !n.ready.has_value(); });
@@ -138,15 +154,14 @@ Status DaemonCore::ApplyRecord(const Record& r) {
     ApplyPrices(std::move(p).value(), from);
     return Ok();
   }
-  if (r.kind == "audit") {
-    audit_.push_back(r.body);
-    return Ok();
-  }
+  // The audit log is the store's (Journal::AuditLines): memory keeps none of it.
+  if (r.kind == "audit") return Ok();
+  if (r.kind == "archived_job") return ApplyArchivedRecord(j);
   return InvalidArgument("unknown record kind");
 }
 
-Status DaemonCore::Stage(std::string kind, std::string body) {
-  staged_.push_back({0, std::move(kind), std::move(body)});
+Status DaemonCore::Stage(std::string kind, std::string body, HistoryKey history) {
+  staged_.push_back({0, std::move(kind), std::move(body), std::move(history)});
   empty_ = false;
   return Ok();
 }
@@ -167,6 +182,7 @@ Status DaemonCore::ApplyEvent(const Event& e) {
     exits_.erase(ended);
     started_.erase(ended);
   }
+  if (const auto* f = std::get_if<JobFinished>(&e)) NoteFinished(f->id, f->at);
   // A removed node's agent is forgotten: its heartbeats answer 404, and its name may register
   // anew as a new node.
   if (const auto* r = std::get_if<NodeRemoved>(&e)) agents_.erase(r->node);
@@ -187,9 +203,14 @@ Status DaemonCore::ApplyAndStage(const Event& e, const std::string& idempotency)
 
 Status DaemonCore::Flush() {
   if (staged_.empty()) return Ok();
+  uint64_t bytes = 0;
+  for (const Record& r : staged_) bytes += r.kind.size() + r.body.size();
   Status s = journal_->Append(staged_);
   staged_.clear();
-  if (s.ok()) return Ok();
+  if (s.ok()) {
+    bytes_since_snapshot_ += bytes;
+    return Ok();
+  }
   // Memory is ahead of disk: rebuild from what is durable, then report. If even that fails,
   // stop: serving from a state that is not on disk could acknowledge what a restart loses, and
   // a restart recovers exactly what is durable.
@@ -205,8 +226,6 @@ void DaemonCore::Abandon() {
 }
 
 Status DaemonCore::Rebuild() {
-  Result<std::vector<Record>> records = journal_->ReadAll();
-  if (!records.ok()) return records.error();
   // A new core from the journal; what it takes from this one is listed here, and is what the
   // journal does not hold by design: how this process runs (set after Open by Serve), and what
   // it has heard or asked since it started. Everything else is the journal's.
@@ -221,7 +240,8 @@ Status DaemonCore::Rebuild() {
   fresh->release_retry_ = release_retry_;
   fresh->last_plan_ = last_plan_;
   fresh->cycles_ = cycles_;
-  const Status replayed = fresh->Replay(*records);
+  fresh->bytes_since_snapshot_ = bytes_since_snapshot_;
+  const Status replayed = fresh->Load(*journal_);
   if (!replayed.ok()) {
     provider_ = std::move(fresh->provider_);
     return replayed;
@@ -248,9 +268,8 @@ void DaemonCore::Audit(const CallContext& c, const std::string& action, const st
                   {"action", action},
                   {"object", object},
                   {"remote", c.remote}};
-  std::string line = j.dump();
-  audit_.push_back(line);
-  (void)Stage("audit", std::move(line));
+  HistoryKey key{HistoryKey::Kind::kAudit, 0, j["tenant"].get<std::string>()};
+  (void)Stage("audit", j.dump(), std::move(key));
 }
 
 Result<std::string> DaemonCore::Bootstrap(const State& config, Time now, const PriceList& prices) {
@@ -283,18 +302,29 @@ Result<std::string> DaemonCore::Bootstrap(const State& config, Time now, const P
 Result<std::string> DaemonCore::IssueToken(const Principal& p, Time now) {
   auto [record, secret] = tokens_.Create(p, now);
   tokens_.Add(record);
-  const Json j = {{"id", record.id},
-                  {"sha256", record.sha256},
-                  {"name", p.name},
-                  {"role", std::string(RoleName(p.role))},
-                  {"tenant", p.tenant.valid() ? state_->tenant(p.tenant).name : ""},
-                  {"created_ms", now.millis()}};
-  GP_RETURN_IF_ERROR(Stage("token", j.dump()));
+  GP_RETURN_IF_ERROR(Stage("token", TokenJson(*state_, record).dump()));
   return secret;
 }
 
+Json DaemonCore::TokenJson(const State& s, const TokenRecord& t) {
+  const Principal& p = t.principal;
+  return {{"id", t.id},
+          {"sha256", t.sha256},
+          {"name", p.name},
+          {"role", std::string(RoleName(p.role))},
+          {"tenant", p.tenant.valid() ? s.tenant(p.tenant).name : ""},
+          {"created_ms", t.created.millis()}};
+}
+
+Status DaemonCore::SnapshotWritten(int64_t seq) {
+  GP_RETURN_IF_ERROR(journal_->Compact(seq));
+  snapshot_seq_ = seq;
+  bytes_since_snapshot_ = 0;
+  return Ok();
+}
+
 void DaemonCore::RememberIdempotency(const std::string& key, JobId job, Time at) {
-  idempotency_[key] = job;
+  idempotency_[key] = {job, at};
   idempotency_order_.emplace_back(at, key);
 }
 
@@ -339,6 +369,7 @@ void DaemonCore::Tick(Time now, bool simulate_executor) {
   }
   if (provider_) BurstTick(now);
   if (!agents_.empty()) CheckHeartbeats(now);
+  ArchiveFinished(now);
 }
 
 }  // namespace gpupool

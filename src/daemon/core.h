@@ -162,19 +162,67 @@ class DaemonCore {
   const Plan& last_plan() const { return last_plan_; }
   int64_t cycles() const { return cycles_; }
 
+  // --- snapshots (core_snapshot.cc; docs/design/daemon.md, "Snapshots") ---
+  // The snapshot body's format: a start refuses a snapshot of another, saying so, rather than
+  // misread it. Bump it with every change to the body's shape.
+  static constexpr int kSnapshotFormat = 1;
+  // A copy of everything a snapshot holds: taken on the loop (a memory copy, no encoding), then
+  // encoded anywhere. REQUIRES: nothing staged (right after a Flush), so that the copy is the
+  // state after the journal's last record.
+  struct SnapshotCopy;
+  std::shared_ptr<const SnapshotCopy> CopyForSnapshot() const;
+  static int64_t SnapshotSeq(const SnapshotCopy& copy);
+  // Thread-safe: reads only the copy.
+  static Snapshot EncodeSnapshot(const SnapshotCopy& copy);
+  // Records and record bytes appended since the last snapshot this core loaded or wrote.
+  int64_t records_since_snapshot() const { return journal_->last_seq() - snapshot_seq_; }
+  uint64_t bytes_since_snapshot() const { return bytes_since_snapshot_; }
+  // The snapshot at `seq` is durable (Journal::WriteSnapshot returned Ok): the journal drops the
+  // records it covers.
+  Status SnapshotWritten(int64_t seq);
+  Journal& journal() { return *journal_; }
+
+  // --- retention (core_archive.cc; docs/design/daemon.md, "Bounded memory") ---
+  // Finished jobs leave memory this long after they finished (default an hour); the API serves
+  // them from the store's history after that.
+  void SetRetention(Duration retention);
+  // How many finished jobs this core has archived (since it was opened, replay included).
+  int64_t archived() const { return archived_; }
+  // At most this many jobs are archived per tick.
+  static constexpr size_t kArchiveBatch = 10000;
+
  private:
   explicit DaemonCore(std::unique_ptr<Journal> journal, SchedulerConfig config);
   DaemonCore& operator=(DaemonCore&&) = default;
-  // Applies the journal's records to this core, which must be new (Open, Rebuild).
+  // Loads the journal's newest snapshot and replays the records after it onto this core, which
+  // must be new (Open, Rebuild).
+  Status Load(Journal& journal);
+  // The snapshot's state onto this new core (core_snapshot.cc).
+  Status LoadSnapshot(const Snapshot& snapshot);
+  // Applies the journal's records to this core, in order.
   Status Replay(const std::vector<Record>& records);
   // After a failed append: this core becomes a new one replayed from the journal, keeping only
   // what the journal does not hold by design (the process's settings, agents' liveness).
   Status Rebuild();
   Status ApplyRecord(const Record& r);
+  // Retention's parts (core_archive.cc): a job that finished at `at`, in finish order; the ticks'
+  // archiving; the "archived_job" record applied; the finish order rebuilt from a snapshot's
+  // jobs; an archived job as the caller may see it (nullopt: none it may see); the archived
+  // jobs' usage intervals that overlap [from, to).
+  void NoteFinished(JobId id, Time at);
+  void ArchiveFinished(Time now);
+  Status ApplyArchivedRecord(const nlohmann::json& j);
+  void RebuildFinished();
+  std::optional<nlohmann::json> ArchivedJobView(const CallContext& c, uint64_t id, bool events) const;
+  Result<std::vector<UsageInterval>> ArchivedUsage(Time from, Time to) const;
+  // The job as the API shows it to `caller`, with its events or without (lists).
+  nlohmann::json JobView(const Principal& caller, const Job& j, bool events) const;
+  // The closed usage intervals of jobs archived since the last call leave the ledger (one pass).
+  void ForgetArchivedUsage();
   // Apply(state, e), with the ledger observing the state before it (prepared first, committed
   // only if Apply succeeds).
   Status ApplyEvent(const Event& e);
-  Status Stage(std::string kind, std::string body);
+  Status Stage(std::string kind, std::string body, HistoryKey history = {});
   Status ApplyAndStage(const Event& e, const std::string& meta = "");
   void Audit(const CallContext& c, const std::string& action, const std::string& object);
   const Job* VisibleJob(const CallContext& c, const std::string& id) const;
@@ -293,6 +341,10 @@ class DaemonCore {
   // Journals what the daemon must remember of node's agent across a restart: its GPUs' and MIG
   // slices' UUIDs and the MIG layouts it last reported ("agent" record).
   void StageAgent(NodeId node);
+  nlohmann::json AgentJson(NodeId node) const;  // the "agent" record of the node's agent
+  // The bodies of the "token" and "burst_settings" records.
+  static nlohmann::json TokenJson(const State& s, const TokenRecord& t);
+  static std::string BurstSettingsRecord(const State& s, Time at, const BurstSettings& settings);
   Status ApplyAgentRecord(const nlohmann::json& j);
   // Replays a "replica_exit" record (job, attempt, replica: a replica that exited 0) into
   // exits_, if that attempt still holds its resources.
@@ -313,16 +365,23 @@ class DaemonCore {
   // submit time, in submit order in idempotency_order_.
   void RememberIdempotency(const std::string& key, JobId job, Time at);
   void ExpireIdempotency(Time now);
-  bool IdempotencyLive(JobId job, Time now) const {
-    return now < state_->FindJob(job)->submitted + kIdempotencyWindow;
-  }
-  std::map<std::string, JobId> idempotency_;
+  struct IdempotentSubmit {
+    JobId job;
+    Time at;  // the job's submit time (the job may have left memory since)
+  };
+  static bool IdempotencyLive(const IdempotentSubmit& s, Time now) { return now < s.at + kIdempotencyWindow; }
+  std::map<std::string, IdempotentSubmit> idempotency_;
   std::deque<std::pair<Time, std::string>> idempotency_order_;
-  std::vector<std::string> audit_;            // JSON lines, in order
   std::vector<Record> staged_;
   Plan last_plan_;
   int64_t cycles_ = 0;
   bool empty_ = true;
+  Duration retention_ = Duration::Hours(1);
+  std::deque<std::pair<Time, JobId>> finished_;  // finished jobs in memory, in finish order
+  std::set<JobId> forget_usage_;                 // archived; their closed intervals still in the ledger
+  int64_t archived_ = 0;
+  int64_t snapshot_seq_ = 0;           // the snapshot loaded or last written
+  uint64_t bytes_since_snapshot_ = 0;  // record bytes appended since (by this process)
 };
 
 }  // namespace gpupool

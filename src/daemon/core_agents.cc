@@ -217,14 +217,16 @@ Reply DaemonCore::RegisterAgent(const CallContext& c, const std::string& body) {
                          {"lease_ms", heartbeat_timeout_.millis()}});
 }
 
-void DaemonCore::StageAgent(NodeId node) {
+void DaemonCore::StageAgent(NodeId node) { (void)Stage("agent", AgentJson(node).dump()); }
+
+Json DaemonCore::AgentJson(NodeId node) const {
   const AgentState& a = agents_.at(node);
   const Node& n = state_->node(node);
   const GpuModel& model = state_->catalogue().model(n.flavor);
   Json mig = Json::array(), layouts = Json::array();
   for (const auto& [key, uuid] : a.mig_uuid) mig.push_back({{"gpu", key.first}, {"start", key.second}, {"uuid", uuid}});
   for (const auto& [gpu, layout] : a.mig_layout) layouts.push_back({{"gpu", gpu}, {"layout", ToString(model, layout)}});
-  (void)Stage("agent", Json({{"node", n.name}, {"gpu_uuid", a.gpu_uuid}, {"mig_uuid", mig}, {"mig_layout", layouts}}).dump());
+  return {{"node", n.name}, {"gpu_uuid", a.gpu_uuid}, {"mig_uuid", mig}, {"mig_layout", layouts}};
 }
 
 Status DaemonCore::ApplyAgentRecord(const Json& j) {

@@ -85,6 +85,10 @@ PriceHistory DaemonCore::BillingPrices() const {
   return h;
 }
 
+std::string DaemonCore::BurstSettingsRecord(const State& state, Time at, const BurstSettings& s) {
+  return Json({{"at_ms", at.millis()}, {"settings", OffersAndTenants(state.catalogue(), s)}}).dump();
+}
+
 Status DaemonCore::ApplyBurstSettingsRecord(const Json& j) {
   BurstSettings s;
   try {
@@ -156,8 +160,7 @@ Reply DaemonCore::SetBurstSettings(const CallContext& c, const std::string& body
   }
   Result<BurstSettings> s = CheckBurstSettings(body);
   if (!s.ok()) return Err(s.error());
-  const Json settings = OffersAndTenants(state_->catalogue(), *s);
-  const Record r{0, "burst_settings", Json({{"at_ms", c.now.millis()}, {"settings", settings}}).dump()};
+  const Record r{0, "burst_settings", BurstSettingsRecord(*state_, c.now, *s)};
   if (Status st = ApplyRecord(r); !st.ok()) return Err(st.error());
   if (Status st = UseBurstInForce(); !st.ok()) return Err(st.error());  // checked above: cannot fail
   if (Status st = Stage(r.kind, r.body); !st.ok()) return Err(st.error());

@@ -31,6 +31,21 @@ class FlakyJournal final : public Journal {
     return inner_->Append(batch);
   }
   Result<std::vector<Record>> ReadAll() override { return inner_->ReadAll(); }
+  int64_t last_seq() const override { return inner_->last_seq(); }
+  Status WriteSnapshot(const Snapshot& s) override { return inner_->WriteSnapshot(s); }
+  Result<Snapshot> ReadSnapshot() override { return inner_->ReadSnapshot(); }
+  Status Compact(int64_t seq) override { return inner_->Compact(seq); }
+  Result<std::optional<std::string>> ArchivedJob(int64_t id) override { return inner_->ArchivedJob(id); }
+  Result<std::vector<std::pair<int64_t, std::string>>> ArchivedJobs(const ArchiveQuery& q) override {
+    return inner_->ArchivedJobs(q);
+  }
+  Result<std::vector<std::string>> ArchivedUsage(int64_t from_ms, int64_t to_ms) override {
+    return inner_->ArchivedUsage(from_ms, to_ms);
+  }
+  Result<std::vector<std::pair<int64_t, std::string>>> AuditLines(int64_t before, const std::string& tenant,
+                                                                  int64_t limit) override {
+    return inner_->AuditLines(before, tenant, limit);
+  }
 
  private:
   std::unique_ptr<Journal> inner_;

@@ -19,6 +19,14 @@ namespace {
 
 using namespace reply;
 
+std::optional<JobState> ParseJobState(const std::string& name) {
+  for (JobState s : {JobState::kPending, JobState::kAdmitted, JobState::kRunning, JobState::kSucceeded,
+                     JobState::kFailed, JobState::kCancelled}) {
+    if (JobStateName(s) == name) return s;
+  }
+  return std::nullopt;
+}
+
 // The job as the API shows it to `caller`; with its events (GET /v1/jobs/{id}) or without (lists).
 Json JobJson(const State& s, const JobHistory& history, const Principal& caller, const Job& j, bool events) {
   const ReplicaShape& sh = j.spec.shape;
@@ -102,10 +110,14 @@ Reply DaemonCore::SubmitJob(const CallContext& c, const std::string& body, const
     // The queue is in submit order; with a clock that stepped back it may hold an entry past
     // its day behind a younger one, so the day is checked here too.
     if (it != idempotency_.end() && IdempotencyLive(it->second, c.now)) {
-      const Job& j = *state_->FindJob(it->second);
-      return JsonReply(201, {{"id", std::to_string(j.id.value())},
-                             {"state", std::string(JobStateName(j.state))},
-                             {"replayed", true}});
+      const JobId id = it->second.job;
+      std::string state = "succeeded";
+      if (const Job* j = state_->FindJob(id)) {
+        state = JobStateName(j->state);
+      } else if (std::optional<Json> archived = ArchivedJobView(c, id.value(), false)) {
+        state = archived->value("state", state);  // finished, and out of memory since
+      }
+      return JsonReply(201, {{"id", std::to_string(id.value())}, {"state", state}, {"replayed", true}});
     }
   }
   Result<JobSpec> spec = DecodeJobRequest(*state_, *c.principal, body);
@@ -142,11 +154,19 @@ const Job* DaemonCore::VisibleJob(const CallContext& c, const std::string& id) c
   return j;
 }
 
+Json DaemonCore::JobView(const Principal& caller, const Job& j, bool events) const {
+  return JobJson(*state_, history_, caller, j, events);
+}
+
 Reply DaemonCore::GetJob(const CallContext& c, const std::string& id) {
   if (c.principal == nullptr) return Unauthenticated();
   const Job* j = VisibleJob(c, id);
-  if (j == nullptr) return Err(NotFound("no job '" + id + "'"));
-  return JsonReply(200, JobJson(*state_, history_, *c.principal, *j, true));
+  if (j != nullptr) return JsonReply(200, JobJson(*state_, history_, *c.principal, *j, true));
+  // Out of memory: a finished job past the retention window, from the store's history.
+  if (Result<uint64_t> n = ParseId(id); n.ok()) {
+    if (std::optional<Json> archived = ArchivedJobView(c, *n, true)) return JsonReply(200, *archived);
+  }
+  return Err(NotFound("no job '" + id + "'"));
 }
 
 Reply DaemonCore::ListJobs(const CallContext& c, const std::map<std::string, std::string>& query) {
@@ -158,16 +178,8 @@ Reply DaemonCore::ListJobs(const CallContext& c, const std::map<std::string, std
     return it == query.end() ? std::string() : it->second;
   };
   const std::string tenant = param("tenant"), st = param("state");
-  if (!st.empty()) {
-    bool known = false;
-    for (JobState s : {JobState::kPending, JobState::kAdmitted, JobState::kRunning, JobState::kSucceeded,
-                       JobState::kFailed, JobState::kCancelled}) {
-      known = known || JobStateName(s) == st;
-    }
-    if (!known) {
-      return Err(InvalidArgument("unknown state '" + st +
-                                 "': pending, admitted, running, succeeded, failed or cancelled"));
-    }
+  if (!st.empty() && !ParseJobState(st)) {
+    return Err(InvalidArgument("unknown state '" + st + "': pending, admitted, running, succeeded, failed or cancelled"));
   }
   TenantId filter;
   if (!tenant.empty()) {
@@ -175,24 +187,49 @@ Reply DaemonCore::ListJobs(const CallContext& c, const std::map<std::string, std
     if (!t.ok() || !c.principal->Sees(*t)) return Err(NotFound("unknown tenant '" + tenant + "'"));
     filter = *t;
   }
-  // Newest first. Ids only grow, so the jobs older than the cursor are the map's entries before
+  // Newest first, merging memory and the store's history (finished jobs past the retention
+  // window) by id. Ids only grow, so the jobs older than the cursor are the map's entries before
   // it: walk back from there until the page is full and one more match shows there is a next.
   const std::map<JobId, Job>& jobs = state_->jobs();
   auto it = page->before ? jobs.lower_bound(JobId(*page->before)) : jobs.end();
+  const auto next_in_memory = [&]() -> const Job* {
+    while (it != jobs.begin()) {
+      const Job& j = (--it)->second;
+      if (!c.principal->Sees(j.spec.tenant)) continue;
+      if (filter.valid() && j.spec.tenant != filter) continue;
+      if (!st.empty() && JobStateName(j.state) != st) continue;
+      return &j;
+    }
+    return nullptr;
+  };
+  std::vector<std::pair<int64_t, std::string>> archived;
+  if (st.empty() || IsTerminal(*ParseJobState(st))) {
+    ArchiveQuery q{static_cast<int64_t>(page->before.value_or(0)), tenant, st, page->limit ? *page->limit + 1 : 0};
+    if (!c.principal->admin()) q.tenant = state_->tenant(c.principal->tenant).name;
+    Result<std::vector<std::pair<int64_t, std::string>>> read = journal_->ArchivedJobs(q);
+    if (!read.ok()) return Err(read.error());
+    archived = std::move(read).value();
+  }
+  size_t ai = 0;
+  const Job* mem = next_in_memory();
   Json items = Json::array();
   uint64_t last = 0;  // the last job returned: the cursor names only what the caller was shown
   bool more = false;
-  while (it != jobs.begin()) {
-    const Job& j = (--it)->second;
-    if (!c.principal->Sees(j.spec.tenant)) continue;
-    if (filter.valid() && j.spec.tenant != filter) continue;
-    if (!st.empty() && JobStateName(j.state) != st) continue;
+  while (mem != nullptr || ai < archived.size()) {
     if (page->limit && items.size() == static_cast<size_t>(*page->limit)) {
       more = true;
       break;
     }
-    items.push_back(JobJson(*state_, history_, *c.principal, j, false));
-    last = j.id.value();
+    if (mem != nullptr && (ai == archived.size() || mem->id.value() > static_cast<uint64_t>(archived[ai].first))) {
+      items.push_back(JobJson(*state_, history_, *c.principal, *mem, false));
+      last = mem->id.value();
+      mem = next_in_memory();
+      continue;
+    }
+    Json row = Json::parse(archived[ai].second, nullptr, false);
+    last = static_cast<uint64_t>(archived[ai].first);
+    ++ai;
+    if (!row.is_discarded()) items.push_back(std::move(row["view"]));
   }
   return JsonReply(200, {{"items", items}, {"next_cursor", more ? Json(EncodeCursor("jobs", last)) : Json(nullptr)}});
 }

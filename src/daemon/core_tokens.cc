@@ -95,30 +95,25 @@ Reply DaemonCore::ListAudit(const CallContext& c, const std::map<std::string, st
   }
   Result<PageQuery> page = DecodePageQuery(query, "audit");
   if (!page.ok()) return Err(page.error());
-  // A tenant admin sees the entries of its tenant. Audit writes each entry as a compact dump,
-  // so a line without `"tenant":"NAME"` is not one of them and is skipped unparsed; the
-  // candidates are parsed and checked.
+  // The audit log is the store's (every "audit" record, kept past compaction), newest first; a
+  // tenant admin reads its tenant's entries. An entry's id is its record's seq.
   const std::string tenant = c.principal->admin() ? "" : state_->tenant(c.principal->tenant).name;
-  const std::string needle = "\"tenant\":" + Json(tenant).dump();
-  // Entry n (from 1) is audit_[n - 1]; newest first, from the one before the cursor.
-  uint64_t n = audit_.size();
-  if (page->before) n = std::min<uint64_t>(n, *page->before - 1);
+  Result<std::vector<std::pair<int64_t, std::string>>> lines = journal_->AuditLines(
+      static_cast<int64_t>(page->before.value_or(0)), tenant, page->limit ? *page->limit + 1 : 0);
+  if (!lines.ok()) return Err(lines.error());
   Json items = Json::array();
   uint64_t last = 0;
   bool more = false;
-  for (; n > 0; --n) {
-    const std::string& line = audit_[n - 1];
-    if (!c.principal->admin() && line.find(needle) == std::string::npos) continue;
-    Json j = Json::parse(line, nullptr, false);
-    if (j.is_discarded()) continue;
-    if (!c.principal->admin() && j.value("tenant", "") != tenant) continue;
+  for (const auto& [seq, line] : *lines) {
     if (page->limit && items.size() == static_cast<size_t>(*page->limit)) {
       more = true;
       break;
     }
-    j["id"] = std::to_string(n);
+    Json j = Json::parse(line, nullptr, false);
+    if (j.is_discarded()) continue;
+    j["id"] = std::to_string(seq);
     items.push_back(std::move(j));
-    last = n;
+    last = static_cast<uint64_t>(seq);
   }
   return JsonReply(200, {{"items", items}, {"next_cursor", more ? Json(EncodeCursor("audit", last)) : Json(nullptr)}});
 }

@@ -75,7 +75,12 @@ Reply DaemonCore::Usage(const CallContext& c, const std::map<std::string, std::s
   const Time until = std::max(q->from, std::min(c.now, to));
   ReportQuery rq{.from = q->from, .to = until, .by_flavor = q->by_flavor, .by_kind = q->by_kind, .tenant = q->tenant};
   // A flavor without a price is reported as unpriced, never refused (docs/design/accounting.md).
-  Result<UsageReport> report = Report(ledger_.Snapshot(until), ledger_.Reservations(), rq, BillingPrices());
+  // The ledger in memory, and the intervals of jobs archived since (retention) that overlap.
+  std::vector<UsageInterval> intervals = ledger_.Snapshot(until);
+  Result<std::vector<UsageInterval>> archived = ArchivedUsage(q->from, until);
+  if (!archived.ok()) return Err(archived.error());
+  intervals.insert(intervals.end(), archived->begin(), archived->end());
+  Result<UsageReport> report = Report(intervals, ledger_.Reservations(), rq, BillingPrices());
   if (!report.ok()) return Err(report.error());
   if (q->csv) return {200, RenderCsv(report->rows, *state_), "text/csv; charset=utf-8"};
   Result<Json> body = UsageJson(*state_, *report);

@@ -47,6 +47,9 @@ class JobHistory {
   // Records what `e` did. REQUIRES: Apply(state, e) has just succeeded on `after`.
   void Observe(const State& after, const Event& e);
 
+  // Drops the job's entries (retention: the daemon archives them with the job).
+  void Forget(JobId job) { jobs_.erase(job); }
+
   // The job's entries, oldest first (empty for an unknown job), and how many were dropped
   // after the first kKeepFirst.
   const std::vector<HistoryEntry>& Of(JobId job) const;
@@ -64,6 +67,8 @@ class JobHistory {
   static std::string Message(const State& state, const Principal& caller, const HistoryEntry& e);
 
  private:
+  friend struct SnapshotCodec;  // daemon/snapshot_codec.cc: restores a history from a snapshot
+
   struct Log {
     std::vector<HistoryEntry> entries;
     uint64_t dropped = 0;

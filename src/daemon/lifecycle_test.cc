@@ -371,6 +371,7 @@ TEST_F(CoreTest, GuaranteesAboveCapacityAreRefusedUnlessAllowed) {
   ASSERT_TRUE(view.contains("overcommitted")) << view.dump();
   EXPECT_EQ(view["overcommitted"][0], "h100-80gb: guarantees are 72 of 64 GPUs");
   bool audited = false;
+  ASSERT_TRUE(core_->Flush().ok());  // the audit log is read from the store
   const Json log = Json::parse(core_->ListAudit(As(admin_)).body);
   for (const Json& a : log["items"]) {
     audited = audited || (a["action"] == "tenant.overcommit" &&

@@ -86,8 +86,10 @@ void Loop::Run(const std::atomic<bool>& stop) {
       (void)FlushTimed();
       next_tick = std::chrono::steady_clock::now() + std::chrono::milliseconds(tick_ms_);
     }
+    if (snapshots_ && core_.staged() == 0) snapshots_->AfterFlush(core_);
     if (last) break;
   }
+  if (snapshots_) snapshots_->Finish(core_);
 }
 
 Status Loop::FlushTimed() {

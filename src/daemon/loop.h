@@ -13,6 +13,7 @@
 
 #include "daemon/core.h"
 #include "daemon/metrics.h"
+#include "daemon/snapshots.h"
 
 namespace gpupool {
 
@@ -26,6 +27,9 @@ class Loop {
 
   // Queues `work`. Once the loop has stopped, `done` gets a 503 at once, on the caller's thread.
   void Post(Work work, Done done);
+
+  // Snapshots after flushes when due (daemon/snapshots.h); none without this call. Call before Run.
+  void SetSnapshots(SnapshotPolicy policy) { snapshots_.emplace(policy); }
 
   // Runs batches until `stop` is set (checked at least every tick), then answers the last batch
   // and returns. Every Done posted before it returns has been called.
@@ -48,6 +52,7 @@ class Loop {
   std::condition_variable cv_;
   std::deque<Task> queue_;  // guarded by mu_
   bool stopped_ = false;    // guarded by mu_
+  std::optional<Snapshotter> snapshots_;
 };
 
 // Wall-clock now, in the core's Time.

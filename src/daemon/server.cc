@@ -300,6 +300,8 @@ Status Serve(const ServeOptions& o) {
   Metrics metrics;
   metrics.AfterCycle(core.state(), Now(), nullptr, 0);
   Loop loop(core, metrics, config.tick_ms, o.demo || o.simulate_executor);
+  loop.SetSnapshots(o.snapshots);
+  core.SetRetention(Duration::Seconds(o.retention_s));
 
   http::Server* server = nullptr;  // set before the first request can reach /metrics
   Result<std::unique_ptr<http::Server>> started = StartFrontEnd(o, host, want_port, data_dir, loop, metrics, server);

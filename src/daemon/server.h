@@ -6,6 +6,7 @@
 #include <string>
 
 #include "core/result.h"
+#include "daemon/snapshots.h"
 #include "http/server.h"
 
 namespace gpupool {
@@ -30,6 +31,8 @@ struct ServeOptions {
   http::Limits http_limits;          // both listeners' limits (the agents' allow 64 per source)
   int heartbeat_interval_ms = 1000;  // what node agents are told to keep
   int heartbeat_timeout_ms = 10000;  // a node silent this long is unreachable, its jobs requeued
+  SnapshotPolicy snapshots;          // when the state is snapshot (daemon/snapshots.h)
+  int64_t retention_s = 3600;        // finished jobs leave memory this long after (core.h)
 };
 
 // Runs until SIGINT or SIGTERM. Returns an error if start-up fails.

@@ -40,7 +40,10 @@ Result<Job*> StateMutator::FindJob(JobId id) {
   if (!id.valid() || id.value() == 0 || id.value() > s_.by_id_.size()) {
     return NotFound("unknown job " + std::to_string(id.value()));
   }
-  return s_.by_id_[id.value() - 1];
+  Job* job = s_.by_id_[id.value() - 1];
+  // A finished job the daemon no longer keeps in memory (State::Forget): nothing can happen to it.
+  if (job == nullptr) return NotFound("job " + std::to_string(id.value()) + " is no longer in memory");
+  return job;
 }
 
 Result<Node*> StateMutator::FindNode(NodeId id) {
@@ -259,6 +262,7 @@ Status StateMutator::operator()(const JobFinished& e) {
     Release(job, e.at);
   }
   job.state = e.outcome;
+  job.reason = {};  // a finished job waits for nothing
   return Ok();
 }
 

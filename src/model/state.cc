@@ -21,11 +21,14 @@ State& State::operator=(const State& other) {
   jobs_ = other.jobs_;
   pending_ = other.pending_;
   active_ = other.active_;
+  pending_by_tenant_ = other.pending_by_tenant_;
   next_job_id_ = other.next_job_id_;
   reservations_ = other.reservations_;
   next_reservation_id_ = other.next_reservation_id_;
-  by_id_.clear();
-  for (auto& [id, job] : jobs_) by_id_.push_back(&job);
+  // Indexed by id - 1 up to the next id: a state restored from a snapshot may lack old jobs,
+  // whose entries stay null.
+  by_id_.assign(next_job_id_ - 1, nullptr);
+  for (auto& [id, job] : jobs_) by_id_[id.value() - 1] = &job;
   return *this;
 }
 
@@ -262,6 +265,15 @@ std::vector<double> State::DecayedUsages(Time now) const {
         DecayedIntegral(j.Eq(catalogue_).ToGpus(), j.started, now, usage_half_life_);
   }
   return u;
+}
+
+Status State::Forget(JobId id) {
+  const Job* j = FindJob(id);
+  if (j == nullptr) return NotFound("no job " + std::to_string(id.value()));
+  if (!IsTerminal(j->state)) return FailedPrecondition("job " + std::to_string(id.value()) + " has not finished");
+  by_id_[id.value() - 1] = nullptr;
+  jobs_.erase(id);
+  return Ok();
 }
 
 }  // namespace gpupool

@@ -72,6 +72,11 @@ class State {
   // priority classes; fills the default duration. Used before JobSubmitted.
   Result<JobSpec> ValidateSpec(JobSpec spec) const;
 
+  // Drops a finished job from memory (retention: the daemon keeps it in its store's history).
+  // Its id stays used: FindJob returns nullptr for it and NextJobId does not change. Fails, and
+  // changes nothing, for an unknown job or one that has not finished.
+  Status Forget(JobId id);
+
   // Records why a pending job waits. A reason is derived data, recomputed every cycle, so it is
   // set directly rather than journaled as an event. Fails for a job that is not pending.
   Status SetPendingReason(JobId id, PendingReason reason);
@@ -88,7 +93,8 @@ class State {
   std::vector<double> DecayedUsages(Time now) const;
 
  private:
-  friend class StateMutator;  // model/apply.cc
+  friend class StateMutator;   // model/apply.cc
+  friend struct SnapshotCodec;  // daemon/snapshot_codec.cc: restores a state from a snapshot
 
   Catalogue catalogue_;
   Duration usage_half_life_;
@@ -97,7 +103,9 @@ class State {
   std::vector<Node> nodes_;
   std::unordered_map<std::string, NodeId> node_by_name_;  // nodes not removed
   std::map<JobId, Job> jobs_;
-  std::vector<Job*> by_id_;  // job id - 1 -> its entry in jobs_ (ids are dense from 1)
+  // Job id - 1 -> its entry in jobs_, for every id below next_job_id_; null for a job no longer
+  // kept (a snapshot may leave out old finished jobs).
+  std::vector<Job*> by_id_;
   std::set<JobId> pending_, active_;
   std::vector<uint32_t> pending_by_tenant_;  // tenant id -> jobs in pending_
   void CountPending(TenantId t, int delta) {

@@ -16,17 +16,42 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/result.h"
+#include "store/snapshot_file.h"
 
 namespace gpupool {
+
+// What the store keeps of a record after compaction drops it from the journal: its history,
+// served by the Journal's history reads (finished jobs that left memory, audit lines), with what
+// those reads filter on.
+struct HistoryKey {
+  enum class Kind : uint8_t { kNone, kJob, kAudit };
+  Kind kind = Kind::kNone;
+  int64_t job = 0;     // kJob: the job's id
+  std::string tenant;  // the tenant's name; "" for none
+  std::string state;   // kJob: its final state ("succeeded", "failed", "cancelled")
+  // kJob: the span [from, to) of its usage intervals, for usage reports; 0, 0 if it has none.
+  int64_t usage_from_ms = 0, usage_to_ms = 0;
+};
 
 struct Record {
   int64_t seq = 0;  // assigned by Append, 1, 2, ...
   std::string kind;
   std::string body;
+  HistoryKey history;  // kNone: the record is the journal's only
+};
+
+// A read of the archived jobs: newest first, ids below `before` (0: from the newest), of
+// `tenant` ("" any) and in `state` ("" any), at most `limit` (0: all).
+struct ArchiveQuery {
+  int64_t before = 0;
+  std::string tenant, state;
+  int64_t limit = 0;
 };
 
 class Journal {
@@ -36,8 +61,36 @@ class Journal {
   // after the records are durable (the high-water mark could not be written): ReadAll then
   // returns them.
   virtual Status Append(std::vector<Record>& batch) = 0;
-  // Every record, in seq order; kFailedPrecondition if the journal is damaged.
+  // Every record after the compaction point (see Compact), in seq order; kFailedPrecondition if
+  // the journal is damaged.
   virtual Result<std::vector<Record>> ReadAll() = 0;
+  // The last record appended, or read when the journal was opened; 0 if none ever was.
+  virtual int64_t last_seq() const = 0;
+
+  // --- snapshots (store/snapshot_file.h; docs/design/daemon.md, "Snapshots") ---
+  // Writes `s`, the state after records 1..s.seq, durably. Safe to call from a thread other than
+  // the one making the calls above (it does not touch the records), one call at a time.
+  virtual Status WriteSnapshot(const Snapshot& s) = 0;
+  // What a start loads before the records ReadAll returns: the newest intact snapshot at or after
+  // the compaction point, or one with seq 0 (the empty state) if there is none and nothing was
+  // compacted. kFailedPrecondition, naming the files and their faults, if records were compacted
+  // and no intact snapshot covers them.
+  virtual Result<Snapshot> ReadSnapshot() = 0;
+  // Drops records 1..seq from the journal, and the snapshots older than seq; their history stays.
+  // REQUIRES: WriteSnapshot of a snapshot at `seq` returned Ok.
+  virtual Status Compact(int64_t seq) = 0;
+
+  // --- history: what records with a HistoryKey left, appended with them, never compacted ---
+  // The body of the record that archived job `id`; nullopt if none did.
+  virtual Result<std::optional<std::string>> ArchivedJob(int64_t id) = 0;
+  // (id, body) of archived jobs, as the query asks.
+  virtual Result<std::vector<std::pair<int64_t, std::string>>> ArchivedJobs(const ArchiveQuery& q) = 0;
+  // The bodies of archived jobs whose usage span overlaps [from_ms, to_ms).
+  virtual Result<std::vector<std::string>> ArchivedUsage(int64_t from_ms, int64_t to_ms) = 0;
+  // (seq, body) of audit records, newest first, seqs below `before` (0: from the newest), of
+  // `tenant` ("" any), at most `limit` (0: all).
+  virtual Result<std::vector<std::pair<int64_t, std::string>>> AuditLines(int64_t before, const std::string& tenant,
+                                                                          int64_t limit) = 0;
 };
 
 struct SqliteJournalOptions {
@@ -46,6 +99,8 @@ struct SqliteJournalOptions {
   std::string hwm_path;
   // Without one, a lost tail is not detected. For measuring what the mark costs only.
   bool high_water_mark = true;
+  // Where the snapshot files are; empty: the journal's directory.
+  std::string snapshot_dir;
 };
 
 // SQLite file at `path`, created if missing (unless the high-water mark says records were

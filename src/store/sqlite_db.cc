@@ -19,12 +19,12 @@ std::string Text(sqlite3_stmt* st, int col) {
 }
 
 // Why the row in `st` (expected to be record `want`) fails the checks; "" if it passes.
-std::string Check(sqlite3_stmt* st, int64_t want, bool has_crc, bool after_checksummed, Record* out) {
+std::string Check(sqlite3_stmt* st, int64_t want, int64_t first, bool has_crc, bool after_checksummed, Record* out) {
   const int64_t seq = sqlite3_column_int64(st, 0);
   const std::string at = "record " + std::to_string(want);
   if (seq < want) return at + " is followed by record " + std::to_string(seq) + " (out of order)";
   if (seq > want) {
-    return want == 1 ? "the first record is " + std::to_string(seq) + ", not 1"
+    return want == first ? "the first record is " + std::to_string(seq) + ", not " + std::to_string(first)
                      : "the records jump from " + std::to_string(want - 1) + " to " + std::to_string(seq) +
                            ": " + at + (seq - want > 1 ? ".." + std::to_string(seq - 1) : "") + " missing";
   }
@@ -102,6 +102,31 @@ Result<bool> HasChecksums(sqlite3* db) {
   return Exists(db, "SELECT COUNT(*) FROM pragma_table_info('journal') WHERE name = 'crc'");
 }
 
+Result<int64_t> ReadBase(sqlite3* db) {
+  Result<bool> has = Exists(db, "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = 'journal_base'");
+  if (!has.ok()) return has.error();
+  if (!*has) return int64_t{0};
+  sqlite3_stmt* st = nullptr;
+  if (sqlite3_prepare_v2(db, "SELECT through FROM journal_base", -1, &st, nullptr) != SQLITE_OK) {
+    return Error{ErrorCode::kFailedPrecondition, sqlite3_errmsg(db)};
+  }
+  int64_t base = -1;
+  int rows = 0;
+  while (sqlite3_step(st) == SQLITE_ROW) {
+    ++rows;
+    if (sqlite3_column_type(st, 0) == SQLITE_INTEGER) base = sqlite3_column_int64(st, 0);
+  }
+  sqlite3_finalize(st);
+  if (rows != 1 || base < 0) return Error{ErrorCode::kFailedPrecondition, "its compaction point is malformed"};
+  return base;
+}
+
+Status WriteBase(sqlite3* db, int64_t base) {
+  GP_RETURN_IF_ERROR(Exec(db, "CREATE TABLE IF NOT EXISTS journal_base (through INTEGER NOT NULL)"));
+  GP_RETURN_IF_ERROR(Exec(db, "DELETE FROM journal_base"));
+  return Exec(db, "INSERT INTO journal_base (through) VALUES (" + std::to_string(base) + ")");
+}
+
 std::string QuickCheck(sqlite3* db) {
   sqlite3_stmt* st = nullptr;
   if (sqlite3_prepare_v2(db, "PRAGMA quick_check(1)", -1, &st, nullptr) != SQLITE_OK) {
@@ -119,8 +144,9 @@ std::string QuickCheck(sqlite3* db) {
   return finding;
 }
 
-Scan ScanJournal(sqlite3* db, bool has_crc) {
+Scan ScanJournal(sqlite3* db, bool has_crc, int64_t base) {
   Scan scan;
+  scan.base = base;
   sqlite3_stmt* st = nullptr;
   const char* sql = has_crc ? "SELECT seq, kind, body, crc FROM journal ORDER BY seq"
                             : "SELECT seq, kind, body FROM journal ORDER BY seq";
@@ -133,7 +159,7 @@ Scan ScanJournal(sqlite3* db, bool has_crc) {
     const int64_t want = scan.last() + 1;
     scan.last_seen = std::max<int64_t>(scan.last_seen, sqlite3_column_int64(st, 0));
     Record r;
-    scan.damage = Check(st, want, has_crc, scan.checksummed, &r);
+    scan.damage = Check(st, want, base + 1, has_crc, scan.checksummed, &r);
     if (!scan.damage.empty()) {
       scan.last_seen = LastReadable(st, scan.last_seen);
       break;

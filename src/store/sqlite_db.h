@@ -44,16 +44,22 @@ Result<bool> HasChecksums(sqlite3* db);
 // "" if SQLite's PRAGMA quick_check finds the file's structure sound, else its first finding.
 std::string QuickCheck(sqlite3* db);
 
-// Every record in seq order, checked: each seq one more than the last from 1, each checksum
-// matching, no record without a checksum after one with.
+// The compaction point: records 1..base were dropped after a snapshot covered them (table
+// journal_base, one row; no table: 0). Compact writes it in the transaction that drops them.
+Result<int64_t> ReadBase(sqlite3* db);
+Status WriteBase(sqlite3* db, int64_t base);
+
+// Every record in seq order, checked: each seq one more than the last from base + 1, each
+// checksum matching, no record without a checksum after one with.
 struct Scan {
-  std::vector<Record> intact;  // records 1..N, each passing the checks
+  int64_t base = 0;            // the compaction point
+  std::vector<Record> intact;  // records base+1..N, each passing the checks
   std::string damage;          // what stopped the scan at N + 1; empty if it read to the end
   int64_t last_seen = 0;       // the highest seq read at all, past the damage too
   bool checksummed = false;    // the last intact record has a checksum
-  int64_t last() const { return intact.empty() ? 0 : intact.back().seq; }
+  int64_t last() const { return intact.empty() ? base : intact.back().seq; }
 };
-Scan ScanJournal(sqlite3* db, bool has_crc);
+Scan ScanJournal(sqlite3* db, bool has_crc, int64_t base = 0);
 
 // The refusals (kFailedPrecondition). Each says what is damaged and where, and what an operator
 // can do: restore a backup, or accept the loss with `gpupool serve --recover`.

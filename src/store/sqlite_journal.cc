@@ -6,6 +6,7 @@
 #include "store/high_water_mark.h"
 #include "store/journal.h"
 #include "store/sqlite_db.h"
+#include "store/sqlite_history.h"
 
 namespace gpupool {
 namespace {
@@ -14,9 +15,10 @@ using sqlite_store::Db;
 
 class SqliteJournal final : public Journal {
  public:
-  SqliteJournal(std::string path, Db db, bool has_crc, std::unique_ptr<HighWaterMark> hwm, std::vector<Record> read)
-      : path_(std::move(path)), db_(std::move(db)), has_crc_(has_crc), hwm_(std::move(hwm)),
-        next_(read.empty() ? 1 : read.back().seq + 1), first_read_(std::move(read)) {}
+  SqliteJournal(std::string path, std::string snapshot_dir, Db db, bool has_crc, std::unique_ptr<HighWaterMark> hwm,
+                sqlite_store::Scan read)
+      : path_(std::move(path)), snapshot_dir_(std::move(snapshot_dir)), db_(std::move(db)), has_crc_(has_crc),
+        hwm_(std::move(hwm)), base_(read.base), next_(read.last() + 1), first_read_(std::move(read.intact)) {}
   ~SqliteJournal() override { sqlite3_finalize(insert_); }
 
   Status Append(std::vector<Record>& batch) override {
@@ -50,10 +52,64 @@ class SqliteJournal final : public Journal {
       first_read_.reset();
       return out;
     }
-    sqlite_store::Scan scan = sqlite_store::ScanJournal(db_.get(), has_crc_);
+    sqlite_store::Scan scan = sqlite_store::ScanJournal(db_.get(), has_crc_, base_);
     if (!scan.damage.empty()) return sqlite_store::JournalDamaged(path_, scan.damage, scan.last());
     if (hwm_ && scan.last() < hwm_->seq()) return sqlite_store::RecordsMissing(path_, hwm_->path(), scan.last(), hwm_->seq());
     return std::move(scan.intact);
+  }
+
+  int64_t last_seq() const override { return next_ - 1; }
+
+  Result<std::optional<std::string>> ArchivedJob(int64_t id) override { return sqlite_store::ReadArchivedJob(db_.get(), id); }
+  Result<std::vector<std::pair<int64_t, std::string>>> ArchivedJobs(const ArchiveQuery& q) override {
+    return sqlite_store::ReadArchivedJobs(db_.get(), q);
+  }
+  Result<std::vector<std::string>> ArchivedUsage(int64_t from_ms, int64_t to_ms) override {
+    return sqlite_store::ReadArchivedUsage(db_.get(), from_ms, to_ms);
+  }
+  Result<std::vector<std::pair<int64_t, std::string>>> AuditLines(int64_t before, const std::string& tenant,
+                                                                  int64_t limit) override {
+    return sqlite_store::ReadAuditLines(db_.get(), before, tenant, limit);
+  }
+
+  Status WriteSnapshot(const Snapshot& s) override { return WriteSnapshotFile(snapshot_dir_, s); }
+
+  Result<Snapshot> ReadSnapshot() override {
+    std::string faults;
+    const std::vector<int64_t> seqs = ListSnapshots(snapshot_dir_);
+    for (auto it = seqs.rbegin(); it != seqs.rend() && *it >= base_; ++it) {
+      if (*it > last_seq()) {
+        faults += (faults.empty() ? "" : "; ") + SnapshotPath(snapshot_dir_, *it) + " is of record " +
+                  std::to_string(*it) + ", past the journal's last (" + std::to_string(last_seq()) + ")";
+        continue;
+      }
+      Result<Snapshot> s = ReadSnapshotFile(SnapshotPath(snapshot_dir_, *it));
+      if (s.ok()) return s;
+      faults += (faults.empty() ? "" : "; ") + s.error().message;
+    }
+    if (base_ == 0) return Snapshot{};  // the records from 1 are all there: replay them
+    return FailedPrecondition("the journal " + path_ + " starts after record " + std::to_string(base_) +
+                              ", which only a snapshot holds, and no intact snapshot of record " +
+                              std::to_string(base_) + " or later is in " + snapshot_dir_ +
+                              (faults.empty() ? " (none is there)" : ": " + faults) +
+                              ". Restore the data directory from a backup");
+  }
+
+  Status Compact(int64_t seq) override {
+    if (seq <= base_) return Ok();
+    if (seq > last_seq()) return InvalidArgument("cannot compact past the last record");
+    first_read_.reset();
+    GP_RETURN_IF_ERROR(sqlite_store::Exec(db_.get(), "BEGIN IMMEDIATE"));
+    Status s = sqlite_store::Exec(db_.get(), "DELETE FROM journal WHERE seq <= " + std::to_string(seq));
+    if (s.ok()) s = sqlite_store::WriteBase(db_.get(), seq);
+    if (s.ok()) s = sqlite_store::Exec(db_.get(), "COMMIT");
+    if (!s.ok()) {
+      (void)sqlite_store::Exec(db_.get(), "ROLLBACK");
+      return s;
+    }
+    base_ = seq;
+    RemoveSnapshotsBefore(snapshot_dir_, seq);
+    return Ok();
   }
 
  private:
@@ -72,6 +128,7 @@ class SqliteJournal final : public Journal {
       sqlite3_bind_text(insert_, 3, r.body.data(), static_cast<int>(r.body.size()), SQLITE_STATIC);
       sqlite3_bind_int64(insert_, 4, sqlite_store::RecordChecksum(seq, r.kind, r.body));
       if (sqlite3_step(insert_) != SQLITE_DONE) return Fail("insert");
+      GP_RETURN_IF_ERROR(sqlite_store::InsertHistory(db_.get(), seq, r));
       ++seq;
     }
     return Ok();
@@ -82,10 +139,12 @@ class SqliteJournal final : public Journal {
   }
 
   const std::string path_;
+  const std::string snapshot_dir_;
   Db db_;
   bool has_crc_;                        // the table has the crc column
   std::unique_ptr<HighWaterMark> hwm_;  // null without one (options.high_water_mark)
   sqlite3_stmt* insert_ = nullptr;
+  int64_t base_;  // records 1..base_ were compacted away
   int64_t next_;
   std::optional<std::vector<Record>> first_read_;  // read and checked by the open
 };
@@ -107,7 +166,9 @@ Result<std::unique_ptr<Journal>> Check(const std::string& path, Db db, std::opti
   }
   Result<bool> has_crc = sqlite_store::HasChecksums(raw);
   if (!has_crc.ok()) return damaged("SQLite cannot read its schema: " + has_crc.error().message);
-  sqlite_store::Scan scan = sqlite_store::ScanJournal(raw, *has_crc);
+  Result<int64_t> base = sqlite_store::ReadBase(raw);
+  if (!base.ok()) return damaged("SQLite cannot read its compaction point: " + base.error().message);
+  sqlite_store::Scan scan = sqlite_store::ScanJournal(raw, *has_crc, *base);
   if (!scan.damage.empty()) return sqlite_store::JournalDamaged(path, scan.damage, scan.last());
   if (const std::string finding = sqlite_store::QuickCheck(raw); !finding.empty()) {
     return sqlite_store::JournalDamaged(path, "SQLite finds its structure damaged: " + finding, scan.last());
@@ -115,6 +176,7 @@ Result<std::unique_ptr<Journal>> Check(const std::string& path, Db db, std::opti
   const std::string hwm_path = HighWaterMarkPath(path, options);
   if (mark && scan.last() < *mark) return sqlite_store::RecordsMissing(path, hwm_path, scan.last(), *mark);
   if (options.high_water_mark && !mark && scan.checksummed) return sqlite_store::MarkMissing(path, hwm_path, scan.last());
+  if (Status h = sqlite_store::EnsureHistory(raw); !h.ok()) return damaged("its history tables: " + h.error().message);
   sqlite_store::CheckpointOnClose(raw);
   std::unique_ptr<HighWaterMark> hwm;
   if (options.high_water_mark) {
@@ -125,7 +187,11 @@ Result<std::unique_ptr<Journal>> Check(const std::string& path, Db db, std::opti
     // on they are part of the state, so the mark covers them.
     if (hwm->seq() < scan.last()) GP_RETURN_IF_ERROR(hwm->Write(scan.last()));
   }
-  return std::unique_ptr<Journal>(new SqliteJournal(path, std::move(db), *has_crc, std::move(hwm), std::move(scan.intact)));
+  std::string snapshot_dir = options.snapshot_dir;
+  if (snapshot_dir.empty()) snapshot_dir = std::filesystem::path(path).parent_path().string();
+  if (snapshot_dir.empty()) snapshot_dir = ".";
+  return std::unique_ptr<Journal>(
+      new SqliteJournal(path, std::move(snapshot_dir), std::move(db), *has_crc, std::move(hwm), std::move(scan)));
 }
 
 }  // namespace

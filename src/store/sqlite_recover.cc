@@ -8,6 +8,7 @@
 #include "store/high_water_mark.h"
 #include "store/journal.h"
 #include "store/sqlite_db.h"
+#include "store/sqlite_history.h"
 
 namespace gpupool {
 namespace {
@@ -36,15 +37,22 @@ Found Read(const std::string& path) {
   if (!has_table.ok() || !has_crc.ok()) {
     f.scan.damage = "SQLite cannot read its schema: " + (has_table.ok() ? has_crc : has_table).error().message;
   } else if (*has_table) {
-    f.scan = sqlite_store::ScanJournal(db->get(), *has_crc);
+    Result<int64_t> base = sqlite_store::ReadBase(db->get());
+    if (!base.ok()) {
+      f.scan.damage = "SQLite cannot read its compaction point: " + base.error().message;
+      return f;
+    }
+    f.scan = sqlite_store::ScanJournal(db->get(), *has_crc, *base);
     f.structure = sqlite_store::QuickCheck(db->get());
   }
   return f;
 }
 
-// A new journal at `staging` holding `records`, each with its checksum; complete and durable
-// when this returns Ok.
-Status Build(const std::string& staging, const std::vector<Record>& records) {
+// A new journal at `staging` holding `records` after the compaction point `base`, each with its
+// checksum, and the history rows of records 1..kept from `source`; complete and durable when this
+// returns Ok.
+Status Build(const std::string& staging, int64_t base, const std::vector<Record>& records, const std::string& source,
+             int64_t kept, std::string* history_lost) {
   (void)fs::remove(staging);
   Result<Db> db = sqlite_store::OpenDb(staging, true);
   if (!db.ok()) return db.error();
@@ -54,6 +62,7 @@ Status Build(const std::string& staging, const std::vector<Record>& records) {
                           "BEGIN"}) {
     GP_RETURN_IF_ERROR(sqlite_store::Exec(raw, sql));
   }
+  if (base > 0) GP_RETURN_IF_ERROR(sqlite_store::WriteBase(raw, base));
   sqlite3_stmt* insert = nullptr;
   if (sqlite3_prepare_v2(raw, "INSERT INTO journal (seq, kind, body, crc) VALUES (?, ?, ?, ?)", -1, &insert, nullptr) !=
       SQLITE_OK) {
@@ -73,6 +82,9 @@ Status Build(const std::string& staging, const std::vector<Record>& records) {
   }
   sqlite3_finalize(insert);
   GP_RETURN_IF_ERROR(sqlite_store::Exec(raw, "COMMIT"));
+  // The history of the records kept (archived jobs, audit lines) comes along; if the old file's
+  // history cannot be read, the journal is still recovered and the loss is said.
+  if (Status h = sqlite_store::CopyHistory(raw, source, kept); !h.ok()) *history_lost = h.error().message;
   sqlite_store::CheckpointOnClose(raw);
   return Ok();
 }
@@ -158,7 +170,9 @@ Result<JournalRecovery> RecoverSqliteJournal(const std::string& path, const Sqli
                               "): restore the data directory from a backup, or move it away to start afresh");
   }
   if (records_lost) {
-    GP_RETURN_IF_ERROR(Build(staging, scan.intact));
+    std::string history_lost;
+    GP_RETURN_IF_ERROR(Build(staging, scan.base, scan.intact, path, out.kept, &history_lost));
+    if (!history_lost.empty()) out.damage += "; the history (archived jobs, audit log) was not copied: " + history_lost;
     Result<std::vector<std::string>> moved = MoveAside(path, hwm_path);
     if (!moved.ok()) return moved.error();
     out.moved_aside = std::move(*moved);

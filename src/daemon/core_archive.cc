@@ -1,0 +1,170 @@
+// Retention (core.h, "retention"; docs/design/daemon.md, "Bounded memory"): finished jobs older
+// than the retention window leave memory (the state, the scheduler's view, the job history and
+// the ledger's closed intervals) for the store's history, from which the API still serves them.
+//
+// Each tick archives the jobs whose finish is older than the window, oldest first, a bounded
+// number at a time: one "archived_job" record per job, whose body is what the API shows of it
+// (its list view, its events as an admin and as its own tenant see them, its usage intervals)
+// and whose HistoryKey makes the store keep that body past compaction. Applying the record (live
+// or in a replay) forgets the job; a restart therefore forgets the same jobs.
+#include <nlohmann/json.hpp>
+
+#include "daemon/core.h"
+
+namespace gpupool {
+namespace {
+
+using Json = nlohmann::json;
+
+// An archived usage interval: [tenant, job, flavor, shape, replicas, eq units, start ms, end ms,
+// kind, reservation (0: none)].
+Json IntervalJson(const UsageInterval& u) {
+  return Json::array({u.tenant.value(), u.job.value(), u.flavor.value(), u.shape, u.replicas, u.eq.units(),
+                      u.start.millis(), u.end.millis(), std::string(UsageKindName(u.kind)),
+                      u.reservation.valid() ? u.reservation.value() : 0});
+}
+
+Result<UsageInterval> IntervalFrom(const State& s, const Json& j) {
+  if (!j.is_array() || j.size() != 10) return InvalidArgument("an archived usage interval is malformed");
+  try {
+    UsageInterval u;
+    u.tenant = TenantId(j[0].get<uint32_t>());
+    u.job = JobId(j[1].get<uint64_t>());
+    u.flavor = FlavorId(j[2].get<uint32_t>());
+    if (u.tenant.value() >= s.tenants().size() || u.flavor.value() >= s.catalogue().size()) {
+      return InvalidArgument("an archived usage interval names an unknown tenant or flavor");
+    }
+    u.shape = j[3].get<std::string>();
+    u.replicas = j[4].get<uint16_t>();
+    u.eq = GpuEq::Units(j[5].get<int64_t>());
+    u.start = Time::FromMillis(j[6].get<int64_t>());
+    u.end = Time::FromMillis(j[7].get<int64_t>());
+    bool known = false;
+    for (UsageKind k : {UsageKind::kGuaranteed, UsageKind::kBorrowed, UsageKind::kDedicated, UsageKind::kReserved,
+                        UsageKind::kReservedIdle, UsageKind::kOnDemand, UsageKind::kInfrastructureFailure}) {
+      if (UsageKindName(k) == j[8].get<std::string>()) {
+        u.kind = k;
+        known = true;
+      }
+    }
+    if (!known || u.end < u.start) return InvalidArgument("an archived usage interval is malformed");
+    if (const uint64_t r = j[9].get<uint64_t>(); r != 0) u.reservation = ReservationId(r);
+    return u;
+  } catch (const Json::exception&) {
+    return InvalidArgument("an archived usage interval is malformed");
+  }
+}
+
+}  // namespace
+
+void DaemonCore::SetRetention(Duration retention) { retention_ = retention; }
+
+void DaemonCore::NoteFinished(JobId id, Time at) { finished_.emplace_back(at, id); }
+
+void DaemonCore::ArchiveFinished(Time now) {
+  std::vector<JobId> due;
+  while (!finished_.empty() && due.size() < kArchiveBatch && finished_.front().first + retention_ <= now) {
+    const JobId id = finished_.front().second;
+    finished_.pop_front();
+    const Job* j = state_->FindJob(id);
+    if (j != nullptr && IsTerminal(j->state)) due.push_back(id);
+  }
+  if (due.empty()) return;
+  // The usage intervals of the jobs leaving, in one pass over the closed ones.
+  std::map<JobId, std::vector<const UsageInterval*>> usage;
+  for (JobId id : due) usage[id];
+  for (const UsageInterval& u : ledger_.closed()) {
+    if (auto it = usage.find(u.job); it != usage.end()) it->second.push_back(&u);
+  }
+  const Principal admin{"", Role::kClusterAdmin, TenantId(), ""};
+  for (JobId id : due) {
+    const Job& j = *state_->FindJob(id);
+    const Principal own{"", Role::kMember, j.spec.tenant, ""};
+    HistoryKey key{HistoryKey::Kind::kJob, static_cast<int64_t>(id.value()), state_->tenant(j.spec.tenant).name,
+                   std::string(JobStateName(j.state))};
+    Json intervals = Json::array();
+    for (const UsageInterval* u : usage[id]) {
+      intervals.push_back(IntervalJson(*u));
+      if (key.usage_from_ms == key.usage_to_ms) {
+        key.usage_from_ms = u->start.millis();
+        key.usage_to_ms = u->end.millis();
+      }
+      key.usage_from_ms = std::min(key.usage_from_ms, u->start.millis());
+      key.usage_to_ms = std::max(key.usage_to_ms, u->end.millis());
+    }
+    const Json body = {{"id", id.value()},
+                       {"view", JobView(admin, j, false)},
+                       {"events", {{"admin", history_.View(*state_, admin, id)}, {"own", history_.View(*state_, own, id)}}},
+                       {"usage", std::move(intervals)}};
+    const Record r{0, "archived_job", body.dump(), std::move(key)};
+    GP_CHECK(ApplyRecord(r).ok());
+    staged_.push_back(r);
+  }
+  ForgetArchivedUsage();
+}
+
+void DaemonCore::ForgetArchivedUsage() {
+  if (forget_usage_.empty()) return;
+  ledger_.ForgetClosed(forget_usage_);
+  forget_usage_.clear();
+}
+
+Status DaemonCore::ApplyArchivedRecord(const Json& j) {
+  if (!j.is_object() || !j.contains("id") || !j["id"].is_number_unsigned()) {
+    return InvalidArgument("archived_job: id expected");
+  }
+  const JobId id(j["id"].get<uint64_t>());
+  const Job* job = state_->FindJob(id);
+  if (job == nullptr || !IsTerminal(job->state)) return InvalidArgument("archived_job: job " + std::to_string(id.value()) + " is not a finished job in memory");
+  GP_RETURN_IF_ERROR(state_->Forget(id));
+  history_.Forget(id);
+  forget_usage_.insert(id);
+  logs_.erase(id);
+  exits_.erase(id);
+  started_.erase(id);
+  ++archived_;
+  return Ok();
+}
+
+void DaemonCore::RebuildFinished() {
+  finished_.clear();
+  for (const auto& [id, job] : state_->jobs()) {
+    if (!IsTerminal(job.state)) continue;
+    Time at = job.submitted;
+    const std::vector<HistoryEntry>& entries = history_.Of(id);
+    if (!entries.empty() && entries.back().type == HistoryType::kFinished) at = entries.back().at;
+    finished_.emplace_back(at, id);
+  }
+  std::stable_sort(finished_.begin(), finished_.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+}
+
+std::optional<Json> DaemonCore::ArchivedJobView(const CallContext& c, uint64_t id, bool events) const {
+  Result<std::optional<std::string>> body = journal_->ArchivedJob(static_cast<int64_t>(id));
+  if (!body.ok() || !*body) return std::nullopt;
+  Json j = Json::parse(**body, nullptr, false);
+  if (j.is_discarded() || !j.contains("view")) return std::nullopt;
+  Json view = std::move(j["view"]);
+  Result<TenantId> tenant = state_->FindTenant(view.value("tenant", ""));
+  if (!tenant.ok() || !c.principal->Sees(*tenant)) return std::nullopt;
+  if (events) view["events"] = j["events"][c.principal->admin() ? "admin" : "own"];
+  return view;
+}
+
+Result<std::vector<UsageInterval>> DaemonCore::ArchivedUsage(Time from, Time to) const {
+  Result<std::vector<std::string>> bodies = journal_->ArchivedUsage(from.millis(), to.millis());
+  if (!bodies.ok()) return bodies.error();
+  std::vector<UsageInterval> out;
+  for (const std::string& b : *bodies) {
+    const Json j = Json::parse(b, nullptr, false);
+    if (j.is_discarded()) return Error{ErrorCode::kInternal, "an archived job's record is not JSON"};
+    for (const Json& u : j.value("usage", Json::array())) {
+      Result<UsageInterval> interval = IntervalFrom(*state_, u);
+      if (!interval.ok()) return interval.error();
+      out.push_back(std::move(interval).value());
+    }
+  }
+  return out;
+}
+
+}  // namespace gpupool

@@ -1,0 +1,201 @@
+// Snapshots of the core (core.h, "snapshots"; docs/design/daemon.md, "Snapshots"): a copy of
+// the journaled state taken on the loop, its encoding on a worker thread, and a start from the
+// newest snapshot plus the journal's tail.
+//
+// The body is one JSON object: the model, the ledger and the job history in SnapshotCodec's
+// encoding; the members that have journal records of their own as those records (tokens, agents,
+// replicas' exits, prices, burst settings), replayed through ApplyRecord onto the
+// decoded state, so that each has one decoder; and the rest (tombstones, idempotency keys, the
+// burst fleet) directly.
+#include <nlohmann/json.hpp>
+
+#include "api/decode.h"
+#include "daemon/core.h"
+#include "daemon/snapshot_codec.h"
+#include "policy/calendar/calendar.h"
+
+namespace gpupool {
+namespace {
+
+using Json = nlohmann::json;
+
+Json OptionalMillis(const std::optional<Time>& t) { return t ? Json(t->millis()) : Json(nullptr); }
+std::optional<Time> OptionalTime(const Json& j) {
+  if (j.is_null()) return std::nullopt;
+  return Time::FromMillis(j.get<int64_t>());
+}
+
+Json FleetJson(const std::vector<BurstNode>& fleet) {
+  Json out = Json::array();
+  for (const BurstNode& b : fleet) {
+    out.push_back({b.request_id, b.tenant.value(), b.flavor.value(), b.gpus, b.micros_per_gpu_hour, b.for_job.value(),
+                   b.requested.millis(), OptionalMillis(b.ready), b.node.valid() ? Json(b.node.value()) : Json(nullptr),
+                   OptionalMillis(b.released), b.last_busy.millis()});
+  }
+  return out;
+}
+
+Result<std::vector<BurstNode>> FleetFrom(const State& s, const Json& j) {
+  std::vector<BurstNode> fleet;
+  for (const Json& e : j) {
+    BurstNode b;
+    b.request_id = e.at(0).get<std::string>();
+    b.tenant = TenantId(e.at(1).get<uint32_t>());
+    b.flavor = FlavorId(e.at(2).get<uint32_t>());
+    if (b.tenant.value() >= s.tenants().size() || b.flavor.value() >= s.catalogue().size()) {
+      return InvalidArgument("burst node " + b.request_id + ": unknown tenant or flavor");
+    }
+    b.gpus = e.at(3).get<int>();
+    b.micros_per_gpu_hour = e.at(4).get<int64_t>();
+    b.for_job = JobId(e.at(5).get<uint64_t>());
+    b.requested = Time::FromMillis(e.at(6).get<int64_t>());
+    b.ready = OptionalTime(e.at(7));
+    if (!e.at(8).is_null()) {
+      b.node = NodeId(e.at(8).get<uint32_t>());
+      if (b.node.value() >= s.nodes().size()) return InvalidArgument("burst node " + b.request_id + ": unknown node");
+    }
+    b.released = OptionalTime(e.at(9));
+    b.last_busy = Time::FromMillis(e.at(10).get<int64_t>());
+    fleet.push_back(std::move(b));
+  }
+  return fleet;
+}
+
+}  // namespace
+
+// Everything a snapshot holds, as of journal record `seq`: copies, so the loop goes on changing
+// the core while a worker encodes this.
+struct DaemonCore::SnapshotCopy {
+  int64_t seq = 0;
+  State state;
+  Ledger ledger;
+  JobHistory history;
+  PriceHistory prices;
+  std::vector<std::pair<Time, BurstSettings>> burst_changes;
+  std::vector<BurstNode> fleet;
+  uint64_t burst_requests_seen = 0;
+  std::vector<std::string> agents;  // their "agent" records
+  std::map<JobId, std::set<int>> exits;
+  std::map<JobId, int64_t> exit_attempts;
+  std::map<std::string, TokenRecord> tokens;
+  std::set<TenantId> deleted;
+  std::deque<std::pair<Time, std::string>> idempotency_order;
+  std::map<std::string, IdempotentSubmit> idempotency;
+};
+
+std::shared_ptr<const DaemonCore::SnapshotCopy> DaemonCore::CopyForSnapshot() const {
+  GP_CHECK(staged_.empty()) << "a snapshot is of what is durable";
+  auto copy = std::make_shared<SnapshotCopy>();
+  copy->seq = journal_->last_seq();
+  copy->state = *state_;
+  // Pending reasons are derived: the next cycle recomputes them. A start from the snapshot shows
+  // what a fresh submit shows until then, so that the snapshot holds only what is journaled.
+  for (JobId id : copy->state.pending()) {
+    (void)copy->state.SetPendingReason(id, {ReasonCode::kNotYetConsidered, "not yet considered by the scheduler"});
+  }
+  copy->ledger = ledger_;
+  copy->history = history_;
+  copy->prices = prices_;
+  copy->burst_changes = burst_changes_;
+  copy->fleet = fleet_;
+  copy->burst_requests_seen = burst_requests_seen_;
+  for (const auto& [node, a] : agents_) copy->agents.push_back(AgentJson(node).dump());
+  copy->exits = exits_;
+  for (const auto& [job, replicas] : exits_) copy->exit_attempts[job] = state_->FindJob(job)->attempt;
+  copy->tokens = tokens_.tokens();
+  copy->deleted = deleted_;
+  copy->idempotency_order = idempotency_order_;
+  copy->idempotency = idempotency_;
+  return copy;
+}
+
+int64_t DaemonCore::SnapshotSeq(const SnapshotCopy& copy) { return copy.seq; }
+
+Snapshot DaemonCore::EncodeSnapshot(const SnapshotCopy& c) {
+  const State& s = c.state;
+  Json records = Json::array();
+  const auto record = [&](const char* kind, std::string body) { records.push_back({kind, std::move(body)}); };
+  for (const auto& [id, t] : c.tokens) {
+    record("token", TokenJson(s, t).dump());
+    if (t.revoked) record("token_revoked", Json({{"id", id}}).dump());
+  }
+  for (const std::string& a : c.agents) record("agent", a);
+  for (const auto& [job, replicas] : c.exits) {
+    for (int r : replicas) {
+      record("replica_exit", Json({{"job", job.value()}, {"attempt", c.exit_attempts.at(job)}, {"replica", r}}).dump());
+    }
+  }
+  for (const PricedPeriod& p : c.prices) {
+    Json j = Json::parse(PriceListToJson(s, p.prices));
+    if (p.from != Time()) j["effective_from"] = Rfc3339(p.from);
+    record("prices", j.dump());
+  }
+  for (const auto& [at, settings] : c.burst_changes) record("burst_settings", BurstSettingsRecord(s, at, settings));
+  Json deleted = Json::array(), idempotency = Json::array();
+  for (TenantId t : c.deleted) deleted.push_back(t.value());
+  for (const auto& [at, key] : c.idempotency_order) {
+    const auto it = c.idempotency.find(key);
+    idempotency.push_back({key, it == c.idempotency.end() ? Json(nullptr) : Json(it->second.job.value()), at.millis()});
+  }
+  const Json body = {{"format", kSnapshotFormat},
+                     {"seq", c.seq},
+                     {"state", SnapshotCodec::EncodeState(s)},
+                     {"ledger", SnapshotCodec::EncodeLedger(c.ledger)},
+                     {"history", SnapshotCodec::EncodeHistory(c.history)},
+                     {"records", std::move(records)},
+                     {"deleted", std::move(deleted)},
+                     {"idempotency", std::move(idempotency)},
+                     {"fleet", FleetJson(c.fleet)},
+                     {"burst_requests_seen", c.burst_requests_seen}};
+  return Snapshot{c.seq, kSnapshotFormat, body.dump()};
+}
+
+Status DaemonCore::LoadSnapshot(const Snapshot& snap) {
+  const auto bad = [&](const std::string& what) {
+    return FailedPrecondition("the snapshot of record " + std::to_string(snap.seq) + " cannot be loaded: " + what);
+  };
+  if (snap.format != kSnapshotFormat) {
+    return bad("its format is " + std::to_string(snap.format) + ", this gpupool reads " +
+               std::to_string(kSnapshotFormat) + " (a newer gpupool wrote it?)");
+  }
+  const Json j = Json::parse(snap.body, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return bad("its body is not JSON");
+  try {
+    if (j.at("seq").get<int64_t>() != snap.seq) return bad("its body is of another record");
+    Result<State> state = SnapshotCodec::DecodeState(j.at("state"));
+    if (!state.ok()) return bad("the model: " + state.error().message);
+    *state_ = std::move(state).value();
+    Result<Ledger> ledger = SnapshotCodec::DecodeLedger(j.at("ledger"));
+    if (!ledger.ok()) return bad("the ledger: " + ledger.error().message);
+    ledger_ = std::move(ledger).value();
+    Result<JobHistory> history = SnapshotCodec::DecodeHistory(j.at("history"));
+    if (!history.ok()) return bad("the job history: " + history.error().message);
+    history_ = std::move(history).value();
+    RebuildFinished();
+    for (const Json& r : j.at("records")) {
+      const Record rec{snap.seq, r.at(0).get<std::string>(), r.at(1).get<std::string>()};
+      if (Status s = ApplyRecord(rec); !s.ok()) return bad("its " + rec.kind + " record: " + s.error().message);
+    }
+    for (const Json& t : j.at("deleted")) {
+      const TenantId id(t.get<uint32_t>());
+      if (id.value() >= state_->tenants().size()) return bad("a deleted tenant that does not exist");
+      deleted_.insert(id);
+    }
+    for (const Json& e : j.at("idempotency")) {
+      const Time at = Time::FromMillis(e.at(2).get<int64_t>());
+      const std::string key = e.at(0).get<std::string>();
+      if (!e.at(1).is_null()) idempotency_[key] = {JobId(e.at(1).get<uint64_t>()), at};
+      idempotency_order_.emplace_back(at, key);
+    }
+    Result<std::vector<BurstNode>> fleet = FleetFrom(*state_, j.at("fleet"));
+    if (!fleet.ok()) return bad(fleet.error().message);
+    fleet_ = std::move(fleet).value();
+    burst_requests_seen_ = j.at("burst_requests_seen").get<uint64_t>();
+  } catch (const Json::exception& e) {
+    return bad(std::string("malformed: ") + e.what());
+  }
+  snapshot_seq_ = snap.seq;
+  return Ok();
+}
+
+}  // namespace gpupool

@@ -1,0 +1,181 @@
+// Snapshots of the core (issue 16 item 2): a start from a snapshot and the journal's tail has the
+// very state the live core had (every journaled member, compared in the snapshot's own encoding,
+// and everything the API shows); a copy taken on the loop is not disturbed by the changes made
+// while it is encoded; damaged, missing or foreign snapshots are refused, never loaded as less.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "daemon/random_changes.h"
+
+namespace gpupool {
+namespace {
+
+namespace fs = std::filesystem;
+
+class SnapshotTest : public RandomChanges {
+ protected:
+  // The whole journaled state in the snapshot's encoding (which leaves out the pending reasons,
+  // derived data that the next cycle recomputes).
+  static std::string Encoded(const DaemonCore& core) {
+    return DaemonCore::EncodeSnapshot(*core.CopyForSnapshot()).body;
+  }
+  // Writes the copy as a snapshot; the journal is compacted only when told.
+  void Write(const DaemonCore::SnapshotCopy& copy) {
+    ASSERT_TRUE(core_->journal().WriteSnapshot(DaemonCore::EncodeSnapshot(copy)).ok());
+  }
+  std::vector<std::string> SnapshotFiles() const {
+    std::vector<std::string> out;
+    for (const auto& e : fs::directory_iterator(dir_)) {
+      if (e.path().extension() == ".snap") out.push_back(e.path().string());
+    }
+    std::sort(out.begin(), out.end());
+    return out;
+  }
+};
+
+TEST_F(SnapshotTest, ASnapshotAndItsTailReplayToTheLiveState) {
+  ::testing::internal::CaptureStderr();
+  for (uint64_t seed = 1; seed <= 4; ++seed) {
+    std::mt19937_64 rng(seed * 7919);
+    // Half the seeds with a short retention window: jobs leave memory between snapshots too.
+    if (seed > 2) core_->SetRetention(Duration::Seconds(15));
+    std::shared_ptr<const DaemonCore::SnapshotCopy> pending;  // copied, not yet written
+    int64_t written = 0;                                       // written, not yet compacted
+    std::vector<std::string> steps;
+    for (int i = 0; i < 50; ++i) {
+      now_ += 1000;
+      const int n = 1 + static_cast<int>(rng() % 3);
+      for (int k = 0; k < n; ++k) steps.push_back(Step(rng));
+      ASSERT_TRUE(core_->Flush().ok());
+      // The loop's order, at random moments: copy after a flush; write while changes go on;
+      // compact later.
+      if (written > 0 && rng() % 3 == 0) {
+        ASSERT_TRUE(core_->SnapshotWritten(written).ok());
+        steps.push_back("compact " + std::to_string(written));
+        written = 0;
+      }
+      if (pending && rng() % 2 == 0) {
+        Write(*pending);
+        written = DaemonCore::SnapshotSeq(*pending);
+        steps.push_back("write " + std::to_string(written));
+        pending.reset();
+      }
+      if (!pending && written == 0 && rng() % 4 == 0) {
+        pending = core_->CopyForSnapshot();
+        steps.push_back("copy at " + std::to_string(DaemonCore::SnapshotSeq(*pending)));
+      }
+      if (rng() % 3 != 0) continue;
+      std::unique_ptr<DaemonCore> fresh = Fresh();
+      ASSERT_TRUE(fresh);
+      const std::string mine = Encoded(*core_), loaded = Encoded(*fresh);
+      if (mine != loaded || Visible(*core_) != Visible(*fresh)) {
+        std::string trail;
+        for (const std::string& s : steps) trail += "  " + s + "\n";
+        size_t at = 0;
+        while (at < mine.size() && at < loaded.size() && mine[at] == loaded[at]) ++at;
+        const size_t from = at > 300 ? at - 300 : 0;
+        FAIL() << "seed " << seed << ": a start from the snapshot and the tail differs from memory after:\n"
+               << trail << "memory, from byte " << from << ":\n" << mine.substr(from, 800) << "\nloaded:\n"
+               << loaded.substr(from, 800) << "\nshown (memory):\n" << Visible(*core_).substr(0, 1500)
+               << "\nshown (loaded):\n" << Visible(*fresh).substr(0, 1500);
+      }
+    }
+    EXPECT_FALSE(SnapshotFiles().empty()) << "seed " << seed << " never wrote a snapshot";
+    if (seed > 2) {
+      EXPECT_GT(core_->archived(), 0) << "seed " << seed << " archived no job";
+    }
+  }
+  (void)::testing::internal::GetCapturedStderr();
+}
+
+TEST_F(SnapshotTest, ACompactedJournalStartsFromItsSnapshotAlone) {
+  for (int i = 0; i < 5; ++i) {
+    ASSERT_EQ(core_->SubmitJob(As(members_["research"], 3000), Job("research", 1, "j"), "").status, 201);
+  }
+  core_->Tick(Time::FromMillis(3000), true);
+  ASSERT_TRUE(core_->Flush().ok());
+  std::shared_ptr<const DaemonCore::SnapshotCopy> copy = core_->CopyForSnapshot();
+  Write(*copy);
+  ASSERT_TRUE(core_->SnapshotWritten(DaemonCore::SnapshotSeq(*copy)).ok());
+  EXPECT_EQ(core_->records_since_snapshot(), 0);
+  const std::string before = Encoded(*core_);
+  std::unique_ptr<DaemonCore> fresh = Fresh();
+  ASSERT_TRUE(fresh);
+  EXPECT_EQ(Encoded(*fresh), before);
+  EXPECT_FALSE(fresh->empty());
+  // The journal holds no record the snapshot covers.
+  Result<std::vector<Record>> records = fresh->journal().ReadAll();
+  ASSERT_TRUE(records.ok());
+  EXPECT_TRUE(records->empty());
+}
+
+TEST_F(SnapshotTest, ADamagedSnapshotIsRefusedOnceTheJournalNoLongerHoldsItsRecords) {
+  ASSERT_EQ(core_->SubmitJob(As(members_["research"], 3000), Job("research"), "").status, 201);
+  ASSERT_TRUE(core_->Flush().ok());
+  std::shared_ptr<const DaemonCore::SnapshotCopy> copy = core_->CopyForSnapshot();
+  const int64_t seq = DaemonCore::SnapshotSeq(*copy);
+  Write(*copy);
+  const std::string path = SnapshotFiles().back();
+  // Not compacted yet: a damaged snapshot is passed over, the journal still has everything.
+  {
+    std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(static_cast<std::streamoff>(fs::file_size(path) / 2));
+    f.put('#');
+  }
+  std::unique_ptr<DaemonCore> fresh = Fresh();
+  ASSERT_TRUE(fresh);
+  EXPECT_EQ(Encoded(*fresh), Encoded(*core_));
+  fresh.reset();
+  // Compacted: the damaged file is all there is of records 1..seq, so the start is refused.
+  ASSERT_TRUE(core_->SnapshotWritten(seq).ok());
+  for (const char* how : {"flip", "truncate", "delete"}) {
+    Write(*copy);
+    ASSERT_TRUE(fs::exists(path));
+    if (std::string(how) == "flip") {
+      std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+      f.seekp(static_cast<std::streamoff>(fs::file_size(path) - 3));
+      f.put('#');
+    } else if (std::string(how) == "truncate") {
+      fs::resize_file(path, fs::file_size(path) / 2);
+    } else {
+      fs::remove(path);
+    }
+    Result<std::unique_ptr<Journal>> j = OpenSqliteJournal((dir_ / "journal.db").string());
+    ASSERT_TRUE(j.ok());
+    Result<std::unique_ptr<DaemonCore>> opened = DaemonCore::Open(std::move(*j), SchedulerConfig());
+    ASSERT_FALSE(opened.ok()) << how;
+    EXPECT_EQ(opened.error().code, ErrorCode::kFailedPrecondition) << how;
+    EXPECT_NE(opened.error().message.find("after record " + std::to_string(seq)), std::string::npos)
+        << how << ": " << opened.error().message;
+  }
+}
+
+TEST_F(SnapshotTest, ASnapshotOfAnotherFormatIsRefusedWithTheReason) {
+  ASSERT_TRUE(core_->Flush().ok());
+  gpupool::Snapshot s = DaemonCore::EncodeSnapshot(*core_->CopyForSnapshot());
+  s.format = DaemonCore::kSnapshotFormat + 1;
+  ASSERT_TRUE(core_->journal().WriteSnapshot(s).ok());
+  Result<std::unique_ptr<Journal>> j = OpenSqliteJournal((dir_ / "journal.db").string());
+  ASSERT_TRUE(j.ok());
+  Result<std::unique_ptr<DaemonCore>> opened = DaemonCore::Open(std::move(*j), SchedulerConfig());
+  ASSERT_FALSE(opened.ok());
+  EXPECT_NE(opened.error().message.find("format"), std::string::npos) << opened.error().message;
+}
+
+TEST_F(SnapshotTest, AFailedFlushAfterACompactionRebuildsFromTheSnapshot) {
+  ASSERT_EQ(core_->SubmitJob(As(members_["research"], 3000), Job("research", 2, "a"), "").status, 201);
+  ASSERT_TRUE(core_->Flush().ok());
+  std::shared_ptr<const DaemonCore::SnapshotCopy> copy = core_->CopyForSnapshot();
+  Write(*copy);
+  ASSERT_TRUE(core_->SnapshotWritten(DaemonCore::SnapshotSeq(*copy)).ok());
+  const std::string durable = Encoded(*core_);
+  ASSERT_EQ(core_->SubmitJob(As(members_["research"], 3000), Job("research", 2, "lost"), "").status, 201);
+  fail_next_ = 1;
+  EXPECT_FALSE(core_->Flush().ok());
+  EXPECT_EQ(Encoded(*core_), durable);
+}
+
+}  // namespace
+}  // namespace gpupool

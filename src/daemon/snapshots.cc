@@ -1,0 +1,75 @@
+#include "daemon/snapshots.h"
+
+#include "daemon/log.h"
+
+namespace gpupool {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+}  // namespace
+
+Snapshotter::~Snapshotter() {
+  if (worker_.joinable()) worker_.join();
+}
+
+void Snapshotter::AfterFlush(DaemonCore& core) {
+  Collect(core, false);
+  if (worker_.joinable() || policy_.every_records <= 0) return;
+  if (retry_at_ && Clock::now() < *retry_at_) return;
+  const bool due = core.records_since_snapshot() >= policy_.every_records ||
+                   (policy_.every_bytes > 0 && core.bytes_since_snapshot() >= policy_.every_bytes);
+  if (!due || core.records_since_snapshot() == 0) return;
+  copy_start_ = Clock::now();
+  std::shared_ptr<const DaemonCore::SnapshotCopy> copy = core.CopyForSnapshot();
+  const double copy_s = Seconds(Clock::now() - copy_start_);
+  seq_ = DaemonCore::SnapshotSeq(*copy);
+  done_ = false;
+  Journal& journal = core.journal();
+  Log("info", "snapshot started", {{"seq", std::to_string(seq_)}, {"copy_s", std::to_string(copy_s)}});
+  worker_ = std::thread([this, copy = std::move(copy), &journal] {
+    const auto t0 = Clock::now();
+    const Snapshot s = DaemonCore::EncodeSnapshot(*copy);
+    const auto t1 = Clock::now();
+    const Status written = journal.WriteSnapshot(s);
+    std::lock_guard<std::mutex> lock(mu_);
+    encode_s_ = Seconds(t1 - t0);
+    write_s_ = Seconds(Clock::now() - t1);
+    bytes_ = s.body.size();
+    if (!written.ok()) error_ = written.error();
+    done_ = true;
+  });
+}
+
+void Snapshotter::Finish(DaemonCore& core) { Collect(core, true); }
+
+void Snapshotter::Collect(DaemonCore& core, bool wait) {
+  if (!worker_.joinable()) return;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!done_ && !wait) return;
+  }
+  worker_.join();
+  std::optional<Error> error;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    error.swap(error_);
+  }
+  Status compacted = error ? Status(*error) : core.SnapshotWritten(seq_);
+  if (!compacted.ok()) {
+    ++failed_;
+    retry_at_ = Clock::now() + policy_.retry_after;
+    Log("error", "snapshot failed; the journal keeps every record until one succeeds",
+        {{"seq", std::to_string(seq_)}, {"error", compacted.error().message}});
+    return;
+  }
+  ++written_;
+  retry_at_.reset();
+  Log("info", "snapshot written",
+      {{"seq", std::to_string(seq_)}, {"bytes", std::to_string(bytes_)}, {"encode_s", std::to_string(encode_s_)},
+       {"write_s", std::to_string(write_s_)}, {"total_s", std::to_string(Seconds(Clock::now() - copy_start_))}});
+}
+
+}  // namespace gpupool

@@ -1,0 +1,64 @@
+// Snapshotter: when the daemon snapshots its state, and the worker thread that encodes and
+// writes each snapshot (docs/design/daemon.md, "Snapshots").
+//
+// On the loop, after a batch's flushes: once `every_records` records or `every_bytes` bytes were
+// appended since the last snapshot, the core's journaled state is copied (in memory; the loop
+// pauses for that copy only) and a worker thread encodes the copy and writes it durably. When
+// the write is done, the next call on the loop tells the core, whose journal then drops the
+// records the snapshot covers. One snapshot at a time; after a failed write (a full disk), the
+// next try waits `retry_after`, and the journal keeps every record meanwhile.
+//
+// Thread-safety: AfterFlush and Finish on the loop thread only; the worker touches nothing but
+// its copy and the journal's WriteSnapshot, which is safe beside the loop's calls.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <thread>
+
+#include "daemon/core.h"
+
+namespace gpupool {
+
+struct SnapshotPolicy {
+  int64_t every_records = 100'000;   // 0: no snapshots
+  uint64_t every_bytes = 64u << 20;  // record bytes; 0: by records only
+  std::chrono::milliseconds retry_after{30'000};
+};
+
+class Snapshotter {
+ public:
+  explicit Snapshotter(SnapshotPolicy policy) : policy_(policy) {}
+  ~Snapshotter();  // waits for a write in progress (its result is dropped; the next start has the journal)
+  Snapshotter(const Snapshotter&) = delete;
+  Snapshotter& operator=(const Snapshotter&) = delete;
+
+  // Collects a finished snapshot, then starts the next one if it is due. REQUIRES: nothing
+  // staged in `core`.
+  void AfterFlush(DaemonCore& core);
+  // Waits for a snapshot in progress and collects it (shutdown).
+  void Finish(DaemonCore& core);
+
+  int64_t written() const { return written_; }
+  int64_t failed() const { return failed_; }
+
+ private:
+  void Collect(DaemonCore& core, bool wait);
+
+  const SnapshotPolicy policy_;
+  std::thread worker_;
+  std::mutex mu_;
+  bool done_ = false;                    // guarded by mu_
+  std::optional<Error> error_;           // guarded by mu_: the worker's failure
+  int64_t seq_ = 0;                      // of the snapshot in progress
+  double encode_s_ = 0, write_s_ = 0;    // guarded by mu_
+  size_t bytes_ = 0;                     // guarded by mu_
+  std::chrono::steady_clock::time_point copy_start_;
+  std::optional<std::chrono::steady_clock::time_point> retry_at_;
+  int64_t written_ = 0, failed_ = 0;
+};
+
+}  // namespace gpupool
