@@ -11,7 +11,7 @@ const char* const kServeUsage =
     "                     [--agent-listen HOST:PORT] [--http-threads N (2)]\n"
     "                     [--max-connections N (4096)] [--max-connections-per-source N (1024)]\n"
     "                     [--heartbeat-interval-ms N (1000)] [--heartbeat-timeout-ms N (10000)]\n"
-    "                     [--snapshot-every-records N (100000)] [--snapshot-every-mb N (64)]\n"
+    "                     [--snapshot-every-records N (20000)] [--snapshot-every-mb N (64)]\n"
     "                     [--retention-s SECONDS (3600)]\n"
     "  Runs the control-plane daemon: the REST API under /v1, /metrics, the web console at /, the\n"
     "  journal in SQLite under DIR. --listen with port 0 picks a free port, written to DIR/port.\n"

@@ -24,7 +24,7 @@
 namespace gpupool {
 
 struct SnapshotPolicy {
-  int64_t every_records = 100'000;   // 0: no snapshots
+  int64_t every_records = 20'000;    // 0: no snapshots
   uint64_t every_bytes = 64u << 20;  // record bytes; 0: by records only
   std::chrono::milliseconds retry_after{30'000};
 };

@@ -129,7 +129,7 @@ Status WriteBase(sqlite3* db, int64_t base) {
 
 std::string QuickCheck(sqlite3* db) {
   sqlite3_stmt* st = nullptr;
-  if (sqlite3_prepare_v2(db, "PRAGMA quick_check(1)", -1, &st, nullptr) != SQLITE_OK) {
+  if (sqlite3_prepare_v2(db, "PRAGMA quick_check(journal)", -1, &st, nullptr) != SQLITE_OK) {
     return std::string("quick_check: ") + sqlite3_errmsg(db);
   }
   std::string finding;
