@@ -10,50 +10,12 @@
 #include <nlohmann/json.hpp>
 
 #include "daemon/core.h"
+#include "daemon/snapshot_codec.h"
 
 namespace gpupool {
 namespace {
 
 using Json = nlohmann::json;
-
-// An archived usage interval: [tenant, job, flavor, shape, replicas, eq units, start ms, end ms,
-// kind, reservation (0: none)].
-Json IntervalJson(const UsageInterval& u) {
-  return Json::array({u.tenant.value(), u.job.value(), u.flavor.value(), u.shape, u.replicas, u.eq.units(),
-                      u.start.millis(), u.end.millis(), std::string(UsageKindName(u.kind)),
-                      u.reservation.valid() ? u.reservation.value() : 0});
-}
-
-Result<UsageInterval> IntervalFrom(const State& s, const Json& j) {
-  if (!j.is_array() || j.size() != 10) return InvalidArgument("an archived usage interval is malformed");
-  try {
-    UsageInterval u;
-    u.tenant = TenantId(j[0].get<uint32_t>());
-    u.job = JobId(j[1].get<uint64_t>());
-    u.flavor = FlavorId(j[2].get<uint32_t>());
-    if (u.tenant.value() >= s.tenants().size() || u.flavor.value() >= s.catalogue().size()) {
-      return InvalidArgument("an archived usage interval names an unknown tenant or flavor");
-    }
-    u.shape = j[3].get<std::string>();
-    u.replicas = j[4].get<uint16_t>();
-    u.eq = GpuEq::Units(j[5].get<int64_t>());
-    u.start = Time::FromMillis(j[6].get<int64_t>());
-    u.end = Time::FromMillis(j[7].get<int64_t>());
-    bool known = false;
-    for (UsageKind k : {UsageKind::kGuaranteed, UsageKind::kBorrowed, UsageKind::kDedicated, UsageKind::kReserved,
-                        UsageKind::kReservedIdle, UsageKind::kOnDemand, UsageKind::kInfrastructureFailure}) {
-      if (UsageKindName(k) == j[8].get<std::string>()) {
-        u.kind = k;
-        known = true;
-      }
-    }
-    if (!known || u.end < u.start) return InvalidArgument("an archived usage interval is malformed");
-    if (const uint64_t r = j[9].get<uint64_t>(); r != 0) u.reservation = ReservationId(r);
-    return u;
-  } catch (const Json::exception&) {
-    return InvalidArgument("an archived usage interval is malformed");
-  }
-}
 
 }  // namespace
 
@@ -83,12 +45,10 @@ void DaemonCore::ArchiveFinished(Time now) {
     HistoryKey key{HistoryKey::Kind::kJob, static_cast<int64_t>(id.value()), state_->tenant(j.spec.tenant).name,
                    std::string(JobStateName(j.state))};
     Json intervals = Json::array();
-    for (const UsageInterval* u : usage[id]) {
-      intervals.push_back(IntervalJson(*u));
-      if (key.usage_from_ms == key.usage_to_ms) {
-        key.usage_from_ms = u->start.millis();
-        key.usage_to_ms = u->end.millis();
-      }
+    const std::vector<const UsageInterval*>& mine = usage[id];
+    if (!mine.empty()) key.usage_from_ms = mine.front()->start.millis();
+    for (const UsageInterval* u : mine) {
+      intervals.push_back(SnapshotCodec::EncodeInterval(*u));
       key.usage_from_ms = std::min(key.usage_from_ms, u->start.millis());
       key.usage_to_ms = std::max(key.usage_to_ms, u->end.millis());
     }
@@ -159,7 +119,7 @@ Result<std::vector<UsageInterval>> DaemonCore::ArchivedUsage(Time from, Time to)
     const Json j = Json::parse(b, nullptr, false);
     if (j.is_discarded()) return Error{ErrorCode::kInternal, "an archived job's record is not JSON"};
     for (const Json& u : j.value("usage", Json::array())) {
-      Result<UsageInterval> interval = IntervalFrom(*state_, u);
+      Result<UsageInterval> interval = SnapshotCodec::DecodeInterval(u);
       if (!interval.ok()) return interval.error();
       out.push_back(std::move(interval).value());
     }

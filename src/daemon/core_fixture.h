@@ -32,7 +32,14 @@ class FlakyJournal final : public Journal {
   }
   Result<std::vector<Record>> ReadAll() override { return inner_->ReadAll(); }
   int64_t last_seq() const override { return inner_->last_seq(); }
-  Status WriteSnapshot(const Snapshot& s) override { return inner_->WriteSnapshot(s); }
+  Status WriteSnapshot(const Snapshot& s) override {
+    if (fail_snapshots > 0) {
+      --fail_snapshots;
+      return Error{ErrorCode::kUnavailable, "injected: no space left on device"};
+    }
+    return inner_->WriteSnapshot(s);
+  }
+  int fail_snapshots = 0;  // the next this many snapshot writes fail (a full disk)
   Result<Snapshot> ReadSnapshot() override { return inner_->ReadSnapshot(); }
   Status Compact(int64_t seq) override { return inner_->Compact(seq); }
   Result<std::optional<std::string>> ArchivedJob(int64_t id) override { return inner_->ArchivedJob(id); }

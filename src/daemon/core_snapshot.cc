@@ -76,7 +76,6 @@ struct DaemonCore::SnapshotCopy {
   uint64_t burst_requests_seen = 0;
   std::vector<std::string> agents;  // their "agent" records
   std::map<JobId, std::set<int>> exits;
-  std::map<JobId, int64_t> exit_attempts;
   std::map<std::string, TokenRecord> tokens;
   std::set<TenantId> deleted;
   std::deque<std::pair<Time, std::string>> idempotency_order;
@@ -101,7 +100,6 @@ std::shared_ptr<const DaemonCore::SnapshotCopy> DaemonCore::CopyForSnapshot() co
   copy->burst_requests_seen = burst_requests_seen_;
   for (const auto& [node, a] : agents_) copy->agents.push_back(AgentJson(node).dump());
   copy->exits = exits_;
-  for (const auto& [job, replicas] : exits_) copy->exit_attempts[job] = state_->FindJob(job)->attempt;
   copy->tokens = tokens_.tokens();
   copy->deleted = deleted_;
   copy->idempotency_order = idempotency_order_;
@@ -122,7 +120,7 @@ Snapshot DaemonCore::EncodeSnapshot(const SnapshotCopy& c) {
   for (const std::string& a : c.agents) record("agent", a);
   for (const auto& [job, replicas] : c.exits) {
     for (int r : replicas) {
-      record("replica_exit", Json({{"job", job.value()}, {"attempt", c.exit_attempts.at(job)}, {"replica", r}}).dump());
+      record("replica_exit", Json({{"job", job.value()}, {"attempt", s.FindJob(job)->attempt}, {"replica", r}}).dump());
     }
   }
   for (const PricedPeriod& p : c.prices) {

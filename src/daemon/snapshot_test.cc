@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "daemon/random_changes.h"
+#include "daemon/snapshots.h"
 
 namespace gpupool {
 namespace {
@@ -150,6 +151,37 @@ TEST_F(SnapshotTest, ADamagedSnapshotIsRefusedOnceTheJournalNoLongerHoldsItsReco
     EXPECT_NE(opened.error().message.find("after record " + std::to_string(seq)), std::string::npos)
         << how << ": " << opened.error().message;
   }
+}
+
+// A snapshot write that fails (a full disk) compacts nothing: the journal keeps every record, a
+// start still has everything, and the next try after the back-off writes it.
+TEST_F(SnapshotTest, AFailedSnapshotWriteKeepsTheJournalAndIsRetried) {
+  ::testing::internal::CaptureStderr();
+  Snapshotter snapshots({.every_records = 1, .every_bytes = 0, .retry_after = std::chrono::milliseconds(0)});
+  ASSERT_EQ(core_->SubmitJob(As(members_["research"], 3000), Job("research", 2, "a"), "").status, 201);
+  ASSERT_TRUE(core_->Flush().ok());
+  auto& flaky = dynamic_cast<FlakyJournal&>(core_->journal());
+  flaky.fail_snapshots = 1;
+  const int64_t since = core_->records_since_snapshot();
+  snapshots.AfterFlush(*core_);
+  snapshots.Finish(*core_);
+  EXPECT_EQ(snapshots.failed(), 1);
+  EXPECT_EQ(snapshots.written(), 0);
+  EXPECT_EQ(core_->records_since_snapshot(), since) << "nothing was compacted";
+  EXPECT_TRUE(SnapshotFiles().empty()) << "no partial file is left";
+  std::unique_ptr<DaemonCore> fresh = Fresh();
+  ASSERT_TRUE(fresh);
+  EXPECT_EQ(Encoded(*fresh), Encoded(*core_));
+  fresh.reset();
+  snapshots.AfterFlush(*core_);
+  snapshots.Finish(*core_);
+  EXPECT_EQ(snapshots.written(), 1);
+  EXPECT_EQ(core_->records_since_snapshot(), 0);
+  EXPECT_EQ(SnapshotFiles().size(), 1u);
+  fresh = Fresh();
+  ASSERT_TRUE(fresh);
+  EXPECT_EQ(Encoded(*fresh), Encoded(*core_));
+  (void)::testing::internal::GetCapturedStderr();
 }
 
 TEST_F(SnapshotTest, ASnapshotOfAnotherFormatIsRefusedWithTheReason) {
