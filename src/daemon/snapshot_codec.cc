@@ -264,7 +264,7 @@ void SnapshotCodec::InstallReservations(State& s, const Json& reservations) {
 // Jobs in id order, possibly with gaps; the id index, the pending and active sets and the
 // pending counts follow from them.
 void SnapshotCodec::InstallJobs(State& s, const Json& jobs) {
-  s.by_id_.assign(s.next_job_id_ - 1, nullptr);
+  s.by_id_.clear();
   const JobEnums enums(Field(jobs, "enums"));
   StreamReader r(Field(jobs, "stream"));
   uint64_t last = 0;
@@ -277,7 +277,7 @@ void SnapshotCodec::InstallJobs(State& s, const Json& jobs) {
     }
     last = id.value();
     auto it = s.jobs_.emplace_hint(s.jobs_.end(), id, std::move(job));
-    s.by_id_[id.value() - 1] = &it->second;
+    s.by_id_.emplace(id.value(), &it->second);
     if (it->second.state == JobState::kPending) {
       s.pending_.emplace_hint(s.pending_.end(), id);
       s.CountPending(it->second.spec.tenant, +1);
@@ -289,7 +289,7 @@ void SnapshotCodec::InstallJobs(State& s, const Json& jobs) {
 
 void SnapshotCodec::RebuildOccupancy(State& s, const Json& nodes) {
   for (JobId id : s.active_) {
-    In("job ", id.value(), [&] { Occupy(s.nodes_, *s.by_id_[id.value() - 1]); });
+    In("job ", id.value(), [&] { Occupy(s.nodes_, *s.by_id_.at(id.value())); });
   }
   for (Node& n : s.nodes_) {
     const Json& gpus = nodes[n.id.value()]["gpus"];

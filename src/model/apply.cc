@@ -37,13 +37,13 @@ class StateMutator {
 };
 
 Result<Job*> StateMutator::FindJob(JobId id) {
-  if (!id.valid() || id.value() == 0 || id.value() > s_.by_id_.size()) {
+  if (!id.valid() || id.value() == 0 || id.value() >= s_.next_job_id_) {
     return NotFound("unknown job " + std::to_string(id.value()));
   }
-  Job* job = s_.by_id_[id.value() - 1];
+  const auto it = s_.by_id_.find(id.value());
   // A finished job the daemon no longer keeps in memory (State::Forget): nothing can happen to it.
-  if (job == nullptr) return NotFound("job " + std::to_string(id.value()) + " is no longer in memory");
-  return job;
+  if (it == s_.by_id_.end()) return NotFound("job " + std::to_string(id.value()) + " is no longer in memory");
+  return it->second;
 }
 
 Result<Node*> StateMutator::FindNode(NodeId id) {
@@ -65,7 +65,7 @@ Status StateMutator::operator()(const JobSubmitted& e) {
   job.reason = {ReasonCode::kNotYetConsidered, "not yet considered by the scheduler"};
   auto [it, inserted] = s_.jobs_.emplace(e.id, std::move(job));
   GP_CHECK(inserted);
-  s_.by_id_.push_back(&it->second);
+  s_.by_id_.emplace(e.id.value(), &it->second);
   s_.pending_.insert(e.id);
   s_.CountPending(it->second.spec.tenant, +1);
   ++s_.next_job_id_;

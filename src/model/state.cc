@@ -25,10 +25,9 @@ State& State::operator=(const State& other) {
   next_job_id_ = other.next_job_id_;
   reservations_ = other.reservations_;
   next_reservation_id_ = other.next_reservation_id_;
-  // Indexed by id - 1 up to the next id: a state restored from a snapshot may lack old jobs,
-  // whose entries stay null.
-  by_id_.assign(next_job_id_ - 1, nullptr);
-  for (auto& [id, job] : jobs_) by_id_[id.value() - 1] = &job;
+  by_id_.clear();
+  by_id_.reserve(jobs_.size());
+  for (auto& [id, job] : jobs_) by_id_.emplace(id.value(), &job);
   return *this;
 }
 
@@ -145,8 +144,8 @@ Result<NodeId> State::FindNode(std::string_view name) const {
 }
 
 const Job* State::FindJob(JobId id) const {
-  if (!id.valid() || id.value() == 0 || id.value() > by_id_.size()) return nullptr;
-  return by_id_[id.value() - 1];
+  const auto it = by_id_.find(id.value());
+  return it == by_id_.end() ? nullptr : it->second;
 }
 
 const Reservation* State::FindReservation(ReservationId id) const {
@@ -271,7 +270,7 @@ Status State::Forget(JobId id) {
   const Job* j = FindJob(id);
   if (j == nullptr) return NotFound("no job " + std::to_string(id.value()));
   if (!IsTerminal(j->state)) return FailedPrecondition("job " + std::to_string(id.value()) + " has not finished");
-  by_id_[id.value() - 1] = nullptr;
+  by_id_.erase(id.value());
   jobs_.erase(id);
   return Ok();
 }

@@ -103,9 +103,9 @@ class State {
   std::vector<Node> nodes_;
   std::unordered_map<std::string, NodeId> node_by_name_;  // nodes not removed
   std::map<JobId, Job> jobs_;
-  // Job id - 1 -> its entry in jobs_, for every id below next_job_id_; null for a job no longer
-  // kept (a snapshot may leave out old finished jobs).
-  std::vector<Job*> by_id_;
+  // Job id -> its entry in jobs_, for the jobs kept in memory: O(1) lookups, and its size follows
+  // the jobs in memory, not every id ever issued (finished jobs leave memory: State::Forget).
+  std::unordered_map<uint64_t, Job*> by_id_;
   std::set<JobId> pending_, active_;
   std::vector<uint32_t> pending_by_tenant_;  // tenant id -> jobs in pending_
   void CountPending(TenantId t, int delta) {
