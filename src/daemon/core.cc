@@ -74,98 +74,6 @@ Status DaemonCore::Replay(const std::vector<Record>& records) {
   return Ok();
 }
 
-Status DaemonCore::ApplyRecord(const Record& r) {
-  const Json j = Json::parse(r.body, nullptr, false);
-  if (j.is_discarded()) return InvalidArgument("not JSON");
-  if (r.kind == "tenant") {
-    Result<Tenant> t = TenantFromJson(*state_, j);
-    if (!t.ok()) return t.error();
-    if (Result<TenantId> id = state_->FindTenant(t->name); id.ok()) {
-      t->id = *id;
-      deleted_.erase(*id);
-      return state_->UpdateTenant(*t);
-    }
-    Result<TenantId> added = state_->AddTenant(*t);
-    return added.ok() ? Ok() : Status(added.error());
-  }
-  if (r.kind == "class") {
-    Result<PriorityClass> pc = PriorityClassFromJson(j);
-    if (!pc.ok()) return pc.error();
-    Result<PriorityClassId> id = state_->AddPriorityClass(*pc);
-    return id.ok() ? Ok() : Status(id.error());
-  }
-  if (r.kind == "node") {
-    Result<Node> n = NodeFromJson(*state_, j);
-    if (!n.ok()) return n.error();
-    Result<NodeId> id = state_->AddNode(*n);
-    return id.ok() ? Ok() : Status(id.error());
-  }
-  if (r.kind == "event") {
-    Result<Event> e = EventFromJson(j.value("event", Json()));
-    if (!e.ok()) return e.error();
-    GP_RETURN_IF_ERROR(ApplyEvent(*e));
-    if (j.contains("idempotency")) {
-      const JobSubmitted& submitted = std::get<JobSubmitted>(*e);
-      RememberIdempotency(j["idempotency"].get<std::string>(), submitted.id, submitted.at);
-      ExpireIdempotency(submitted.at);  // replay holds one day of keys too
-    }
-    return Ok();
-  }
-  if (r.kind == "token") {
-    TokenRecord t;
-    t.id = j.value("id", "");
-    t.sha256 = j.value("sha256", "");
-    t.principal.name = j.value("name", "");
-    Result<Role> role = ParseRole(j.value("role", ""));
-    if (!role.ok()) return role.error();
-    t.principal.role = *role;
-    t.principal.token_id = t.id;
-    const std::string tenant = j.value("tenant", "");
-    if (!tenant.empty()) {
-      Result<TenantId> tid = state_->FindTenant(tenant);
-      if (!tid.ok()) return tid.error();
-      t.principal.tenant = *tid;
-    }
-    t.created = Time::FromMillis(j.value("created_ms", int64_t{0}));
-    tokens_.Add(t);
-    return Ok();
-  }
-  if (r.kind == "tenant_deleted") {
-    Result<TenantId> id = state_->FindTenant(j.value("name", ""));
-    if (!id.ok()) return id.error();
-    Tenant t = state_->tenant(*id);
-    t.quotas.clear();
-    GP_RETURN_IF_ERROR(state_->UpdateTenant(t));
-    deleted_.insert(*id);
-    for (const auto& [tid, tok] : tokens_.tokens()) {
-      if (tok.principal.tenant == *id && !tok.revoked) (void)tokens_.Revoke(tid);
-    }
-    return Ok();
-  }
-  if (r.kind == "token_revoked") return tokens_.Revoke(j.value("id", ""));
-  if (r.kind == "burst_request" || r.kind == "burst_node") return ApplyBurstRecord(r.kind, j);
-  if (r.kind == "burst_settings") return ApplyBurstSettingsRecord(j);
-  if (r.kind == "agent") return ApplyAgentRecord(j);
-  if (r.kind == "replica_exit") return ApplyReplicaExitRecord(j);
-  if (r.kind == "prices") {
-    std::optional<Time> from;
-    Result<PriceList> p = DecodePriceList(*state_, r.body, &from);
-    if (!p.ok()) return p.error();
-    ApplyPrices(std::move(p).value(), from);
-    return Ok();
-  }
-  // The audit log is the store's (Journal::AuditLines): memory keeps none of it.
-  if (r.kind == "audit") return Ok();
-  if (r.kind == "archived_job") return ApplyArchivedRecord(j);
-  return InvalidArgument("unknown record kind");
-}
-
-Status DaemonCore::Stage(std::string kind, std::string body, HistoryKey history) {
-  staged_.push_back({0, std::move(kind), std::move(body), std::move(history)});
-  empty_ = false;
-  return Ok();
-}
-
 Status DaemonCore::ApplyEvent(const Event& e) {
   Result<LedgerChange> change = ledger_.Prepare(*state_, e);
   if (!change.ok()) return Error{ErrorCode::kInternal, change.error().message};
@@ -195,10 +103,7 @@ Status DaemonCore::ApplyEvent(const Event& e) {
 }
 
 Status DaemonCore::ApplyAndStage(const Event& e, const std::string& idempotency) {
-  GP_RETURN_IF_ERROR(ApplyEvent(e));
-  Json body = {{"event", EventToJson(e)}};
-  if (!idempotency.empty()) body["idempotency"] = idempotency;
-  return Stage("event", body.dump());
+  return Commit(EventChange{e, idempotency});
 }
 
 Status DaemonCore::Flush() {
@@ -241,6 +146,7 @@ Status DaemonCore::Rebuild() {
   fresh->last_plan_ = last_plan_;
   fresh->cycles_ = cycles_;
   fresh->bytes_since_snapshot_ = bytes_since_snapshot_;
+  fresh->retention_ = retention_;
   const Status replayed = fresh->Load(*journal_);
   if (!replayed.ok()) {
     provider_ = std::move(fresh->provider_);
@@ -260,60 +166,25 @@ Status DaemonCore::Rebuild() {
 }
 
 void DaemonCore::Audit(const CallContext& c, const std::string& action, const std::string& object) {
-  const Json j = {{"at_ms", c.now.millis()},
-                  {"principal", c.principal ? c.principal->name : ""},
-                  {"tenant", c.principal && c.principal->tenant.valid()
-                                 ? state_->tenant(c.principal->tenant).name
-                                 : ""},
-                  {"action", action},
-                  {"object", object},
-                  {"remote", c.remote}};
-  HistoryKey key{HistoryKey::Kind::kAudit, 0, j["tenant"].get<std::string>()};
-  (void)Stage("audit", j.dump(), std::move(key));
+  const std::string tenant =
+      c.principal && c.principal->tenant.valid() ? state_->tenant(c.principal->tenant).name : "";
+  (void)Commit(AuditEntry{c.now, c.principal ? c.principal->name : "", tenant, action, object, c.remote});
 }
 
 Result<std::string> DaemonCore::Bootstrap(const State& config, Time now, const PriceList& prices) {
   if (!empty_) return FailedPrecondition("the journal already holds a cluster");
-  for (const Tenant& t : config.tenants()) {
-    const Json j = TenantToJson(config, t);
-    const Record r{0, "tenant", j.dump()};
-    GP_RETURN_IF_ERROR(ApplyRecord(r));
-    GP_RETURN_IF_ERROR(Stage(r.kind, r.body));
-  }
-  for (const PriorityClass& pc : config.priority_classes()) {
-    const Record r{0, "class", PriorityClassToJson(pc).dump()};
-    GP_RETURN_IF_ERROR(ApplyRecord(r));
-    GP_RETURN_IF_ERROR(Stage(r.kind, r.body));
-  }
-  for (const Node& n : config.nodes()) {
-    const Record r{0, "node", NodeToJson(config, n).dump()};
-    GP_RETURN_IF_ERROR(ApplyRecord(r));
-    GP_RETURN_IF_ERROR(Stage(r.kind, r.body));
-  }
-  if (!(prices == PriceList())) {
-    const Record r{0, "prices", PriceListToJson(*state_, prices)};
-    GP_RETURN_IF_ERROR(ApplyRecord(r));
-    GP_RETURN_IF_ERROR(Stage(r.kind, r.body));
-  }
+  for (const Tenant& t : config.tenants()) GP_RETURN_IF_ERROR(Commit(TenantPut{t}));
+  for (const PriorityClass& pc : config.priority_classes()) GP_RETURN_IF_ERROR(Commit(PriorityClassAdded{pc}));
+  for (const Node& n : config.nodes()) GP_RETURN_IF_ERROR(Commit(NodeAdded{n}));
+  if (!(prices == PriceList())) GP_RETURN_IF_ERROR(Commit(PricesSet{prices, std::nullopt}));
   Principal admin{"admin", Role::kClusterAdmin, TenantId(), ""};
   return IssueToken(admin, now);
 }
 
 Result<std::string> DaemonCore::IssueToken(const Principal& p, Time now) {
   auto [record, secret] = tokens_.Create(p, now);
-  tokens_.Add(record);
-  GP_RETURN_IF_ERROR(Stage("token", TokenJson(*state_, record).dump()));
+  GP_RETURN_IF_ERROR(Commit(TokenIssued{record}));
   return secret;
-}
-
-Json DaemonCore::TokenJson(const State& s, const TokenRecord& t) {
-  const Principal& p = t.principal;
-  return {{"id", t.id},
-          {"sha256", t.sha256},
-          {"name", p.name},
-          {"role", std::string(RoleName(p.role))},
-          {"tenant", p.tenant.valid() ? s.tenant(p.tenant).name : ""},
-          {"created_ms", t.created.millis()}};
 }
 
 Status DaemonCore::SnapshotWritten(int64_t seq) {

@@ -21,6 +21,7 @@
 #include "accounting/report.h"
 #include "api/auth.h"
 #include "burst/provider.h"
+#include "daemon/change.h"
 #include "daemon/config.h"
 #include "daemon/job_history.h"
 #include "policy/quota/quota.h"
@@ -204,14 +205,34 @@ class DaemonCore {
   // After a failed append: this core becomes a new one replayed from the journal, keeping only
   // what the journal does not hold by design (the process's settings, agents' liveness).
   Status Rebuild();
+  // Every durable change goes through these (core_changes.cc): Commit encodes the change, applies
+  // it (each applier checks before it mutates: a refused change leaves the core as it was) and
+  // stages its record for the next Flush; ApplyRecord decodes a journal or snapshot record and
+  // applies it the same way.
+  Status Commit(const Change& c);
   Status ApplyRecord(const Record& r);
+  Status ApplyChange(const Change& c);
+  Status ApplyOne(const EventChange& c);
+  Status ApplyOne(const TenantPut& c);
+  Status ApplyOne(const TenantDeleted& c);
+  Status ApplyOne(const PriorityClassAdded& c);
+  Status ApplyOne(const NodeAdded& c);
+  Status ApplyOne(const TokenIssued& c);
+  Status ApplyOne(const TokenRevoked& c);
+  Status ApplyOne(const PricesSet& c);
+  Status ApplyOne(const BurstRequested& c);
+  Status ApplyOne(const BurstNodeJoined& c);
+  Status ApplyOne(const BurstSettingsChanged& c);
+  Status ApplyOne(const AgentRecorded& c);
+  Status ApplyOne(const ReplicaExited& c);
+  Status ApplyOne(const AuditEntry& c);
+  Status ApplyOne(const JobArchived& c);
   // Retention's parts (core_archive.cc): a job that finished at `at`, in finish order; the ticks'
-  // archiving; the "archived_job" record applied; the finish order rebuilt from a snapshot's
+  // archiving; the finish order rebuilt from a snapshot's
   // jobs; an archived job as the caller may see it (nullopt: none it may see); the archived
   // jobs' usage intervals that overlap [from, to).
   void NoteFinished(JobId id, Time at);
   void ArchiveFinished(Time now);
-  Status ApplyArchivedRecord(const nlohmann::json& j);
   void RebuildFinished();
   std::optional<nlohmann::json> ArchivedJobView(const CallContext& c, uint64_t id, bool events) const;
   Result<std::vector<UsageInterval>> ArchivedUsage(Time from, Time to) const;
@@ -222,7 +243,6 @@ class DaemonCore {
   // Apply(state, e), with the ledger observing the state before it (prepared first, committed
   // only if Apply succeeds).
   Status ApplyEvent(const Event& e);
-  Status Stage(std::string kind, std::string body, HistoryKey history = {});
   Status ApplyAndStage(const Event& e, const std::string& meta = "");
   void Audit(const CallContext& c, const std::string& action, const std::string& object);
   const Job* VisibleJob(const CallContext& c, const std::string& id) const;
@@ -285,10 +305,6 @@ class DaemonCore {
   void BurstJoin(Time now);
   // The burst part of Tick; the journal records of the fleet ("burst_request", "burst_node").
   void BurstTick(Time now);
-  Status ApplyBurstRecord(const std::string& kind, const nlohmann::json& j);
-  // A "burst_settings" record: offers and tenants from its time on (core_burst_settings.cc);
-  // UseBurstInForce puts them in force.
-  Status ApplyBurstSettingsRecord(const nlohmann::json& j);
   // The file's provider with the last change's offers and tenants (or the file's): resolves the
   // policies' tenants (deleted ones are skipped) and gives the provider the offers.
   Status UseBurstInForce();
@@ -341,14 +357,7 @@ class DaemonCore {
   // Journals what the daemon must remember of node's agent across a restart: its GPUs' and MIG
   // slices' UUIDs and the MIG layouts it last reported ("agent" record).
   void StageAgent(NodeId node);
-  nlohmann::json AgentJson(NodeId node) const;  // the "agent" record of the node's agent
-  // The bodies of the "token" and "burst_settings" records.
-  static nlohmann::json TokenJson(const State& s, const TokenRecord& t);
-  static std::string BurstSettingsRecord(const State& s, Time at, const BurstSettings& settings);
-  Status ApplyAgentRecord(const nlohmann::json& j);
-  // Replays a "replica_exit" record (job, attempt, replica: a replica that exited 0) into
-  // exits_, if that attempt still holds its resources.
-  Status ApplyReplicaExitRecord(const nlohmann::json& j);
+  AgentRecorded AgentChange(NodeId node) const;  // the "agent" record of the node's agent
   // Replicas that exited 0, of attempts still holding GPUs; journaled ("replica_exit").
   std::map<JobId, std::set<int>> exits_;
   // Replicas of the current attempt an agent has reported running (memory only: every

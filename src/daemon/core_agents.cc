@@ -91,9 +91,7 @@ Status DaemonCore::AddRegisteredNode(const CallContext& c, const Json& j, const 
     if (!v.ok()) return v.error();
     (std::string(key) == "cpu_milli" ? n.cpu_milli : n.memory_mib) = *v;
   }
-  const Record r{0, "node", NodeToJson(*state_, n).dump()};
-  GP_RETURN_IF_ERROR(ApplyRecord(r));
-  (void)Stage(r.kind, r.body);
+  GP_RETURN_IF_ERROR(Commit(NodeAdded{n}));
   Audit(c, "node.register", name);
   return Ok();
 }
@@ -217,34 +215,12 @@ Reply DaemonCore::RegisterAgent(const CallContext& c, const std::string& body) {
                          {"lease_ms", heartbeat_timeout_.millis()}});
 }
 
-void DaemonCore::StageAgent(NodeId node) { (void)Stage("agent", AgentJson(node).dump()); }
+void DaemonCore::StageAgent(NodeId node) { (void)Commit(AgentChange(node)); }
 
-Json DaemonCore::AgentJson(NodeId node) const {
+
+AgentRecorded DaemonCore::AgentChange(NodeId node) const {
   const AgentState& a = agents_.at(node);
-  const Node& n = state_->node(node);
-  const GpuModel& model = state_->catalogue().model(n.flavor);
-  Json mig = Json::array(), layouts = Json::array();
-  for (const auto& [key, uuid] : a.mig_uuid) mig.push_back({{"gpu", key.first}, {"start", key.second}, {"uuid", uuid}});
-  for (const auto& [gpu, layout] : a.mig_layout) layouts.push_back({{"gpu", gpu}, {"layout", ToString(model, layout)}});
-  return {{"node", n.name}, {"gpu_uuid", a.gpu_uuid}, {"mig_uuid", mig}, {"mig_layout", layouts}};
-}
-
-Status DaemonCore::ApplyAgentRecord(const Json& j) {
-  Result<NodeId> id = state_->FindNode(j.value("node", ""));
-  if (!id.ok()) return id.error();
-  const GpuModel& model = state_->catalogue().model(state_->node(*id).flavor);
-  AgentState a;  // last_heartbeat unset: not heard since this start
-  for (const Json& u : j.value("gpu_uuid", Json::array())) a.gpu_uuid.push_back(u.get<std::string>());
-  for (const Json& m : j.value("mig_uuid", Json::array())) {
-    a.mig_uuid[{m.value("gpu", 0), m.value("start", 0)}] = m.value("uuid", "");
-  }
-  for (const Json& l : j.value("mig_layout", Json::array())) {
-    Result<MigLayout> layout = ParseLayout(model, l.value("layout", ""));
-    if (!layout.ok()) return layout.error();
-    a.mig_layout[l.value("gpu", 0)] = *layout;
-  }
-  agents_[*id] = std::move(a);
-  return Ok();
+  return AgentRecorded{node, a.gpu_uuid, a.mig_uuid, a.mig_layout};
 }
 
 }  // namespace gpupool

@@ -56,9 +56,7 @@ void DaemonCore::ArchiveFinished(Time now) {
                        {"view", JobView(admin, j, false)},
                        {"events", {{"admin", history_.View(*state_, admin, id)}, {"own", history_.View(*state_, own, id)}}},
                        {"usage", std::move(intervals)}};
-    const Record r{0, "archived_job", body.dump(), std::move(key)};
-    GP_CHECK(ApplyRecord(r).ok());
-    staged_.push_back(r);
+    GP_CHECK(Commit(JobArchived{id, body.dump(), std::move(key)}).ok());
   }
   ForgetArchivedUsage();
 }
@@ -67,23 +65,6 @@ void DaemonCore::ForgetArchivedUsage() {
   if (forget_usage_.empty()) return;
   ledger_.ForgetClosed(forget_usage_);
   forget_usage_.clear();
-}
-
-Status DaemonCore::ApplyArchivedRecord(const Json& j) {
-  if (!j.is_object() || !j.contains("id") || !j["id"].is_number_unsigned()) {
-    return InvalidArgument("archived_job: id expected");
-  }
-  const JobId id(j["id"].get<uint64_t>());
-  const Job* job = state_->FindJob(id);
-  if (job == nullptr || !IsTerminal(job->state)) return InvalidArgument("archived_job: job " + std::to_string(id.value()) + " is not a finished job in memory");
-  GP_RETURN_IF_ERROR(state_->Forget(id));
-  history_.Forget(id);
-  forget_usage_.insert(id);
-  logs_.erase(id);
-  exits_.erase(id);
-  started_.erase(id);
-  ++archived_;
-  return Ok();
 }
 
 void DaemonCore::RebuildFinished() {

@@ -15,50 +15,6 @@ namespace gpupool {
 
 using namespace reply;
 
-Status DaemonCore::ApplyBurstRecord(const std::string& kind, const Json& j) {
-  try {
-    if (kind == "burst_request") {
-      BurstNode b;
-      b.request_id = j.at("request_id").get<std::string>();
-      Result<TenantId> t = state_->FindTenant(j.at("tenant").get<std::string>());
-      if (!t.ok()) return t.error();
-      Result<FlavorId> f = state_->catalogue().Find(j.at("flavor").get<std::string>());
-      if (!f.ok()) return f.error();
-      b.tenant = *t;
-      b.flavor = *f;
-      b.gpus = j.at("gpus").get<int>();
-      b.micros_per_gpu_hour = j.at("micros_per_gpu_hour").get<int64_t>();
-      b.for_job = JobId(j.at("for_job").get<uint64_t>());
-      b.requested = b.last_busy = Time::FromMillis(j.at("requested_ms").get<int64_t>());
-      for (const BurstNode& other : fleet_) {
-        if (other.request_id == b.request_id) return AlreadyExists("burst request " + b.request_id + " recorded twice");
-      }
-      fleet_.push_back(std::move(b));
-      ++burst_requests_seen_;
-      return Ok();
-    }
-    // burst_node: the request's node is ready and joins the cluster.
-    const std::string rid = j.at("request_id").get<std::string>();
-    auto it = std::find_if(fleet_.begin(), fleet_.end(), [&](const BurstNode& b) { return b.request_id == rid; });
-    if (it == fleet_.end() || it->ready) return FailedPrecondition("burst node for unknown request " + rid);
-    Result<Node> n = NodeFromJson(*state_, j.at("node"));
-    if (!n.ok()) return n.error();
-    if (!n->on_demand() || n->dedicated_to != it->tenant) {
-      return InvalidArgument("burst node " + n->name + " is not an on-demand node of its tenant");
-    }
-    Result<NodeId> id = state_->AddNode(std::move(*n));
-    if (!id.ok()) return id.error();
-    it->node = *id;
-    it->ready = Time::FromMillis(j.at("ready_ms").get<int64_t>());
-    // Idle is counted from when the node joined (and could take work), not from when the
-    // provider had it ready: a slow poll must not make a fresh node look idle.
-    it->last_busy = Time::FromMillis(j.value("joined_ms", it->ready->millis()));
-    return Ok();
-  } catch (const Json::exception&) {
-    return InvalidArgument("malformed '" + kind + "' record");
-  }
-}
-
 void DaemonCore::BurstJoin(Time now) {
   const Catalogue& cat = state_->catalogue();
   // Nodes the provider has ready join the cluster.
@@ -75,16 +31,12 @@ void DaemonCore::BurstJoin(Time now) {
     as_built.cpu_milli = p.cpu_milli;
     as_built.memory_mib = p.memory_mib;
     const Node node = MakeBurstNode(cat, as_built, it->tenant, p.name);
-    const Json body = {{"request_id", p.request_id}, {"ready_ms", std::max(p.ready, it->requested).millis()},
-                       {"joined_ms", now.millis()}, {"node", NodeToJson(*state_, node)}};
-    const Record r{0, "burst_node", body.dump()};
-    if (Status s = ApplyRecord(r); !s.ok()) {
+    if (Status s = Commit(BurstNodeJoined{p.request_id, node, std::max(p.ready, it->requested), now}); !s.ok()) {
       Log("error", "on-demand node cannot join: giving it back", {{"node", p.name}, {"error", s.error().message}});
       (void)provider_->Release(p.name, now);
       it->released = now;
       continue;
     }
-    (void)Stage(r.kind, r.body);
     Log("info", "on-demand node joined", {{"node", p.name}, {"tenant", state_->tenant(it->tenant).name}});
   }
 }
@@ -137,19 +89,12 @@ void DaemonCore::BurstTick(Time now) {
         }
         break;
       }
-      const Json body = {{"request_id", *rid},
-                         {"tenant", state_->tenant(req.tenant).name},
-                         {"flavor", cat.model(req.flavor).name},
-                         {"gpus", req.gpus_per_node},
-                         {"micros_per_gpu_hour", burst_offers_.at(req.flavor).micros_per_gpu_hour},
-                         {"for_job", req.for_job.value()},
-                         {"requested_ms", now.millis()}};
-      const Record r{0, "burst_request", body.dump()};
-      if (Status s = ApplyRecord(r); !s.ok()) {  // the provider's answer, not an invariant of ours
+      const BurstRequested asked{*rid, req.tenant, req.flavor, req.gpus_per_node,
+                                 burst_offers_.at(req.flavor).micros_per_gpu_hour, req.for_job, now};
+      if (Status s = Commit(asked); !s.ok()) {  // the provider's answer, not an invariant of ours
         Log("error", "provider returned an unusable request id", {{"request", *rid}, {"error", s.error().message}});
         break;
       }
-      (void)Stage(r.kind, r.body);
       Log("info", "on-demand node requested",
           {{"request", *rid}, {"tenant", state_->tenant(req.tenant).name}, {"flavor", cat.model(req.flavor).name},
            {"gpus", std::to_string(req.gpus_per_node)}, {"for_job", std::to_string(req.for_job.value())},

@@ -85,25 +85,6 @@ PriceHistory DaemonCore::BillingPrices() const {
   return h;
 }
 
-std::string DaemonCore::BurstSettingsRecord(const State& state, Time at, const BurstSettings& s) {
-  return Json({{"at_ms", at.millis()}, {"settings", OffersAndTenants(state.catalogue(), s)}}).dump();
-}
-
-Status DaemonCore::ApplyBurstSettingsRecord(const Json& j) {
-  BurstSettings s;
-  try {
-    GP_RETURN_IF_ERROR(DecodeBurstSettings(state_->catalogue(), j.at("settings"), &s));
-    const Time at = Time::FromMillis(j.at("at_ms").get<int64_t>());
-    if (!burst_changes_.empty() && at < burst_changes_.back().first) {
-      return InvalidArgument("burst settings changed before the change recorded before them");
-    }
-    burst_changes_.emplace_back(at, std::move(s));
-  } catch (const Json::exception&) {
-    return InvalidArgument("malformed 'burst_settings' record");
-  }
-  return Ok();  // in force once applied: by SetBurstSettings, or at the end of a replay
-}
-
 Result<BurstSettings> DaemonCore::CheckBurstSettings(const std::string& body) const {
   const Json j = Json::parse(body, nullptr, false);
   if (j.is_discarded() || !j.is_object()) return InvalidArgument("burst settings must be a JSON object");
@@ -160,10 +141,8 @@ Reply DaemonCore::SetBurstSettings(const CallContext& c, const std::string& body
   }
   Result<BurstSettings> s = CheckBurstSettings(body);
   if (!s.ok()) return Err(s.error());
-  const Record r{0, "burst_settings", BurstSettingsRecord(*state_, c.now, *s)};
-  if (Status st = ApplyRecord(r); !st.ok()) return Err(st.error());
+  if (Status st = Commit(BurstSettingsChanged{c.now, *s}); !st.ok()) return Err(st.error());
   if (Status st = UseBurstInForce(); !st.ok()) return Err(st.error());  // checked above: cannot fail
-  if (Status st = Stage(r.kind, r.body); !st.ok()) return Err(st.error());
   Audit(c, "burst.settings.set", "burst settings");
   Log("info", "burst settings changed",
       {{"by", c.principal->name}, {"offers", std::to_string(s->offers.size())},

@@ -197,28 +197,10 @@ Status DaemonCore::AgentReplicas(const CallContext& c, NodeId node, const Json& 
       } else if (fresh) {
         // Durable before the agent is told to forget it (the reply waits for the Flush), so a
         // restarted daemon does not start this replica again.
-        (void)Stage("replica_exit", Json({{"job", jid->value()}, {"attempt", *attempt}, {"replica", ri}}).dump());
+        (void)Commit(ReplicaExited{*jid, *attempt, ri});
       }
     }
   }
-  return Ok();
-}
-
-Status DaemonCore::ApplyReplicaExitRecord(const Json& j) {
-  if (!j.is_object() || !j.contains("job") || !j["job"].is_number_unsigned() || !j.contains("replica") ||
-      !j["replica"].is_number_integer() || !j.contains("attempt") || !j["attempt"].is_number_integer()) {
-    return InvalidArgument("replica_exit: job, replica and attempt expected");
-  }
-  const JobId jid(j["job"].get<uint64_t>());
-  const int64_t replica = j["replica"].get<int64_t>();
-  const Job* job = state_->FindJob(jid);
-  // Only while that attempt still holds its GPUs; JobFinished, JobLost and JobPreempted, later
-  // in the journal, clear the entry again (ApplyEvent).
-  if (job == nullptr || !HoldsResources(job->state) || j["attempt"].get<int64_t>() != AttemptOf(*job) || replica < 0 ||
-      replica >= static_cast<int64_t>(job->placement.size())) {
-    return Ok();
-  }
-  exits_[jid].insert(static_cast<int>(replica));
   return Ok();
 }
 

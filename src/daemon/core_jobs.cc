@@ -141,7 +141,6 @@ Reply DaemonCore::SubmitJob(const CallContext& c, const std::string& body, const
   }
   const JobSubmitted e{state_->NextJobId(), *spec, c.now};
   if (Status s = ApplyAndStage(e, idem); !s.ok()) return Err(s.error());
-  if (!idem.empty()) RememberIdempotency(idem, e.id, e.at);
   Audit(c, "job.submit", std::to_string(e.id.value()));
   return JsonReply(201, {{"id", std::to_string(e.id.value())}, {"state", "pending"}});
 }

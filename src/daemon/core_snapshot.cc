@@ -74,7 +74,7 @@ struct DaemonCore::SnapshotCopy {
   std::vector<std::pair<Time, BurstSettings>> burst_changes;
   std::vector<BurstNode> fleet;
   uint64_t burst_requests_seen = 0;
-  std::vector<std::string> agents;  // their "agent" records
+  std::vector<AgentRecorded> agents;
   std::map<JobId, std::set<int>> exits;
   std::map<std::string, TokenRecord> tokens;
   std::set<TenantId> deleted;
@@ -98,7 +98,7 @@ std::shared_ptr<const DaemonCore::SnapshotCopy> DaemonCore::CopyForSnapshot() co
   copy->burst_changes = burst_changes_;
   copy->fleet = fleet_;
   copy->burst_requests_seen = burst_requests_seen_;
-  for (const auto& [node, a] : agents_) copy->agents.push_back(AgentJson(node).dump());
+  for (const auto& [node, a] : agents_) copy->agents.push_back(AgentChange(node));
   copy->exits = exits_;
   copy->tokens = tokens_.tokens();
   copy->deleted = deleted_;
@@ -112,23 +112,24 @@ int64_t DaemonCore::SnapshotSeq(const SnapshotCopy& copy) { return copy.seq; }
 Snapshot DaemonCore::EncodeSnapshot(const SnapshotCopy& c) {
   const State& s = c.state;
   Json records = Json::array();
-  const auto record = [&](const char* kind, std::string body) { records.push_back({kind, std::move(body)}); };
+  const auto record = [&](const Change& change) {
+    Record r = ChangeCodec::Encode(s, change);
+    records.push_back({std::move(r.kind), std::move(r.body)});
+  };
   for (const auto& [id, t] : c.tokens) {
-    record("token", TokenJson(s, t).dump());
-    if (t.revoked) record("token_revoked", Json({{"id", id}}).dump());
+    TokenRecord issued = t;
+    issued.revoked = false;
+    record(TokenIssued{issued});
+    if (t.revoked) record(TokenRevoked{id});
   }
-  for (const std::string& a : c.agents) record("agent", a);
+  for (const AgentRecorded& a : c.agents) record(a);
   for (const auto& [job, replicas] : c.exits) {
-    for (int r : replicas) {
-      record("replica_exit", Json({{"job", job.value()}, {"attempt", s.FindJob(job)->attempt}, {"replica", r}}).dump());
-    }
+    for (int r : replicas) record(ReplicaExited{job, s.FindJob(job)->attempt, r});
   }
   for (const PricedPeriod& p : c.prices) {
-    Json j = Json::parse(PriceListToJson(s, p.prices));
-    if (p.from != Time()) j["effective_from"] = Rfc3339(p.from);
-    record("prices", j.dump());
+    record(PricesSet{p.prices, p.from == Time() ? std::nullopt : std::optional<Time>(p.from)});
   }
-  for (const auto& [at, settings] : c.burst_changes) record("burst_settings", BurstSettingsRecord(s, at, settings));
+  for (const auto& [at, settings] : c.burst_changes) record(BurstSettingsChanged{at, settings});
   Json deleted = Json::array(), idempotency = Json::array();
   for (TenantId t : c.deleted) deleted.push_back(t.value());
   for (const auto& [at, key] : c.idempotency_order) {

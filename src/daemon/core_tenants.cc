@@ -122,9 +122,7 @@ Json DaemonCore::TenantView(const Tenant& t, const QuotaBook& book,
 }
 
 Status DaemonCore::StageTenant(const Tenant& t) {
-  const Record r{0, "tenant", TenantToJson(*state_, t).dump()};
-  GP_RETURN_IF_ERROR(ApplyRecord(r));
-  return Stage(r.kind, r.body);
+  return Commit(TenantPut{t});
 }
 
 Reply DaemonCore::GetTenant(const CallContext& c, const std::string& name) {
@@ -185,9 +183,7 @@ Reply DaemonCore::DeleteTenant(const CallContext& c, const std::string& name) {
     }
   }
   // A tombstone: the id stays (jobs and the ledger refer to it); no quota, no tokens, hidden.
-  const Record r{0, "tenant_deleted", Json({{"name", name}}).dump()};
-  if (Status s = ApplyRecord(r); !s.ok()) return Err(s.error());
-  (void)Stage(r.kind, r.body);
+  if (Status s = Commit(TenantDeleted{t->id}); !s.ok()) return Err(s.error());
   Audit(c, "tenant.delete", name);
   return JsonReply(200, {{"name", name}, {"deleted", true}});
 }
@@ -214,9 +210,7 @@ Reply DaemonCore::CreatePriorityClass(const CallContext& c, const std::string& b
   if (state_->FindPriorityClass(pc->name).ok()) {
     return Err({ErrorCode::kAlreadyExists, "priority class '" + pc->name + "' exists"});
   }
-  const Record r{0, "class", PriorityClassToJson(*pc).dump()};
-  if (Status s = ApplyRecord(r); !s.ok()) return Err(s.error());
-  (void)Stage(r.kind, r.body);
+  if (Status s = Commit(PriorityClassAdded{*pc}); !s.ok()) return Err(s.error());
   Audit(c, "priority_class.create", pc->name);
   return JsonReply(201, {{"name", pc->name}, {"value", pc->value}});
 }

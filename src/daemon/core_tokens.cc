@@ -82,8 +82,7 @@ Reply DaemonCore::RevokeToken(const CallContext& c, const std::string& id) {
                     (c.principal->admin() || (c.principal->role == Role::kTenantAdmin &&
                                               it->second.principal.tenant == c.principal->tenant));
   if (!mine) return Err(NotFound("no token '" + id + "'"));
-  if (Status s = tokens_.Revoke(id); !s.ok()) return Err(s.error());
-  (void)Stage("token_revoked", Json({{"id", id}}).dump());
+  if (Status s = Commit(TokenRevoked{id}); !s.ok()) return Err(s.error());
   Audit(c, "token.revoke", id);
   return JsonReply(200, {{"id", id}, {"revoked", true}});
 }

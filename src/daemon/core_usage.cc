@@ -133,10 +133,8 @@ Reply DaemonCore::SetPrices(const CallContext& c, const std::string& body) {
   }
   // Without effective_from the change takes effect now; usage before now keeps its prices.
   const PricedPeriod period{from.value_or(c.now), std::move(p).value()};
-  Json record = PeriodJson(*state_, period);
-  const Record r{0, "prices", record.dump()};
-  if (Status s = ApplyRecord(r); !s.ok()) return Err(s.error());
-  if (Status s = Stage(r.kind, r.body); !s.ok()) return Err(s.error());
+  if (Status s = Commit(PricesSet{period.prices, period.from}); !s.ok()) return Err(s.error());
+  Json record = PeriodJson(*state_, period);  // the reply
   Audit(c, "prices.set", "prices from " + Rfc3339(period.from));
   // A list that leaves out a flavor the cluster has is allowed (that usage shows as unpriced),
   // but said.

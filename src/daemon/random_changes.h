@@ -1,6 +1,6 @@
 // RandomChanges: a core fixture that makes random changes of every kind the API and the agents
 // make (jobs, cancels, node registrations, heartbeats, node actions, tenants, tokens,
-// reservations, ticks), and reads the state back as the API shows it. For the property tests of
+// reservations, prices, priority classes, tenant deletion, retention, ticks), and reads the state back as the API shows it. For the property tests of
 // failed flushes (flush_property_test.cc) and of snapshots (snapshot_test.cc).
 #pragma once
 
@@ -54,7 +54,7 @@ class RandomChanges : public CoreTest {
     std::vector<std::string> nodes;
     for (const auto& n : core_->state().nodes()) nodes.push_back(n.name);
     const std::string some_node = nodes[rng() % nodes.size()];
-    switch (rng() % 12) {
+    switch (rng() % 16) {
       case 0:
       case 1:
         return "submit " + std::to_string(core_->SubmitJob(m, RandomJob(rng), rng() % 2 ? "" : "k" + std::to_string(rng() % 20)).status);
@@ -96,6 +96,26 @@ class RandomChanges : public CoreTest {
                            {"start", Rfc3339(Time::FromMillis(now_ + 3'600'000))},
                            {"end", Rfc3339(Time::FromMillis(now_ + 7'200'000))}};
         return "reserve " + std::to_string(core_->CreateReservation(a, body.dump()).status);
+      }
+      case 11: {  // prices from now or later on (a "prices" record)
+        const Json body = {{"flavors", {{"h100-80gb", {{"per_gpu_hour", std::to_string(1 + rng() % 4) + ".00"}}}}},
+                           {"effective_from", Rfc3339(Time::FromMillis(now_ + static_cast<int64_t>(rng() % 3) * 60'000))}};
+        return "prices " + std::to_string(core_->SetPrices(a, body.dump()).status);
+      }
+      case 12: {
+        const std::string name = "pc" + std::to_string(rng() % 8);
+        return "class " + name + " " +
+               std::to_string(core_->CreatePriorityClass(a, R"({"name": ")" + name + R"(", "value": )" +
+                                                                std::to_string(rng() % 1000) + "}").status);
+      }
+      case 13: {  // a tombstone (refused while the tenant has work or reservations)
+        const std::string name = "t" + std::to_string(rng() % 6);
+        return "delete tenant " + name + " " + std::to_string(core_->DeleteTenant(a, name).status);
+      }
+      case 14: {  // finished jobs leave memory ("archived_job")
+        core_->SetRetention(Duration::Seconds(static_cast<int64_t>(rng() % 5)));
+        core_->Tick(Time::FromMillis(now_), true);
+        return "retention tick";
       }
       default:
         core_->Tick(Time::FromMillis(now_), true);
