@@ -342,9 +342,13 @@ TEST_F(OwnershipTest, ALeaseThatRunsOutStopsTheReplica) {
 
   // One that ignores SIGTERM is killed after its fence grace.
   SetLease(60000);
-  LaunchSpec stubborn = Spec("r2", "trap '' TERM; while :; do sleep 0.05; done");
+  LaunchSpec stubborn =
+      Spec("r2", "trap '' TERM; echo $$ > trapped.pid; while :; do sleep 0.05; done");
   stubborn.fence_grace = Duration::Millis(200);
   ASSERT_TRUE(ex_->Start(stubborn).ok());
+  // The lease runs out only once the shell ignores SIGTERM (before, a SIGTERM would end it
+  // at once, which is not what this test is about).
+  ASSERT_GT(ReadPid(dir_ + "/work/r2/trapped.pid"), 0);
   SetLease(-1);
   const auto t0 = std::chrono::steady_clock::now();
   EXPECT_EQ(WaitExit("r2"), (ExitInfo{true, SIGKILL, true}));
