@@ -169,6 +169,14 @@ Status Ledger::Observe(const State& before, const Event& e) {
   return Ok();
 }
 
+Status ApplyMetered(State& state, Ledger& ledger, const Event& e) {
+  Result<LedgerChange> c = ledger.Prepare(state, e);
+  if (!c.ok()) return Error{ErrorCode::kInternal, c.error().message};  // a ledger out of step
+  GP_RETURN_IF_ERROR(Apply(state, e));
+  ledger.Commit(std::move(c).value());
+  return Ok();
+}
+
 std::vector<ReservationSpan> Ledger::Reservations() const {
   std::vector<ReservationSpan> out;
   out.reserve(reservations_.size());

@@ -140,4 +140,10 @@ class Ledger {
   std::map<ReservationId, ReservationSpan> reservations_;
 };
 
+// Applies `e` to `state` and records it in `ledger`, or changes neither: the event is checked by
+// both (Ledger::Prepare, then Apply) before either changes. The daemon's and the simulators'
+// metered apply (an EventApplier for ApplyPlan, scheduler/plan.h). Errors: Apply's, or
+// kInternal when the ledger refuses an event (it is out of step with the state: a bug).
+Status ApplyMetered(State& state, Ledger& ledger, const Event& e);
+
 }  // namespace gpupool

@@ -187,6 +187,37 @@ TEST_F(LedgerTest, RefusesEventsThatDoNotFitAndChangesNothing) {
   EXPECT_TRUE(l2.closed().empty());
 }
 
+// ApplyMetered changes the state and the ledger together or neither: a ledger refusal leaves
+// the state as it was (kInternal: the two are out of step), and so does a refusal by Apply.
+TEST_F(LedgerTest, ApplyMeteredChangesBothOrNeither) {
+  const JobId j = SubmitJob("a", *WholeGpus(s_, "h100-80gb", 1), 1, Time());
+  const Plan plan = Schedule(s_, SchedulerConfig{}, Time::FromSeconds(10));
+  ApplyPlan(plan, Time::FromSeconds(10), s_,
+            [&](const Event& e) { return ApplyMetered(s_, ledger_, e); }, {.start_placed = true});
+  EXPECT_EQ(s_.FindJob(j)->state, JobState::kRunning);
+  ASSERT_EQ(ledger_.open().size(), 1u);
+
+  // The state refuses (an outcome that is not final), though the ledger would close: neither
+  // changes.
+  Status bad = ApplyMetered(s_, ledger_, JobFinished{j, JobState::kRunning, Time::FromSeconds(20)});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().code, ErrorCode::kInvalidArgument);
+  EXPECT_EQ(s_.FindJob(j)->state, JobState::kRunning);
+  EXPECT_EQ(ledger_.open().size(), 1u);
+
+  // The ledger refuses (it never saw the admission): neither changes.
+  Ledger blind;
+  Status refused = ApplyMetered(s_, blind, JobFinished{j, JobState::kSucceeded, Time::FromSeconds(20)});
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().code, ErrorCode::kInternal);
+  EXPECT_EQ(s_.FindJob(j)->state, JobState::kRunning);
+  EXPECT_TRUE(blind.closed().empty());
+
+  ASSERT_TRUE(ApplyMetered(s_, ledger_, JobFinished{j, JobState::kSucceeded, Time::FromSeconds(20)}).ok());
+  EXPECT_EQ(ledger_.closed().size(), 1u);
+  EXPECT_TRUE(ledger_.open().empty());
+}
+
 TEST(UnitMillisTest, RendersBeyondInt64) {
   EXPECT_EQ(UnitMillisToString(0), "0");
   EXPECT_EQ(UnitMillisToString(-42), "-42");

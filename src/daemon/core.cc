@@ -75,10 +75,7 @@ Status DaemonCore::Replay(const std::vector<Record>& records) {
 }
 
 Status DaemonCore::ApplyEvent(const Event& e) {
-  Result<LedgerChange> change = ledger_.Prepare(*state_, e);
-  if (!change.ok()) return Error{ErrorCode::kInternal, change.error().message};
-  GP_RETURN_IF_ERROR(Apply(*state_, e));
-  ledger_.Commit(std::move(change).value());
+  GP_RETURN_IF_ERROR(ApplyMetered(*state_, ledger_, e));
   history_.Observe(*state_, e);
   // The exited replicas of an attempt are forgotten when it stops holding resources (the next
   // attempt starts with none, and a finished job keeps no entry).
@@ -235,8 +232,7 @@ void DaemonCore::Tick(Time now, bool simulate_executor) {
         provider_ ? OnDemandDeadlines(*state_, burst_policies_, burst_offers_, fleet_, now) : NodeDeadlines{};
     last_plan_ = Schedule(*state_, config_, now, deadlines);
     ++cycles_;
-    for (const Event& e : PlanToEvents(last_plan_, now)) GP_CHECK(ApplyAndStage(e).ok());
-    RecordReasons(*state_, last_plan_);
+    ApplyPlan(last_plan_, now, *state_, [this](const Event& e) { return ApplyAndStage(e); });
   }
   if (provider_) BurstTick(now);
   if (!agents_.empty()) CheckHeartbeats(now);

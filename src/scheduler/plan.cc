@@ -46,6 +46,21 @@ void RecordReasons(State& state, const Plan& plan) {
   }
 }
 
+void ApplyPlan(const Plan& plan, Time now, State& state, const EventApplier& apply,
+               PlanApplication how) {
+  for (const Event& e : PlanToEvents(plan, now)) {
+    const Status s = apply(e);
+    GP_CHECK(s.ok()) << "a plan's event did not apply: " << s.error().message;
+  }
+  if (how.start_placed) {
+    for (const PlaceDecision& d : plan.placements) {
+      const Status s = apply(JobStarted{d.job, now});
+      GP_CHECK(s.ok()) << "a placed job did not start: " << s.error().message;
+    }
+  }
+  if (how.record_reasons) RecordReasons(state, plan);
+}
+
 namespace {
 
 std::string DescribePlacement(const State& s, const std::vector<ReplicaPlacement>& placement) {

@@ -6,6 +6,7 @@
 // preemptions once its victims have stopped.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -70,6 +71,28 @@ std::vector<Event> PlanToEvents(const Plan& plan, Time now);
 // Stores each waiting job's reason on the job (State::SetPendingReason). Call after applying
 // the plan's events; jobs the plan placed are no longer pending and are skipped.
 void RecordReasons(State& state, const Plan& plan);
+
+// How a plan is carried out: by the daemon (its executor starts placements later) or by a
+// simulator (its executor starts them at once).
+struct PlanApplication {
+  // Each placement also starts at `now` (JobStarted after all of the plan's events): the
+  // simulated executor.
+  bool start_placed = false;
+  // Waiting jobs get their reasons (RecordReasons); a replay that never shows them skips it.
+  bool record_reasons = true;
+};
+
+// Where each event of a plan goes: applies it to the state the plan was made from, and may also
+// journal and meter it (the daemon: DaemonCore::ApplyAndStage; a simulator: Apply, or
+// ApplyMetered with a ledger).
+using EventApplier = std::function<Status(const Event&)>;
+
+// The one way a plan is carried out, by the daemon and by every simulator path: PlanToEvents in
+// application order through `apply`, then (per `how`) the starts, then the reasons.
+// REQUIRES: `plan` was made from `state` as it is now, and `apply` applies to `state`. An event
+// that does not apply is a scheduler bug: checked (aborts), never half carried out silently.
+void ApplyPlan(const Plan& plan, Time now, State& state, const EventApplier& apply,
+               PlanApplication how = {});
 
 // A deterministic, human-readable rendering (one decision per line).
 std::string Describe(const State& state, const Plan& plan);

@@ -41,6 +41,65 @@ class ScheduleTest : public ::testing::Test {
   TenantId t_, v_;
 };
 
+// ApplyPlan carries a plan out in application order: preemptions, then placements, then (for a
+// simulated executor) the starts, each through the caller's applier; then the reasons.
+TEST_F(ScheduleTest, ApplyPlanAppliesTheEventsInOrderThenStartsAndReasons) {
+  const JobId q = Run("t", "training", {0, 1, 2, 3, 4, 5, 6, 7}, 100);  // t borrows 4
+  const JobId j = *Submit(s_, {.tenant = "v", .shape = *WholeGpus(s_, "h100-80gb", 4)}, Time());
+  const JobId big = *Submit(s_, {.tenant = "v", .shape = *WholeGpus(s_, "h100-80gb", 16)}, Time());
+  const Time now = Time::FromSeconds(3600);
+  const Plan plan = Schedule(s_, SchedulerConfig{}, now);
+  ASSERT_EQ(plan.preemptions.size(), 1u) << Describe(s_, plan);
+  ASSERT_EQ(plan.placements.size(), 1u) << Describe(s_, plan);
+  ASSERT_EQ(plan.placements[0].job, j);
+  std::vector<Event> seen;
+  const auto apply = [&](const Event& e) {
+    seen.push_back(e);
+    return Apply(s_, e);
+  };
+  ASSERT_EQ(plan.pending.size(), 1u);
+  ASSERT_EQ(plan.pending[0].job, big);
+  const PendingReason before = s_.FindJob(big)->reason;
+  ASSERT_NE(before, plan.ReasonOf(plan.pending[0]));
+  State without_reasons = s_;
+  ApplyPlan(plan, now, without_reasons, [&](const Event& e) { return Apply(without_reasons, e); },
+            {.start_placed = true, .record_reasons = false});
+  EXPECT_EQ(without_reasons.FindJob(big)->reason, before);
+
+  ApplyPlan(plan, now, s_, apply, {.start_placed = true});
+  ASSERT_EQ(seen.size(), 3u);
+  ASSERT_TRUE(std::holds_alternative<JobPreempted>(seen[0]));
+  EXPECT_EQ(std::get<JobPreempted>(seen[0]).id, q);
+  ASSERT_TRUE(std::holds_alternative<JobAdmitted>(seen[1]));
+  EXPECT_EQ(std::get<JobAdmitted>(seen[1]).id, j);
+  ASSERT_TRUE(std::holds_alternative<JobStarted>(seen[2]));
+  EXPECT_EQ(std::get<JobStarted>(seen[2]).id, j);
+  EXPECT_EQ(std::get<JobStarted>(seen[2]).at, now);
+  EXPECT_EQ(s_.FindJob(q)->state, JobState::kPending);  // preempted, back in the queue
+  EXPECT_EQ(s_.FindJob(j)->state, JobState::kRunning);
+  EXPECT_EQ(s_.FindJob(big)->reason, plan.ReasonOf(plan.pending[0]));  // why the 16-GPU job waits
+  EXPECT_EQ(without_reasons.FindJob(j)->state, JobState::kRunning);
+
+  // Without starts (the daemon: its agents start the job), the placement stays admitted.
+  State daemon_like = without_reasons;
+  const JobId k = *Submit(daemon_like, {.tenant = "v", .shape = *WholeGpus(daemon_like, "h100-80gb", 2)}, now);
+  const Plan next = Schedule(daemon_like, SchedulerConfig{}, now);
+  ASSERT_EQ(next.placements.size(), 1u) << Describe(daemon_like, next);
+  ApplyPlan(next, now, daemon_like, [&](const Event& e) { return Apply(daemon_like, e); });
+  EXPECT_EQ(daemon_like.FindJob(k)->state, JobState::kAdmitted);
+}
+
+// A plan whose event does not apply is a scheduler bug: carrying it out stops, it never goes on
+// half done.
+TEST_F(ScheduleTest, ApplyPlanStopsOnAnEventThatDoesNotApply) {
+  const JobId j = *Submit(s_, {.tenant = "v", .shape = *WholeGpus(s_, "h100-80gb", 4)}, Time());
+  const Plan plan = Schedule(s_, SchedulerConfig{}, Time());
+  ASSERT_EQ(plan.placements.size(), 1u);
+  ASSERT_TRUE(Apply(s_, JobFinished{j, JobState::kCancelled, Time()}).ok());  // gone meanwhile
+  EXPECT_DEATH(ApplyPlan(plan, Time(), s_, [&](const Event& e) { return Apply(s_, e); }),
+               "a plan's event did not apply");
+}
+
 TEST_F(ScheduleTest, APreemptedJobNeverPreemptsItsPreemptor) {
   // j (tenant v) was once preempted by p (tenant t). Now t borrows 4 with p and q; j is within
   // v's guarantee and may reclaim 4 GPUs from t. p started last, so it would be the first

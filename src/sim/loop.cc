@@ -70,11 +70,10 @@ TickReport SimLoop::Tick(Time now) {
     }
     waiting_since_[p.victim] = now;
   }
-  for (const Event& e : PlanToEvents(last_plan_, now)) GP_CHECK(Apply(state_, e).ok());
-  RecordReasons(state_, last_plan_);
   // 4. The simulated executor starts every admitted job at once.
+  ApplyPlan(last_plan_, now, state_, [this](const Event& e) { return Apply(state_, e); },
+            {.start_placed = true});
   for (const PlaceDecision& d : last_plan_.placements) {
-    GP_CHECK(Apply(state_, JobStarted{d.job, now}).ok());
     TenantTotals& t = totals_[state_.FindJob(d.job)->spec.tenant];
     ++t.started;
     t.wait_seconds += static_cast<double>((now - waiting_since_[d.job]).seconds());

@@ -186,14 +186,12 @@ Result<Raw> RunOne(const std::vector<TraceJob>& jobs, const std::vector<TraceTen
       ++tr.preemptions;
       ++raw.preemptions;
     }
-    for (const Event& e : PlanToEvents(plan, now)) GP_CHECK(Apply(s, e).ok());
+    ApplyPlan(plan, now, s, [&](const Event& e) { return Apply(s, e); },
+              {.start_placed = true, .record_reasons = false});
     for (const PreemptDecision& p : plan.preemptions) {
       if (burst) burst->Watch(*s.FindJob(p.victim), now);
     }
-    for (const PlaceDecision& d : plan.placements) {
-      GP_CHECK(Apply(s, JobStarted{d.job, now}).ok());
-      start(d.job, now);
-    }
+    for (const PlaceDecision& d : plan.placements) start(d.job, now);
   };
 
   // Wake-ups: arrivals and completions (the job instants; each runs a cycle, as without burst);

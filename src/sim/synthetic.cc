@@ -100,8 +100,8 @@ State MakeSyntheticState(const SyntheticSpec& spec) {
     cfg.backfill.enabled = false;
     cfg.preemption.enabled = false;
     const Plan p = Schedule(s, cfg, Time());
-    for (const Event& e : PlanToEvents(p, Time())) GP_CHECK(Apply(s, e).ok());
-    for (const PlaceDecision& d : p.placements) GP_CHECK(Apply(s, JobStarted{d.job, Time()}).ok());
+    ApplyPlan(p, Time(), s, [&](const Event& e) { return Apply(s, e); },
+              {.start_placed = true, .record_reasons = false});
     // What did not fit is withdrawn, so the pending queue is exactly the requested one.
     for (const PendingNote& n : p.pending) {
       GP_CHECK(Apply(s, JobFinished{n.job, JobState::kCancelled, Time()}).ok());
