@@ -4,11 +4,15 @@
 // answers) and show what a fresh replay of the journal shows.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <future>
 #include <random>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "daemon/loop.h"
 #include "daemon/random_changes.h"
 
 namespace gpupool {
@@ -58,6 +62,54 @@ TEST_F(FlushProperty, AnAbandonedBatchLeavesWhatIsDurable) {
   core_->Abandon();
   EXPECT_EQ(Visible(*core_), durable);
   EXPECT_EQ(core_->staged(), 0u);
+}
+
+using LoopTest = RandomChanges;
+
+// The loop holds every request to all or nothing: a handler that staged a change and then
+// refused is a bug, and its batch is abandoned (memory back to what is durable; the others in
+// the batch are told to retry) rather than half of it journaled.
+TEST_F(LoopTest, AHandlerThatRefusesAfterAChangeAbandonsItsBatch) {
+  ::testing::internal::CaptureStderr();
+  ASSERT_EQ(core_->SubmitJob(As(members_["research"], now_), Job("research", 8, "kept"), "").status, 201);
+  ASSERT_TRUE(core_->Flush().ok());
+  const std::string durable = Visible(*core_);
+  Metrics metrics;
+  Loop loop(*core_, metrics, 200, false);
+  const CallContext m = As(members_["research"], now_);
+  std::promise<Reply> broken, other, later;
+  std::string after_abandon;  // read on the loop thread, before its next tick changes anything
+  // Both are queued before the loop runs, so they are one batch.
+  loop.Post([&](DaemonCore& c, Time) {
+    EXPECT_EQ(c.SubmitJob(m, Job("research", 8, "half"), "").status, 201);
+    return Reply{400, "{\"error\": \"refused after a change\"}"};
+  }, [&](Reply r) {
+    after_abandon = Visible(*core_);
+    broken.set_value(std::move(r));
+  });
+  loop.Post([&](DaemonCore& c, Time) { return c.SubmitJob(m, Job("research", 8, "innocent"), ""); },
+            [&](Reply r) { other.set_value(std::move(r)); });
+  std::atomic<bool> stop{false};
+  std::thread runner([&] { loop.Run(stop); });
+  const Reply b = broken.get_future().get(), o = other.get_future().get();
+  EXPECT_EQ(b.status, 400);
+  EXPECT_EQ(o.status, 503) << o.body;
+  EXPECT_EQ(after_abandon, durable) << "nothing of the broken batch is applied";
+  // The next batch is served as usual.
+  loop.Post([&](DaemonCore& c, Time) { return c.SubmitJob(m, Job("research", 8, "retried"), ""); },
+            [&](Reply r) { later.set_value(std::move(r)); });
+  EXPECT_EQ(later.get_future().get().status, 201);
+  stop = true;
+  runner.join();
+  EXPECT_NE(metrics.Render().find("gpupool_batches_abandoned_total 1"), std::string::npos);
+  std::unique_ptr<DaemonCore> fresh = Fresh();
+  ASSERT_TRUE(fresh);
+  const std::string jobs = fresh->ListJobs(As(admin_, now_), {}).body;
+  EXPECT_EQ(jobs.find("\"half\""), std::string::npos);
+  EXPECT_EQ(jobs.find("\"innocent\""), std::string::npos);
+  EXPECT_NE(jobs.find("\"retried\""), std::string::npos);
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find("request handler refused after it changed state"), std::string::npos) << err;
 }
 
 // A heartbeat whose second replica report is malformed is refused whole: the first report's

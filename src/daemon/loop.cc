@@ -50,22 +50,34 @@ void Loop::Run(const std::atomic<bool>& stop) {
     const Time now = WallNow();
     std::vector<Reply> replies;
     replies.reserve(batch.size());
-    bool threw = false;
-    for (Task& t : batch) {
+    // A request is all or nothing: a handler checks every change it makes before the first one
+    // applies (as Apply does for an event). One that throws, or refuses after it changed
+    // something, is a bug; memory may be half changed, so the batch is abandoned.
+    size_t broken = batch.size();
+    for (size_t i = 0; i < batch.size(); ++i) {
+      const size_t staged = core_.staged();
       try {
-        replies.push_back(t.work(core_, now));
+        replies.push_back(batch[i].work(core_, now));
+        if (replies.back().status >= 400 && core_.staged() != staged && broken == batch.size()) {
+          Log("error", "request handler refused after it changed state",
+              {{"status", std::to_string(replies.back().status)}, {"body", replies.back().body.substr(0, 200)}});
+          broken = i;
+        }
       } catch (const std::exception& e) {  // a handler bug must not take the daemon down
         Log("error", "request handler threw", {{"what", e.what()}});
         replies.push_back({500, ErrorBody({ErrorCode::kInternal, "internal error"})});
-        threw = true;
+        if (broken == batch.size()) broken = i;
       }
     }
-    if (threw) {
-      // The thrower may have changed memory halfway: none of this batch reaches the journal,
-      // memory goes back to what is durable, and the others are told to retry.
+    if (broken < batch.size()) {
+      // None of this batch reaches the journal, memory goes back to what is durable, the broken
+      // request keeps its answer (nothing of it was applied) and the others are told to retry.
       core_.Abandon();
-      for (Reply& r : replies) {
-        if (r.status != 500) r = {503, ErrorBody({ErrorCode::kUnavailable, "the batch was abandoned; retry"})};
+      metrics_.ObserveAbandonedBatch();
+      for (size_t i = 0; i < replies.size(); ++i) {
+        if (i != broken && replies[i].status != 500) {
+          replies[i] = {503, ErrorBody({ErrorCode::kUnavailable, "the batch was abandoned; retry"})};
+        }
       }
     }
     // The batch's replies go out before a due tick runs: a request never waits for a

@@ -51,6 +51,9 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
                         .Help("Records appended to the journal").Register(r);
   flush_failures_ = &BuildCounter().Name("gpupool_journal_flush_failures_total")
                          .Help("Failed group commits (their requests were answered 503)").Register(r);
+  abandoned_ = &BuildCounter().Name("gpupool_batches_abandoned_total")
+                    .Help("Batches abandoned because a handler threw or refused after changing state (a bug)")
+                    .Register(r);
   connections_ = &BuildGauge().Name("gpupool_http_connections")
                       .Help("HTTP connections per listener: open now (state=open), and since start accepted, "
                             "refused (429, over a connection limit), timed_out, rejected (400/413/431 before a "
@@ -138,6 +141,8 @@ void Metrics::ObserveFlush(size_t records, double seconds, bool ok) {
   flush_records_->Add({}).Increment(static_cast<double>(records));
   if (!ok) flush_failures_->Add({}).Increment();
 }
+
+void Metrics::ObserveAbandonedBatch() { abandoned_->Add({}).Increment(); }
 
 void Metrics::SetConnections(const std::string& listener, const Connections& c) {
   for (const auto& [state, v] : {std::pair<const char*, int64_t>{"open", c.open}, {"accepted", c.accepted},
