@@ -97,6 +97,120 @@ Result<PriorityClassId> JobPriorityClass(const State& state, const Json& j) {
   return *pcid;
 }
 
+// resources: exactly one of gpus, mig_profile, gpu_fraction (with memory_gb) of one flavor.
+Status JobResources(const State& state, const Json& j, JobSpec& spec) {
+  auto res = j.find("resources");
+  if (res == j.end() || !res->is_object()) return InvalidArgument("'resources' must be an object");
+  GP_RETURN_IF_ERROR(OnlyFields(*res, {"flavor", "gpus", "mig_profile", "gpu_fraction", "memory_gb"},
+                                "resources."));
+  Result<std::string> flavor = Str(*res, "flavor", "resources.");
+  if (!flavor.ok()) return flavor.error();
+  Result<FlavorId> f = state.catalogue().Find(*flavor);
+  if (!f.ok()) return InvalidArgument(f.error().message);
+  spec.shape.flavor = *f;
+  const int forms = res->contains("gpus") + res->contains("mig_profile") + res->contains("gpu_fraction");
+  if (forms != 1) {
+    return InvalidArgument("'resources' needs exactly one of 'gpus', 'mig_profile', 'gpu_fraction'");
+  }
+  if (res->contains("gpus")) {
+    Result<int64_t> g = Int(*res, "gpus", 1, 16, "resources.");
+    if (!g.ok()) return g.error();
+    spec.shape.kind = ShapeKind::kWholeGpus;
+    spec.shape.gpus = static_cast<uint8_t>(*g);
+  } else if (res->contains("mig_profile")) {
+    Result<std::string> p = Str(*res, "mig_profile", "resources.", 32);
+    if (!p.ok()) return p.error();
+    const int idx = state.catalogue().model(*f).ProfileIndexByName(*p);
+    if (idx < 0) return InvalidArgument("unknown MIG profile '" + *p + "' for " + *flavor);
+    spec.shape.kind = ShapeKind::kMigProfile;
+    spec.shape.mig_profile = static_cast<uint8_t>(idx);
+  } else {
+    const Json& fr = (*res)["gpu_fraction"];
+    if (!fr.is_number()) return InvalidArgument("'resources.gpu_fraction' must be a number");
+    const double x = fr.get<double>();
+    const double milli = std::round(x * 1000);
+    if (!(x > 0 && x <= 1) || std::fabs(milli - x * 1000) > 1e-6) {
+      return InvalidArgument("'resources.gpu_fraction' must be in (0, 1] in steps of 0.001");
+    }
+    Result<int64_t> mem = Int(*res, "memory_gb", 1, 1024, "resources.");
+    if (!mem.ok()) return mem.error();
+    spec.shape.kind = ShapeKind::kGpuFraction;
+    spec.shape.milli = static_cast<uint16_t>(milli);
+    spec.shape.gpu_memory_mib = static_cast<uint32_t>(*mem * 1024);
+  }
+  return Ok();
+}
+
+// command: 1 to 256 strings of at most 4096 characters, 64 KiB in all.
+Status JobCommand(const Json& j, JobSpec& spec) {
+  auto cmd = j.find("command");
+  if (cmd == j.end() || !cmd->is_array() || cmd->empty() || cmd->size() > 256) {
+    return InvalidArgument("'command' must be a non-empty array of at most 256 strings");
+  }
+  size_t command_bytes = 0;
+  for (const Json& a : *cmd) {
+    if (!a.is_string() || a.get<std::string>().size() > 4096) {
+      return InvalidArgument("'command' items must be strings of at most 4096 characters");
+    }
+    spec.command.push_back(a.get<std::string>());
+    command_bytes += spec.command.back().size();
+  }
+  // Every job's command lives in memory and in the journal: bounded per job.
+  if (command_bytes > kMaxCommandBytes) {
+    return InvalidArgument("'command' holds " + std::to_string(command_bytes) + " bytes; at most " +
+                           std::to_string(kMaxCommandBytes) + " (64 KiB) are allowed (put long inputs in a file)");
+  }
+  return Ok();
+}
+
+Status JobTopology(const Json& j, JobSpec& spec) {
+  if (auto t = j.find("topology"); t != j.end()) {
+    if (!t->is_object()) return InvalidArgument("'topology' must be an object");
+    GP_RETURN_IF_ERROR(OnlyFields(*t, {"level", "required"}, "topology."));
+    Result<std::string> level = Str(*t, "level", "topology.", 32);
+    if (!level.ok()) return level.error();
+    bool known = false;
+    for (TopologyLevel l : {TopologyLevel::kNode, TopologyLevel::kNvlinkDomain, TopologyLevel::kBlock}) {
+      if (TopologyLevelName(l) == *level) {
+        spec.topology.level = l;
+        known = true;
+      }
+    }
+    if (!known) return InvalidArgument("'topology.level' must be node, nvlink-domain or block");
+    if (auto r = t->find("required"); r != t->end()) {
+      if (!r->is_boolean()) return InvalidArgument("'topology.required' must be a boolean");
+      spec.topology.required = r->get<bool>();
+    }
+  }
+  return Ok();
+}
+
+// cpu_milli, memory_mib, checkpointable, reservation.
+Status JobExtras(const Json& j, JobSpec& spec) {
+  for (const char* key : {"cpu_milli", "memory_mib"}) {
+    if (j.contains(key)) {
+      Result<int64_t> v = Int(j, key, 0, int64_t{1} << 40, "");
+      if (!v.ok()) return v.error();
+      (std::string(key) == "cpu_milli" ? spec.shape.cpu_milli : spec.shape.memory_mib) = *v;
+    }
+  }
+  if (auto c = j.find("checkpointable"); c != j.end()) {
+    if (!c->is_boolean()) return InvalidArgument("'checkpointable' must be a boolean");
+    spec.checkpointable = c->get<bool>();
+  }
+  if (j.contains("reservation")) {
+    // The id as the API shows it ("12"); another tenant's reservation is as unknown as a
+    // missing one (ValidateSpec).
+    Result<std::string> rid = Str(j, "reservation", "", 19);
+    if (!rid.ok()) return rid.error();
+    if (rid->find_first_not_of("0123456789") != std::string::npos || (*rid)[0] == '0') {
+      return InvalidArgument("'reservation' must be a reservation id such as \"12\"");
+    }
+    spec.reservation = ReservationId(std::stoull(*rid));
+  }
+  return Ok();
+}
+
 }  // namespace
 
 Result<JobSpec> DecodeJobRequest(const State& state, const Principal& caller, std::string_view body) {
@@ -138,102 +252,10 @@ Result<JobSpec> DecodeJobRequest(const State& state, const Principal& caller, st
     return InvalidArgument("'duration_estimate_s' is required: tenant " + ten.name +
                            " has no default_duration_s (an admin sets one in the tenant's limits)");
   }
-
-  auto res = j.find("resources");
-  if (res == j.end() || !res->is_object()) return InvalidArgument("'resources' must be an object");
-  GP_RETURN_IF_ERROR(OnlyFields(*res, {"flavor", "gpus", "mig_profile", "gpu_fraction", "memory_gb"},
-                                "resources."));
-  Result<std::string> flavor = Str(*res, "flavor", "resources.");
-  if (!flavor.ok()) return flavor.error();
-  Result<FlavorId> f = state.catalogue().Find(*flavor);
-  if (!f.ok()) return InvalidArgument(f.error().message);
-  spec.shape.flavor = *f;
-  const int forms = res->contains("gpus") + res->contains("mig_profile") + res->contains("gpu_fraction");
-  if (forms != 1) {
-    return InvalidArgument("'resources' needs exactly one of 'gpus', 'mig_profile', 'gpu_fraction'");
-  }
-  if (res->contains("gpus")) {
-    Result<int64_t> g = Int(*res, "gpus", 1, 16, "resources.");
-    if (!g.ok()) return g.error();
-    spec.shape.kind = ShapeKind::kWholeGpus;
-    spec.shape.gpus = static_cast<uint8_t>(*g);
-  } else if (res->contains("mig_profile")) {
-    Result<std::string> p = Str(*res, "mig_profile", "resources.", 32);
-    if (!p.ok()) return p.error();
-    const int idx = state.catalogue().model(*f).ProfileIndexByName(*p);
-    if (idx < 0) return InvalidArgument("unknown MIG profile '" + *p + "' for " + *flavor);
-    spec.shape.kind = ShapeKind::kMigProfile;
-    spec.shape.mig_profile = static_cast<uint8_t>(idx);
-  } else {
-    const Json& fr = (*res)["gpu_fraction"];
-    if (!fr.is_number()) return InvalidArgument("'resources.gpu_fraction' must be a number");
-    const double x = fr.get<double>();
-    const double milli = std::round(x * 1000);
-    if (!(x > 0 && x <= 1) || std::fabs(milli - x * 1000) > 1e-6) {
-      return InvalidArgument("'resources.gpu_fraction' must be in (0, 1] in steps of 0.001");
-    }
-    Result<int64_t> mem = Int(*res, "memory_gb", 1, 1024, "resources.");
-    if (!mem.ok()) return mem.error();
-    spec.shape.kind = ShapeKind::kGpuFraction;
-    spec.shape.milli = static_cast<uint16_t>(milli);
-    spec.shape.gpu_memory_mib = static_cast<uint32_t>(*mem * 1024);
-  }
-  auto cmd = j.find("command");
-  if (cmd == j.end() || !cmd->is_array() || cmd->empty() || cmd->size() > 256) {
-    return InvalidArgument("'command' must be a non-empty array of at most 256 strings");
-  }
-  size_t command_bytes = 0;
-  for (const Json& a : *cmd) {
-    if (!a.is_string() || a.get<std::string>().size() > 4096) {
-      return InvalidArgument("'command' items must be strings of at most 4096 characters");
-    }
-    spec.command.push_back(a.get<std::string>());
-    command_bytes += spec.command.back().size();
-  }
-  // Every job's command lives in memory and in the journal: bounded per job.
-  if (command_bytes > kMaxCommandBytes) {
-    return InvalidArgument("'command' holds " + std::to_string(command_bytes) + " bytes; at most " +
-                           std::to_string(kMaxCommandBytes) + " (64 KiB) are allowed (put long inputs in a file)");
-  }
-  if (auto t = j.find("topology"); t != j.end()) {
-    if (!t->is_object()) return InvalidArgument("'topology' must be an object");
-    GP_RETURN_IF_ERROR(OnlyFields(*t, {"level", "required"}, "topology."));
-    Result<std::string> level = Str(*t, "level", "topology.", 32);
-    if (!level.ok()) return level.error();
-    bool known = false;
-    for (TopologyLevel l : {TopologyLevel::kNode, TopologyLevel::kNvlinkDomain, TopologyLevel::kBlock}) {
-      if (TopologyLevelName(l) == *level) {
-        spec.topology.level = l;
-        known = true;
-      }
-    }
-    if (!known) return InvalidArgument("'topology.level' must be node, nvlink-domain or block");
-    if (auto r = t->find("required"); r != t->end()) {
-      if (!r->is_boolean()) return InvalidArgument("'topology.required' must be a boolean");
-      spec.topology.required = r->get<bool>();
-    }
-  }
-  for (const char* key : {"cpu_milli", "memory_mib"}) {
-    if (j.contains(key)) {
-      Result<int64_t> v = Int(j, key, 0, int64_t{1} << 40, "");
-      if (!v.ok()) return v.error();
-      (std::string(key) == "cpu_milli" ? spec.shape.cpu_milli : spec.shape.memory_mib) = *v;
-    }
-  }
-  if (auto c = j.find("checkpointable"); c != j.end()) {
-    if (!c->is_boolean()) return InvalidArgument("'checkpointable' must be a boolean");
-    spec.checkpointable = c->get<bool>();
-  }
-  if (j.contains("reservation")) {
-    // The id as the API shows it ("12"); another tenant's reservation is as unknown as a
-    // missing one (ValidateSpec).
-    Result<std::string> rid = Str(j, "reservation", "", 19);
-    if (!rid.ok()) return rid.error();
-    if (rid->find_first_not_of("0123456789") != std::string::npos || (*rid)[0] == '0') {
-      return InvalidArgument("'reservation' must be a reservation id such as \"12\"");
-    }
-    spec.reservation = ReservationId(std::stoull(*rid));
-  }
+  GP_RETURN_IF_ERROR(JobResources(state, j, spec));
+  GP_RETURN_IF_ERROR(JobCommand(j, spec));
+  GP_RETURN_IF_ERROR(JobTopology(j, spec));
+  GP_RETURN_IF_ERROR(JobExtras(j, spec));
   return state.ValidateSpec(std::move(spec));
 }
 

@@ -25,83 +25,202 @@ bool Allows(Access a, const Principal& p) {
   return false;
 }
 
-std::vector<Route> BuildRoutes() {
-  std::vector<Route> r;
-  // Who may call a route is part of its row: checked before its body is decoded.
+// Who may call a route: the least role, and what a refusal says they may not do.
+struct Who {
   Access access = Access::kAnyone;
   std::string action;
-  const auto add = [&r, &access, &action](std::string method, std::string pattern, RouteFn fn) {
+};
+
+// The table, built resource by resource.
+class Table {
+ public:
+  void Add(std::string method, std::string pattern, Who who, OpenApiOperation doc, RouteFn fn) {
     const bool body = method == "POST" || method == "PUT" || method == "PATCH";
-    r.push_back({std::move(method), std::move(pattern), std::move(fn), body, access, action});
-    access = Access::kAnyone;
-    action.clear();
-  };
-  // The next add's access: who, and what the refusal says they may not do.
-  const auto only = [&access, &action](Access a, std::string what) {
-    access = a;
-    action = std::move(what);
-  };
-  add("GET", "/v1/summary", [](DaemonCore& c, C ctx, R, P) { return c.Summary(ctx); });
-  only(Access::kWriter, "submit jobs");
-  add("POST", "/v1/jobs", [](DaemonCore& c, C ctx, R req, P) {
-    return c.SubmitJob(ctx, req.body, req.Header("Idempotency-Key"));
-  });
-  add("GET", "/v1/jobs", [](DaemonCore& c, C ctx, R req, P) { return c.ListJobs(ctx, req.query); });
-  add("GET", "/v1/jobs/{id}", [](DaemonCore& c, C ctx, R, P p) { return c.GetJob(ctx, p[0]); });
-  only(Access::kWriter, "cancel jobs");
-  add("DELETE", "/v1/jobs/{id}", [](DaemonCore& c, C ctx, R, P p) { return c.CancelJob(ctx, p[0]); });
-  add("GET", "/v1/jobs/{id}/logs", [](DaemonCore& c, C ctx, R, P p) { return c.JobLogs(ctx, p[0]); });
-  add("GET", "/v1/tenants", [](DaemonCore& c, C ctx, R, P) { return c.ListTenants(ctx); });
-  only(Access::kAdmin, "create tenants");
-  add("POST", "/v1/tenants", [](DaemonCore& c, C ctx, R req, P) { return c.CreateTenant(ctx, req.body); });
-  add("GET", "/v1/tenants/{name}", [](DaemonCore& c, C ctx, R, P p) { return c.GetTenant(ctx, p[0]); });
-  only(Access::kAdmin, "change tenants");
-  add("PATCH", "/v1/tenants/{name}", [](DaemonCore& c, C ctx, R req, P p) { return c.UpdateTenant(ctx, p[0], req.body); });
-  only(Access::kAdmin, "delete tenants");
-  add("DELETE", "/v1/tenants/{name}", [](DaemonCore& c, C ctx, R, P p) { return c.DeleteTenant(ctx, p[0]); });
-  add("GET", "/v1/priority-classes", [](DaemonCore& c, C ctx, R, P) { return c.ListPriorityClasses(ctx); });
-  only(Access::kAdmin, "create priority classes");
-  add("POST", "/v1/priority-classes", [](DaemonCore& c, C ctx, R req, P) { return c.CreatePriorityClass(ctx, req.body); });
-  add("GET", "/v1/tokens", [](DaemonCore& c, C ctx, R, P) { return c.ListTokens(ctx); });
-  only(Access::kTenantAdmin, "create this token");
-  add("POST", "/v1/tokens", [](DaemonCore& c, C ctx, R req, P) { return c.CreateToken(ctx, req.body); });
-  add("DELETE", "/v1/tokens/{id}", [](DaemonCore& c, C ctx, R, P p) { return c.RevokeToken(ctx, p[0]); });
-  add("GET", "/v1/nodes", [](DaemonCore& c, C ctx, R req, P) { return c.ListNodes(ctx, req.Query("detail") == "devices"); });
-  add("GET", "/v1/nodes/{name}", [](DaemonCore& c, C ctx, R, P p) { return c.GetNode(ctx, p[0]); });
-  only(Access::kAdmin, "delete nodes");
-  add("DELETE", "/v1/nodes/{name}", [](DaemonCore& c, C ctx, R, P p) { return c.DeleteNode(ctx, p[0]); });
-  for (const char* verb : {"cordon", "uncordon", "drain"}) {
-    const std::string a = verb;
-    only(Access::kAdmin, a + " nodes");
-    add("POST", "/v1/nodes/{name}/" + a, [a](DaemonCore& c, C ctx, R, P p) { return c.NodeAction(ctx, p[0], a); });
-    r.back().takes_body = false;
+    rows.push_back({std::move(method), std::move(pattern), std::move(fn), body && !doc.request.empty(),
+                    who.access, std::move(who.action), std::move(doc)});
   }
-  only(Access::kWriter, "reserve capacity");
-  add("POST", "/v1/reservations", [](DaemonCore& c, C ctx, R req, P) { return c.CreateReservation(ctx, req.body); });
-  add("GET", "/v1/reservations", [](DaemonCore& c, C ctx, R, P) { return c.ListReservations(ctx); });
-  add("GET", "/v1/reservations/{id}", [](DaemonCore& c, C ctx, R, P p) { return c.GetReservation(ctx, p[0]); });
-  only(Access::kWriter, "cancel this reservation");
-  add("DELETE", "/v1/reservations/{id}", [](DaemonCore& c, C ctx, R, P p) { return c.CancelReservation(ctx, p[0]); });
-  only(Access::kTenantAdmin, "read the audit log");
-  add("GET", "/v1/audit", [](DaemonCore& c, C ctx, R req, P) { return c.ListAudit(ctx, req.query); });
-  add("GET", "/v1/availability", [](DaemonCore& c, C ctx, R req, P) { return c.Availability(ctx, req.query); });
-  add("GET", "/v1/calendar", [](DaemonCore& c, C ctx, R req, P) { return c.CalendarView(ctx, req.query); });
-  add("GET", "/v1/usage", [](DaemonCore& c, C ctx, R req, P) { return c.Usage(ctx, req.query); });
-  only(Access::kAgent, "register node agents");
-  add("POST", "/v1/agents/register", [](DaemonCore& c, C ctx, R req, P) { return c.RegisterAgent(ctx, req.body); });
-  only(Access::kAgent, "send heartbeats");
-  add("POST", "/v1/agents/{node}/heartbeat", [](DaemonCore& c, C ctx, R req, P p) {
-    return c.AgentHeartbeat(ctx, p[0], req.body);
-  });
-  add("GET", "/v1/burst", [](DaemonCore& c, C ctx, R, P) { return c.BurstView(ctx); });
-  only(Access::kAdmin, "read the burst settings");
-  add("GET", "/v1/burst/settings", [](DaemonCore& c, C ctx, R, P) { return c.GetBurstSettings(ctx); });
-  only(Access::kAdmin, "change the burst settings");
-  add("PUT", "/v1/burst/settings", [](DaemonCore& c, C ctx, R req, P) { return c.SetBurstSettings(ctx, req.body); });
-  add("GET", "/v1/prices", [](DaemonCore& c, C ctx, R, P) { return c.GetPrices(ctx); });
-  only(Access::kAdmin, "set prices");
-  add("PUT", "/v1/prices", [](DaemonCore& c, C ctx, R req, P) { return c.SetPrices(ctx, req.body); });
-  return r;
+  std::vector<Route> rows;
+};
+
+Who Writers(std::string what) { return {Access::kWriter, std::move(what)}; }
+Who Admins(std::string what) { return {Access::kAdmin, std::move(what)}; }
+const char* const kMembers = "cluster-admin, tenant-admin, member";
+const char* const kOwn = "any token (own tenant)";
+
+void JobRoutes(Table& t) {
+  t.Add("POST", "/v1/jobs", Writers("submit jobs"),
+        {.summary = "submit a job; Idempotency-Key makes retries safe", .who = kMembers, .request = "JobRequest",
+         .success = 201, .header = "Idempotency-Key", .response = "Job"},
+        [](DaemonCore& c, C ctx, R req, P) { return c.SubmitJob(ctx, req.body, req.Header("Idempotency-Key")); });
+  t.Add("GET", "/v1/jobs", {},
+        {.summary = "list jobs, newest first (filters: tenant, state; pages: limit, cursor); finished jobs past "
+                    "the retention window come from the store's history",
+         .who = kOwn, .query = {{"tenant"}, {"state"}}, .paged = true},
+        [](DaemonCore& c, C ctx, R req, P) { return c.ListJobs(ctx, req.query); });
+  t.Add("GET", "/v1/jobs/{id}", {},
+        {.summary = "a job with its pending reason and placement", .who = kOwn, .response = "Job"},
+        [](DaemonCore& c, C ctx, R, P p) { return c.GetJob(ctx, p[0]); });
+  t.Add("DELETE", "/v1/jobs/{id}", Writers("cancel jobs"),
+        {.summary = "cancel a job", .who = kMembers, .response = "Job"},
+        [](DaemonCore& c, C ctx, R, P p) { return c.CancelJob(ctx, p[0]); });
+  t.Add("GET", "/v1/jobs/{id}/logs", {},
+        {.summary = "the last stdout and stderr of each replica, as its agent sent them", .who = kOwn},
+        [](DaemonCore& c, C ctx, R, P p) { return c.JobLogs(ctx, p[0]); });
+}
+
+void TenantRoutes(Table& t) {
+  t.Add("GET", "/v1/summary", {}, {.summary = "cluster summary (counts scoped to the caller)", .who = "any token"},
+        [](DaemonCore& c, C ctx, R, P) { return c.Summary(ctx); });
+  t.Add("GET", "/v1/tenants", {}, {.summary = "list tenants with usage", .who = kOwn},
+        [](DaemonCore& c, C ctx, R, P) { return c.ListTenants(ctx); });
+  t.Add("POST", "/v1/tenants", Admins("create tenants"),
+        {.summary = "create a tenant", .who = "cluster-admin", .request = "TenantRequest", .success = 201},
+        [](DaemonCore& c, C ctx, R req, P) { return c.CreateTenant(ctx, req.body); });
+  t.Add("GET", "/v1/tenants/{name}", {}, {.summary = "a tenant with quotas and usage", .who = kOwn},
+        [](DaemonCore& c, C ctx, R, P p) { return c.GetTenant(ctx, p[0]); });
+  t.Add("PATCH", "/v1/tenants/{name}", Admins("change tenants"),
+        {.summary = "update quotas, weight, limits", .who = "cluster-admin", .request = "TenantRequest"},
+        [](DaemonCore& c, C ctx, R req, P p) { return c.UpdateTenant(ctx, p[0], req.body); });
+  t.Add("DELETE", "/v1/tenants/{name}", Admins("delete tenants"),
+        {.summary = "delete a tenant with no live jobs", .who = "cluster-admin"},
+        [](DaemonCore& c, C ctx, R, P p) { return c.DeleteTenant(ctx, p[0]); });
+  t.Add("GET", "/v1/priority-classes", {}, {.summary = "list priority classes", .who = "any token"},
+        [](DaemonCore& c, C ctx, R, P) { return c.ListPriorityClasses(ctx); });
+  t.Add("POST", "/v1/priority-classes", Admins("create priority classes"),
+        {.summary = "create a priority class", .who = "cluster-admin", .request = "PriorityClassRequest",
+         .success = 201},
+        [](DaemonCore& c, C ctx, R req, P) { return c.CreatePriorityClass(ctx, req.body); });
+}
+
+void TokenRoutes(Table& t) {
+  t.Add("GET", "/v1/tokens", {},
+        {.summary = "list tokens (never their secrets)", .who = "cluster-admin, tenant-admin (own tenant)"},
+        [](DaemonCore& c, C ctx, R, P) { return c.ListTokens(ctx); });
+  t.Add("POST", "/v1/tokens", {Access::kTenantAdmin, "create this token"},
+        {.summary = "create a token; the secret is returned once",
+         .who = "cluster-admin; tenant-admin for member/viewer", .request = "TokenRequest", .success = 201},
+        [](DaemonCore& c, C ctx, R req, P) { return c.CreateToken(ctx, req.body); });
+  t.Add("DELETE", "/v1/tokens/{id}", {},
+        {.summary = "revoke a token", .who = "cluster-admin, tenant-admin (own tenant)"},
+        [](DaemonCore& c, C ctx, R, P p) { return c.RevokeToken(ctx, p[0]); });
+  t.Add("GET", "/v1/audit", {Access::kTenantAdmin, "read the audit log"},
+        {.summary = "the audit log, newest first (pages: limit, cursor)",
+         .who = "cluster-admin, tenant-admin (own tenant)", .paged = true},
+        [](DaemonCore& c, C ctx, R req, P) { return c.ListAudit(ctx, req.query); });
+}
+
+void NodeRoutes(Table& t) {
+  t.Add("GET", "/v1/nodes", {},
+        {.summary = "list nodes (tenants: those running their work); detail=devices adds each GPU with its MIG "
+                    "slices and occupants (other tenants' work shows as taken, unnamed)",
+         .who = "any token", .query = {{"detail"}}},
+        [](DaemonCore& c, C ctx, R req, P) { return c.ListNodes(ctx, req.Query("detail") == "devices"); });
+  t.Add("GET", "/v1/nodes/{name}", {}, {.summary = "a node with its GPUs", .who = "any token (as for the list)"},
+        [](DaemonCore& c, C ctx, R, P p) { return c.GetNode(ctx, p[0]); });
+  t.Add("DELETE", "/v1/nodes/{name}", Admins("delete nodes"),
+        {.summary = "remove a drained, empty node for good (409 otherwise); its name may be registered again as "
+                    "a new node",
+         .who = "cluster-admin"},
+        [](DaemonCore& c, C ctx, R, P p) { return c.DeleteNode(ctx, p[0]); });
+  const std::pair<const char*, const char*> actions[] = {
+      {"cordon", "no new work on the node"},
+      {"uncordon", "make the node schedulable"},
+      {"drain", "cordon and requeue the node's jobs"}};
+  for (const auto& [verb, summary] : actions) {
+    const std::string a = verb;
+    t.Add("POST", "/v1/nodes/{name}/" + a, Admins(a + " nodes"), {.summary = summary, .who = "cluster-admin"},
+          [a](DaemonCore& c, C ctx, R, P p) { return c.NodeAction(ctx, p[0], a); });
+  }
+  t.Add("POST", "/v1/agents/register", {Access::kAgent, "register node agents"},
+        {.summary = "a node agent registers its node and GPUs (docs/design/agent.md)",
+         .who = "cluster-admin; node-agent (the node of its name)", .request = "Object"},
+        [](DaemonCore& c, C ctx, R req, P) { return c.RegisterAgent(ctx, req.body); });
+  t.Add("POST", "/v1/agents/{node}/heartbeat", {Access::kAgent, "send heartbeats"},
+        {.summary = "a node agent's heartbeat: replica states, logs, health; answers what to start, stop and "
+                    "forget",
+         .who = "cluster-admin; node-agent (the node of its name)", .request = "Object"},
+        [](DaemonCore& c, C ctx, R req, P p) { return c.AgentHeartbeat(ctx, p[0], req.body); });
+}
+
+void CapacityRoutes(Table& t) {
+  t.Add("POST", "/v1/reservations", Writers("reserve capacity"),
+        {.summary = "reserve GPUs of a flavor for [start, end); 409 names the short interval; maintenance "
+                    "windows (admins)",
+         .who = kMembers, .request = "ReservationRequest", .success = 201},
+        [](DaemonCore& c, C ctx, R req, P) { return c.CreateReservation(ctx, req.body); });
+  t.Add("GET", "/v1/reservations", {},
+        {.summary = "list reservations and maintenance windows", .who = "any token (own tenant; maintenance for all)"},
+        [](DaemonCore& c, C ctx, R, P) { return c.ListReservations(ctx); });
+  t.Add("GET", "/v1/reservations/{id}", {}, {.summary = "a reservation", .who = kOwn},
+        [](DaemonCore& c, C ctx, R, P p) { return c.GetReservation(ctx, p[0]); });
+  t.Add("DELETE", "/v1/reservations/{id}", Writers("cancel this reservation"),
+        {.summary = "cancel a reservation",
+         .who = "cluster-admin, tenant-admin, member (own tenant); maintenance: cluster-admin"},
+        [](DaemonCore& c, C ctx, R, P p) { return c.CancelReservation(ctx, p[0]); });
+  t.Add("GET", "/v1/availability", {},
+        {.summary = "earliest start (flavor, gpus, duration_s[, after]) or reservable GPUs (flavor, start, end)",
+         .who = "any token",
+         .query = {{"flavor"}, {"gpus", "integer"}, {"duration_s", "integer"}, {"after"}, {"start"}, {"end"}}},
+        [](DaemonCore& c, C ctx, R req, P) { return c.Availability(ctx, req.query); });
+  t.Add("GET", "/v1/calendar", {},
+        {.summary = "per bucket: capacity, guaranteed, reserved, maintenance, free (flavor, start, end, step_s)",
+         .who = "any token", .query = {{"flavor"}, {"start"}, {"end"}, {"step_s", "integer"}}},
+        [](DaemonCore& c, C ctx, R req, P) { return c.CalendarView(ctx, req.query); });
+}
+
+void CostRoutes(Table& t) {
+  t.Add("GET", "/v1/usage", {},
+        {.summary = "usage and cost per tenant, grouped by flavor and kind (from, to, tenant, group_by, "
+                    "format=json|csv)",
+         .who = kOwn, .query = {{"from"}, {"to"}, {"tenant"}, {"group_by"}, {"format"}}},
+        [](DaemonCore& c, C ctx, R req, P) { return c.Usage(ctx, req.query); });
+  t.Add("GET", "/v1/prices", {},
+        {.summary = "the price list in force per flavor per GPU-hour, with `history`: every list and when it "
+                    "takes effect",
+         .who = "any token"},
+        [](DaemonCore& c, C ctx, R, P) { return c.GetPrices(ctx); });
+  t.Add("PUT", "/v1/prices", Admins("set prices"),
+        {.summary = "a new price list from `effective_from` (now if absent, never in the past) on; usage before "
+                    "it keeps its prices",
+         .who = "cluster-admin", .request = "PriceList"},
+        [](DaemonCore& c, C ctx, R req, P) { return c.SetPrices(ctx, req.body); });
+  t.Add("GET", "/v1/burst", {},
+        {.summary = "on-demand nodes (provisioning, ready, released) with their cost, and each tenant's burst "
+                    "policy and spend in its budget window",
+         .who = kOwn},
+        [](DaemonCore& c, C ctx, R, P) { return c.BurstView(ctx); });
+  t.Add("GET", "/v1/burst/settings", Admins("read the burst settings"),
+        {.summary = "the burst offers and tenants' policies in force, in the shape of the configuration's burst: "
+                    "section, with the provider (set in the file) and when the API last changed them",
+         .who = "cluster-admin"},
+        [](DaemonCore& c, C ctx, R, P) { return c.GetBurstSettings(ctx); });
+  t.Add("PUT", "/v1/burst/settings", Admins("change the burst settings"),
+        {.summary = "replace the burst offers and tenants' policies from now on, without a restart (journaled, "
+                    "audited); the provider stays the configuration file's",
+         .who = "cluster-admin", .request = "Object"},
+        [](DaemonCore& c, C ctx, R req, P) { return c.SetBurstSettings(ctx, req.body); });
+}
+
+std::vector<Route> BuildRoutes() {
+  Table t;
+  TenantRoutes(t);
+  JobRoutes(t);
+  TokenRoutes(t);
+  NodeRoutes(t);
+  CapacityRoutes(t);
+  CostRoutes(t);
+  return std::move(t.rows);
+}
+
+std::string RoleName(Access a) {
+  switch (a) {
+    case Access::kAnyone: return "any token";
+    case Access::kWriter: return "member";
+    case Access::kTenantAdmin: return "tenant-admin";
+    case Access::kAdmin: return "cluster-admin";
+    case Access::kAgent: return "node-agent";
+  }
+  return "";
 }
 
 // A route pattern, split once: literal segments and {name} holes.
@@ -220,11 +339,24 @@ const std::vector<Route>& HttpRoutes() {
   return routes;
 }
 
+std::vector<DocumentedRoute> DocumentedRoutes() {
+  // Served by the front end's own threads, before the table.
+  std::vector<DocumentedRoute> out = {
+      {"GET", "/healthz", "anyone", {.summary = "liveness", .who = "anyone", .open = true}},
+      {"GET", "/metrics", "anyone", {.summary = "Prometheus exposition", .who = "anyone", .open = true}},
+      {"GET", "/v1/openapi.json", "anyone", {.summary = "this document", .who = "anyone", .open = true}}};
+  for (const Route& r : HttpRoutes()) out.push_back({r.method, r.pattern, RoleName(r.access), r.doc});
+  return out;
+}
+
 http::Handler ApiHandler(Loop& loop, Metrics& metrics, std::function<void()> connections) {
   return [&loop, &metrics, connections](http::Request req, http::Respond respond) {
     if (Healthz(req, respond)) return;
     if (req.method == "GET") {
-      if (req.path == "/v1/openapi.json") return respond(Json(200, OpenApiDocument()));
+      if (req.path == "/v1/openapi.json") {
+        static const std::string document = OpenApiDocument(DocumentedRoutes());
+        return respond(Json(200, document));
+      }
       if (req.path == "/metrics") {
         if (connections) connections();
         return respond({200, metrics.Render(), "text/plain; version=0.0.4", {}, false});

@@ -1,4 +1,6 @@
-// The daemon's HTTP surface: one route table, and the handlers the front end's listeners run.
+// The daemon's HTTP surface: one route table {method, path, minimum role, handler, OpenAPI
+// operation}, from which both the router and /v1/openapi.json are generated, and the handlers
+// the front end's listeners run.
 //
 // The API listener serves /healthz, /metrics, /v1/openapi.json and the console from its own
 // threads, and hands every /v1 route to the loop, where the caller is authenticated and the
@@ -11,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "api/openapi.h"
 #include "daemon/core.h"
 #include "daemon/loop.h"
 #include "daemon/metrics.h"
@@ -32,6 +35,7 @@ enum class Access {
   kAgent,        // node agents and cluster admins
 };
 
+// One row of the route table: the router and /v1/openapi.json are both generated from it.
 struct Route {
   std::string method;
   std::string pattern;  // "/v1/jobs/{id}": a {name} segment matches one non-empty segment
@@ -39,10 +43,15 @@ struct Route {
   bool takes_body = false;  // a request without Content-Length or a chunked body is refused
   Access access = Access::kAnyone;
   std::string action;  // what a refusal says the caller may not do ("submit jobs")
+  OpenApiOperation doc;
 };
 
-// Every /v1 route the loop serves.
+// Every /v1 route the loop serves, resource by resource.
 const std::vector<Route>& HttpRoutes();
+
+// What /v1/openapi.json documents: the front end's own routes (/healthz, /metrics, the document)
+// and every row of HttpRoutes, with its minimum role.
+std::vector<DocumentedRoute> DocumentedRoutes();
 
 // `connections`, if set, is called before /metrics renders, to refresh the connection gauges.
 http::Handler ApiHandler(Loop& loop, Metrics& metrics, std::function<void()> connections);
