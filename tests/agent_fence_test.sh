@@ -3,8 +3,11 @@
 #  - kill -9 of an agent and a restart: the new agent adopts the replica (no second attempt);
 #  - SIGSTOP of an agent past its lease: the replica's shim stops it by itself, and only then
 #    does the daemon start another attempt (elsewhere); SIGCONT changes nothing;
-#  - ROUNDS (20) randomised rounds of kill -9 and restart of an agent, SIGSTOP/SIGCONT of one, and
-#    kill -9 and restart of the daemon, over two jobs on three one-GPU nodes.
+#  - SIGSTOP of the daemon past the lease: every replica is fenced by its shim; the jobs run
+#    again once the daemon does;
+#  - ROUNDS (20) randomised rounds of kill -9 and restart of an agent, SIGSTOP/SIGCONT of one,
+#    kill -9 and restart of the daemon and SIGSTOP/SIGCONT of it, over two jobs on three one-GPU
+#    nodes.
 # Every attempt appends "JOB ATTEMPT DEVICE NANOS" to a beats file every 0.1 s; at the end no two
 # attempts of a job, and no two jobs on one GPU, may have beaten in overlapping intervals.
 # Usage: agent_fence_test.sh GPUPOOL_BINARY [ROUNDS] [SEED]
@@ -101,12 +104,29 @@ first_new=$(awk -v j="$j" -v a="$stale" '$1 == j && $2 != a && !seen {t=$4; seen
   fail "the stale attempt beat at $last_stale, the new one from $first_new"
 echo "SIGSTOP of the agent of $node: the stale replica stopped $(( (first_new - last_stale) / 1000000 )) ms before the next attempt began"
 
-# 3. Randomised rounds.
+# 3. SIGSTOP of the daemon past the lease and the grace: no agent can renew its lease, so every
+# shim stops its replica; once the daemon runs again the jobs run again, one attempt at a time
+# (the check at the end).
+fenced_logs() { cat "$tmp"/agent-n-*.log | grep -c '"fenced":true\|(fenced)' || true; }
+fenced_before=$(fenced_logs)
+declare -A attempts_before
+for k in "${jobs[@]}"; do attempts_before[$k]=$(attempts "$k"); done
+kill -STOP "$daemon_pid"
+sleep 3
+kill -CONT "$daemon_pid"
+more_attempts() { [ "$(attempts "$1")" -gt "${attempts_before[$1]}" ] && job_running "$1"; }
+for k in "${jobs[@]}"; do
+  until_ok 30 more_attempts "$k" || fail "job $k did not run a new attempt after SIGSTOP of the daemon"
+done
+[ "$(fenced_logs)" -gt "$fenced_before" ] || fail "no replica was fenced while the daemon was stopped"
+echo "SIGSTOP of the daemon for 3 s: the replicas were fenced; both jobs run again"
+
+# 4. Randomised rounds.
 for ((round = 1; round <= rounds; round++)); do
   j=${jobs[$((RANDOM % 2))]}
   node=$(job_node "$j")
   [ -n "$node" ] || node=n-$((RANDOM % 3))
-  case $((RANDOM % 3)) in
+  case $((RANDOM % 4)) in
     0) pause=$((RANDOM % 30))
        echo "round $round: kill -9 of the agent of $node, restart after 0.$(printf %02d $pause)0 s"
        kill -9 "${agent_pid[$node]}"; wait "${agent_pid[$node]}" 2>/dev/null; sleep "0.$(printf %02d $pause)"; start_agent "$node" ;;
@@ -116,6 +136,9 @@ for ((round = 1; round <= rounds; round++)); do
     2) pause=$((RANDOM % 10))
        echo "round $round: kill -9 of the daemon, restart after 0.${pause} s"
        kill -9 "$daemon_pid"; wait "$daemon_pid" 2>/dev/null; sleep "0.$pause"; start_daemon ;;
+    3) pause=$((5 + RANDOM % 25))
+       echo "round $round: SIGSTOP of the daemon for $((pause / 10)).$((pause % 10)) s"
+       kill -STOP "$daemon_pid"; sleep "$((pause / 10)).$((pause % 10))"; kill -CONT "$daemon_pid" ;;
   esac
   for k in "${jobs[@]}"; do until_ok 30 job_running "$k" || fail "round $round: job $k is not running again"; done
   sleep 0.5

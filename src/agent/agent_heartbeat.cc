@@ -252,6 +252,14 @@ void Agent::ApplyReply(const Json& reply) {
     condition_ = reply["condition"].get<std::string>();
     Log("info", "node condition changed", {{"condition", condition_}});
   }
+  // The daemon did not hear this agent for its timeout (a pause of its own, a network cut that
+  // healed before this agent's timeout) and takes the node back only through a registration,
+  // with its acceptance test: without one the node would stay unreachable while its heartbeats
+  // go through. Every such reply asks for one.
+  if (reply.value("condition", Json()) == "unreachable") {
+    Log("warn", "the daemon holds this node unreachable: registering again");
+    registered_ = false;
+  }
   auto each = [&](const char* field, void (Agent::*fn)(const Json&)) {
     if (!reply.contains(field)) return;
     if (!reply[field].is_array()) {

@@ -498,6 +498,27 @@ TEST_F(AgentAloneProtocolTest, HeartbeatNotFoundReregistersAndReplicasSurvive) {
   EXPECT_TRUE(agent_->registered());
 }
 
+// A daemon that held the node unreachable (it did not hear the agent for its timeout, e.g. it
+// was itself paused past it) takes it back only through a registration: the agent registers
+// again at its next heartbeat, and its replicas keep running (the lease still came with the
+// reply). Before, its heartbeats went on and the node stayed unreachable for good.
+TEST_F(AgentAloneProtocolTest, AnUnreachableConditionMakesTheAgentRegisterAgain) {
+  MakeAgent("2xh100-80gb");
+  ASSERT_TRUE(agent_->Register().ok());
+  daemon_.QueueHeartbeat(200, {{"start", {Start("3", 0, {"sleep", "30"})}}, {"condition", "ready"}});
+  ASSERT_TRUE(agent_->HeartbeatOnce(Time::FromSeconds(++clock_s_)).ok());
+  ASSERT_TRUE(executor_->running("3-0"));
+  daemon_.QueueHeartbeat(200, {{"condition", "unreachable"}, {"lease_ms", 10000}});
+  ASSERT_TRUE(agent_->HeartbeatOnce(Time::FromSeconds(++clock_s_)).ok());
+  EXPECT_FALSE(agent_->registered());
+  EXPECT_TRUE(Logged("the daemon holds this node unreachable: registering again"));
+  daemon_.QueueHeartbeat(200, {{"condition", "ready"}, {"lease_ms", 10000}});
+  ASSERT_TRUE(agent_->HeartbeatOnce(Time::FromSeconds(++clock_s_)).ok());
+  EXPECT_EQ(daemon_.Registers().size(), 2u);
+  EXPECT_TRUE(agent_->registered());
+  EXPECT_TRUE(executor_->running("3-0"));
+}
+
 TEST_F(AgentAloneProtocolTest, RegisterErrors) {
   MakeAgent("2xh100-80gb");
   daemon_.QueueRegister(409, {{"error", {{"code", "CONFLICT"}, {"message", "flavor mismatch"}}}});
