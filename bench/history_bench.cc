@@ -7,6 +7,7 @@
 //       daemon takes them (copy on this thread, encode and write, compact), 0: none; finished
 //       jobs leave memory RETENTION_S simulated seconds after they finished (60). Prints RSS,
 //       journal and snapshot sizes every 100,000 jobs, and the time each snapshot took.
+//       DIR is a data directory `gpupool serve --data-dir DIR` can serve (bench/restart_serve.sh).
 //   history_bench open DIR                                  opens DIR as a start does (newest
 //       snapshot, then the journal's tail) and prints the time and the RSS after it.
 // Passes or fails on nothing.
@@ -61,7 +62,13 @@ int Fill(const fs::path& dir, int64_t jobs, int64_t every, int64_t retention_s) 
   fs::create_directories(dir);
   std::unique_ptr<DaemonCore> core = Open(dir);
   core->SetRetention(Duration::Seconds(retention_s));
-  GP_CHECK(core->Bootstrap(DemoCluster(), Time::FromMillis(1000)).ok());
+  Result<std::string> admin = core->Bootstrap(DemoCluster(), Time::FromMillis(1000));
+  GP_CHECK(admin.ok());
+  GP_CHECK(core->Flush().ok());
+  // What `gpupool serve` writes after a bootstrap, so that it can serve this directory
+  // (bench/restart_serve.sh): the admin's token, and the mark that the cluster exists.
+  std::ofstream(dir / "admin.token") << *admin << "\n";
+  std::ofstream(dir / "bootstrapped") << "1\n";
   const TenantId research = *core->state().FindTenant("research");
   const Principal member{"research-bob", Role::kMember, research, "research-bob-token"};
   int64_t now = 2000;
