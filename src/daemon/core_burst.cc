@@ -75,8 +75,11 @@ void DaemonCore::BurstTick(Time now) {
   }
   for (const ProvisionRequest& req : d.provision) {
     if (auto retry = burst_retry_at_.find(req.tenant); retry != burst_retry_at_.end() && now < retry->second) continue;
+    // The tenant's name is resolved here, on the loop: a provider must not read the state.
+    ProvisionRequest named = req;
+    named.tenant_name = state_->tenant(req.tenant).name;
     for (int i = 0; i < req.nodes; ++i) {
-      Result<std::string> rid = provider_->Provision(req, i, now);
+      Result<std::string> rid = provider_->Provision(named, i, now);
       if (!rid.ok()) {
         // Back off: a failing provider is not asked again on every tick.
         burst_retry_at_[req.tenant] = now + Duration::Seconds(30);

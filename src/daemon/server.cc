@@ -198,9 +198,7 @@ Status StartBurst(const ServeOptions& o, const DaemonConfig& config, DaemonCore&
   if (burst.enabled() || burst.present) {  // a burst: section runs its provider, with tenants or not
     std::unique_ptr<Provider> provider;
     if (burst.provider == "command") {
-      CommandProviderConfig cc = burst.command;
-      cc.tenant_name = [&core](TenantId t) { return core.state().tenant(t).name; };
-      provider = std::make_unique<CommandProvider>(core.state().catalogue(), std::move(cc));
+      provider = std::make_unique<CommandProvider>(core.state().catalogue(), burst.command);
     } else {
       auto sim = std::make_unique<SimulatedProvider>(core.state().catalogue(), burst.offers);
       sim->SkipSequence(core.burst_requests_seen());  // ids and names stay unique across restarts
