@@ -6,7 +6,7 @@
 // once; a later Poll returns the node, named, when it is ready; the caller adds it to the state
 // (MakeBurstNode) and, when the planner says so, calls Release with its name. Time comes in as
 // a parameter: providers read no clock for decisions (the command provider measures how long a
-// script ran, to enforce its timeout).
+// script ran, to enforce its timeout; AsyncProvider how long a call waited in its queue).
 //
 // Errors: a synchronous provider (SimulatedProvider, CommandProvider) returns them from
 // Provision and Release, and its Failures() is always empty. An asynchronous one
