@@ -221,20 +221,20 @@ CommandProvider::CommandProvider(const Catalogue& catalogue, CommandProviderConf
       << "command provider timeout must be positive and finite";
 }
 
-std::string CommandProvider::TenantName(TenantId t) const {
-  return config_.tenant_name ? config_.tenant_name(t) : std::to_string(t.value());
-}
-
 Result<std::string> CommandProvider::Provision(const ProvisionRequest& request, int index,
                                                Time now) {
   GP_RETURN_IF_ERROR(ValidateProvisionRequest(request, index, catalogue_));
-  const std::string id = "cmd-" + std::to_string(now.millis()) + "-" + std::to_string(++seq_);
+  const std::string id = !request.request_id.empty()
+                             ? request.request_id
+                             : "cmd-" + std::to_string(now.millis()) + "-" + std::to_string(++seq_);
+  const std::string tenant =
+      request.tenant_name.empty() ? std::to_string(request.tenant.value()) : request.tenant_name;
   const std::string flavor = catalogue_.model(request.flavor).name;
   const std::string name = Named("create", config_.create_command);
   auto run = RunScript(
       config_.create_command,
       {"GPUPOOL_FLAVOR=" + flavor, "GPUPOOL_GPUS=" + std::to_string(request.gpus_per_node),
-       "GPUPOOL_TENANT=" + TenantName(request.tenant), "GPUPOOL_REQUEST_ID=" + id,
+       "GPUPOOL_TENANT=" + tenant, "GPUPOOL_REQUEST_ID=" + id,
        "GPUPOOL_INDEX=" + std::to_string(index)},
       config_.timeout);
   if (!run.ok()) return Unavailable(name + " could not start: " + run.error().message);
@@ -253,7 +253,7 @@ Result<std::string> CommandProvider::Provision(const ProvisionRequest& request, 
   }
   node->request_id = id;
   node->ready = now + run->elapsed;
-  origins_[node->name] = {request.flavor, request.tenant};
+  origins_[node->name] = {request.flavor, tenant};
   created_.push_back(*node);
   return id;
 }
@@ -310,7 +310,7 @@ Status CommandProvider::Release(const std::string& node_name, Time /*now*/) {
   const auto it = origins_.find(node_name);
   if (it != origins_.end()) {
     vars.push_back("GPUPOOL_FLAVOR=" + catalogue_.model(it->second.flavor).name);
-    vars.push_back("GPUPOOL_TENANT=" + TenantName(it->second.tenant));
+    vars.push_back("GPUPOOL_TENANT=" + it->second.tenant);
   }
   GP_RETURN_IF_ERROR(Delete(node_name, vars));
   origins_.erase(node_name);

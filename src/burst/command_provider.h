@@ -2,8 +2,10 @@
 // (DESIGN.md §6; the script contract is in docs/design/burst.md).
 //
 // Provision runs `create_command` through `/bin/sh -c` (fork + execve, its own process group,
-// stdin from /dev/null) with GPUPOOL_FLAVOR, GPUPOOL_GPUS, GPUPOOL_TENANT, GPUPOOL_REQUEST_ID
-// and GPUPOOL_INDEX added to the daemon's environment, and waits for it: the script returns
+// stdin from /dev/null) with GPUPOOL_FLAVOR, GPUPOOL_GPUS, GPUPOOL_TENANT (request.tenant_name,
+// or the tenant id in decimal when it is empty), GPUPOOL_REQUEST_ID (request.request_id, or one
+// of its own when empty) and GPUPOOL_INDEX added to the daemon's environment, and waits for it:
+// the script returns
 // once the node exists, printing one JSON object on stdout:
 //   {"name": "gpu-17", "gpus": 8, "flavor": "h100-80gb", "cpu_milli": 96000, "memory_mib": 1048576}
 // name, gpus and flavor are required; cpu_milli and memory_mib are optional (0 = not tracked);
@@ -16,13 +18,14 @@
 // output names a node but fails validation (wrong flavor, gpus out of range), the node is
 // deleted again so nothing is left running unbilled.
 //
-// Blocking: Provision and Release block for as long as the script runs (up to `timeout`), so
-// the daemon calls them off its event loop, or accepts that latency. Thread-safety: none; one
-// owner.
+// Blocking: Provision and Release block for as long as the script runs (up to `timeout`). The
+// daemon therefore never calls them on its event loop: it runs this provider inside an
+// AsyncProvider (burst/async_provider.h), whose worker thread is then the one owner. Everything
+// it needs from the daemon comes in the request (the tenant's name), so it reads no state of the
+// daemon's from that thread. Thread-safety: none; one owner.
 #pragma once
 
 #include <cstdint>
-#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -36,8 +39,6 @@ struct CommandProviderConfig {
   std::string create_command;  // a /bin/sh command line
   std::string delete_command;
   Duration timeout = Duration::Minutes(10);  // per script run; > 0
-  // The GPUPOOL_TENANT value for a tenant; unset: the tenant id in decimal.
-  std::function<std::string(TenantId)> tenant_name;
 };
 
 class CommandProvider final : public Provider {
@@ -45,7 +46,7 @@ class CommandProvider final : public Provider {
   // REQUIRES: both commands non-empty, timeout > 0 and finite.
   CommandProvider(const Catalogue& catalogue, CommandProviderConfig config);
 
-  // Request ids are "cmd-<now in ms>-<sequence>".
+  // Request ids are request.request_id, or "cmd-<now in ms>-<sequence>" when it is empty.
   Result<std::string> Provision(const ProvisionRequest& request, int index, Time now) override;
   std::vector<ProvisionedNode> Poll(Time now) override;
   // Runs the delete script for any name, known to this provider or not (after a restart it
@@ -55,9 +56,8 @@ class CommandProvider final : public Provider {
  private:
   struct Origin {
     FlavorId flavor;
-    TenantId tenant;
+    std::string tenant;  // GPUPOOL_TENANT as the create script had it
   };
-  std::string TenantName(TenantId t) const;
   Result<ProvisionedNode> ParseNode(const std::string& out, const ProvisionRequest& request) const;
   Status Delete(const std::string& node_name, const std::vector<std::string>& env);
 

@@ -6,9 +6,16 @@
 // once; a later Poll returns the node, named, when it is ready; the caller adds it to the state
 // (MakeBurstNode) and, when the planner says so, calls Release with its name. Time comes in as
 // a parameter: providers read no clock for decisions (the command provider measures how long a
-// script ran, to enforce its timeout).
+// script ran, to enforce its timeout; AsyncProvider how long a call waited in its queue).
 //
-// Thread-safety: none. One owner calls a provider; see each implementation for blocking.
+// Errors: a synchronous provider (SimulatedProvider, CommandProvider) returns them from
+// Provision and Release, and its Failures() is always empty. An asynchronous one
+// (AsyncProvider) accepts every call at once and reports what failed later, through Failures():
+// the caller must handle both.
+//
+// Thread-safety: none. One owner calls a provider; see each implementation for blocking. The
+// request carries what a provider would otherwise read from the caller's state (the tenant's
+// name), so that a provider never calls back into it.
 #pragma once
 
 #include <cstdint>
@@ -34,6 +41,21 @@ struct ProvisionedNode {
   friend bool operator==(const ProvisionedNode&, const ProvisionedNode&) = default;
 };
 
+// What an asynchronous provider failed at after its call had returned.
+struct FailedProvision {
+  std::string request_id;  // as returned by Provision; no node will come for it
+  Error error;             // kInvalidArgument, kResourceExhausted or kUnavailable, as Provision's
+};
+struct FailedRelease {
+  std::string node_name;  // as given to Release; the node may still exist (the caller retries)
+  Error error;            // kNotFound or kUnavailable, as Release's
+};
+struct ProviderFailures {
+  std::vector<FailedProvision> provisions;  // in the order they failed
+  std::vector<FailedRelease> releases;
+  bool empty() const { return provisions.empty() && releases.empty(); }
+};
+
 class Provider {
  public:
   virtual ~Provider() = default;
@@ -48,6 +70,10 @@ class Provider {
   // Gives the node back; billing ends at `now`. kNotFound for a name the provider does not
   // know (where it can tell), kUnavailable when it failed (the caller retries).
   virtual Status Release(const std::string& node_name, Time now) = 0;
+  // What failed since the last call, each failure exactly once. A request id returned by
+  // Provision comes back exactly once, from Poll (ready) or from here (failed). Synchronous
+  // providers return their errors from the calls themselves and have nothing here.
+  virtual ProviderFailures Failures() { return {}; }
   // The offers changed (PUT /v1/burst/settings). A provider that reads them (the simulated one:
   // delays and capacity) takes the new ones for what it is asked from now on; one that does not
   // (the command provider: the operator's scripts) ignores them. REQUIRES: valid offers.

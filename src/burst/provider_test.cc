@@ -11,6 +11,7 @@
 #include "burst/command_provider.h"
 #include "burst/settings.h"
 #include "burst/sim_provider.h"
+#include "burst/test_scripts.h"
 #include <nlohmann/json.hpp>
 
 namespace gpupool {
@@ -115,30 +116,10 @@ TEST_F(SimProviderTest, BadRequestsAreRefused) {
 
 // --- CommandProvider -------------------------------------------------------------------------
 
-// Scripts in a fresh temporary directory; `log` collects what the scripts report.
-class CommandProviderTest : public ::testing::Test {
+// Scripts in a fresh temporary directory (ScriptDir); `log` collects what the scripts report.
+class CommandProviderTest : public ::testing::Test, public ScriptDir {
  protected:
-  void SetUp() override {
-    std::string tmpl = ::testing::TempDir() + "gpupool_burst_XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
-    dir_ = tmpl;
-    log_ = dir_ + "/log";
-  }
-  void TearDown() override {
-    ASSERT_EQ(system(("rm -rf '" + dir_ + "'").c_str()), 0);
-  }
-  std::string Script(const std::string& name, const std::string& body) {
-    const std::string path = dir_ + "/" + name;
-    std::ofstream(path) << "#!/bin/sh\n" << body << "\n";
-    chmod(path.c_str(), 0755);
-    return path;
-  }
-  std::string Log() const {
-    std::ifstream in(log_);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-  }
+  std::string Log() const { return Read("log"); }
   CommandProvider MakeProvider(const std::string& create_body,
                                Duration timeout = Duration::Seconds(10)) {
     return CommandProvider(
@@ -146,14 +127,13 @@ class CommandProviderTest : public ::testing::Test {
                 .delete_command = Script("delete.sh", "echo \"deleted $GPUPOOL_NODE "
                                                       "$GPUPOOL_FLAVOR $GPUPOOL_TENANT\" >> " +
                                                           log_),
-                .timeout = timeout,
-                .tenant_name = [](TenantId t) { return "team-" + std::to_string(t.value()); }});
+                .timeout = timeout});
   }
   static ProvisionRequest H100() {
     return {.tenant = TenantId(3), .flavor = Flavor("h100-80gb"), .nodes = 2, .gpus_per_node = 8,
-            .for_job = JobId(9)};
+            .for_job = JobId(9), .tenant_name = "team-3"};
   }
-  std::string dir_, log_;
+  const std::string dir_ = dir(), log_ = Path("log");
 };
 
 // Prints a node named after the request, echoing the environment it was given.
@@ -188,6 +168,19 @@ TEST_F(CommandProviderTest, RequestIdReachesTheScript) {
   auto id = p.Provision(H100(), 0, Time::FromMillis(7));
   ASSERT_TRUE(id.ok()) << id.error().message;
   EXPECT_EQ(p.Poll(Time()).at(0).name, "n-" + *id);
+}
+
+// A wrapper (AsyncProvider) names the request: the script sees the id its caller journals.
+TEST_F(CommandProviderTest, AGivenRequestIdIsTheOneUsed) {
+  CommandProvider p = MakeProvider(
+      "printf '{\"name\": \"n-%s\", \"gpus\": 8, \"flavor\": \"h100-80gb\"}' "
+      "\"$GPUPOOL_REQUEST_ID\"");
+  ProvisionRequest req = H100();
+  req.request_id = "async-7-1";
+  auto id = p.Provision(req, 0, Time::FromMillis(7));
+  ASSERT_TRUE(id.ok()) << id.error().message;
+  EXPECT_EQ(*id, "async-7-1");
+  EXPECT_EQ(p.Poll(Time()).at(0).name, "n-async-7-1");
 }
 
 TEST_F(CommandProviderTest, DeleteScriptGetsTheNode) {

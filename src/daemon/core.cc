@@ -140,6 +140,7 @@ Status DaemonCore::Rebuild() {
   fresh->provider_ = std::move(provider_);
   fresh->burst_retry_at_ = burst_retry_at_;
   fresh->release_retry_ = release_retry_;
+  fresh->burst_errors_ = burst_errors_;
   fresh->last_plan_ = last_plan_;
   fresh->cycles_ = cycles_;
   fresh->bytes_since_snapshot_ = bytes_since_snapshot_;

@@ -301,8 +301,14 @@ class DaemonCore {
   // What the node should run and has not reported, except replicas on a MIG GPU in `pending`.
   nlohmann::json StartList(NodeId node, const AgentState& a, const std::set<std::pair<uint64_t, int>>& occupied,
                            const std::set<int>& pending) const;
-  // Nodes the provider has ready join the cluster (journaled "burst_node").
+  // Nodes the provider has ready join the cluster (journaled "burst_node"); what an
+  // asynchronous provider failed at is handled as a synchronous one's errors are.
   void BurstJoin(Time now);
+  // Asks the provider for the request's nodes ("burst_request" each), until one fails.
+  void BurstProvision(const ProvisionRequest& req, Time now);
+  // A provisioning failed (at once, or later through Failures): back off the tenant 30 s, log,
+  // and say so in the job's pending reason (in this tick's BurstTick, after the cycle).
+  void BurstProvisionFailed(TenantId tenant, JobId for_job, const Error& error, Time now);
   // The burst part of Tick; the journal records of the fleet ("burst_request", "burst_node").
   void BurstTick(Time now);
   // The file's provider with the last change's offers and tenants (or the file's): resolves the
@@ -333,6 +339,9 @@ class DaemonCore {
   uint64_t burst_requests_seen_ = 0;
   std::map<TenantId, Time> burst_retry_at_;   // after a failed provisioning: back off
   std::vector<std::string> release_retry_;    // nodes the provider failed to release
+  // Failed provisionings since the last BurstTick, for their jobs' pending reasons (the cycle
+  // rewrites the reasons, so they are added after it).
+  std::vector<std::pair<JobId, std::string>> burst_errors_;
   struct AgentState {
     // Unset (nullopt) for an agent known from the journal and not heard since this daemon
     // started: its silence counts from the first tick after the restart.

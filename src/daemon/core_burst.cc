@@ -4,6 +4,7 @@
 // decisions through the provider.
 #include <algorithm>
 #include <nlohmann/json.hpp>
+#include <utility>
 
 #include "daemon/core.h"
 #include "daemon/log.h"
@@ -39,10 +40,60 @@ void DaemonCore::BurstJoin(Time now) {
     }
     Log("info", "on-demand node joined", {{"node", p.name}, {"tenant", state_->tenant(it->tenant).name}});
   }
+  // An asynchronous provider (the command provider's scripts on their thread) reports here what
+  // a synchronous one returns from its calls.
+  ProviderFailures failed = provider_->Failures();
+  for (const FailedProvision& f : failed.provisions) {
+    auto it = std::find_if(fleet_.begin(), fleet_.end(), [&](const BurstNode& b) { return b.request_id == f.request_id; });
+    if (it == fleet_.end() || it->ready || it->released) {
+      Log("warn", "provider reported a failure for a request nobody waits for",
+          {{"request", f.request_id}, {"error", f.error.message}});
+      continue;
+    }
+    // The request died: never billed (no ready), no longer capacity in flight. Not journaled:
+    // a restart drops every request that did not become a node (Replay), so it agrees.
+    it->released = now;
+    BurstProvisionFailed(it->tenant, it->for_job, f.error, now);
+  }
+  for (const FailedRelease& f : failed.releases) {
+    Log("error", "provider failed to release a node: retried every tick", {{"node", f.node_name}, {"error", f.error.message}});
+    release_retry_.push_back(f.node_name);
+  }
+}
+
+void DaemonCore::BurstProvisionFailed(TenantId tenant, JobId for_job, const Error& error, Time now) {
+  // Back off: a failing provider is not asked again on every tick.
+  burst_retry_at_[tenant] = now + Duration::Seconds(30);
+  Log("warn", "on-demand provisioning failed; retrying in 30 s",
+      {{"tenant", state_->tenant(tenant).name}, {"error", error.message}});
+  burst_errors_.emplace_back(for_job, error.message);
+}
+
+void DaemonCore::BurstProvision(const ProvisionRequest& req, Time now) {
+  const Catalogue& cat = state_->catalogue();
+  // The tenant's name is resolved here, on the loop: a provider's thread must not read the state.
+  ProvisionRequest named = req;
+  named.tenant_name = state_->tenant(req.tenant).name;
+  for (int i = 0; i < req.nodes; ++i) {
+    Result<std::string> rid = provider_->Provision(named, i, now);
+    if (!rid.ok()) {
+      BurstProvisionFailed(req.tenant, req.for_job, rid.error(), now);
+      return;
+    }
+    const BurstRequested asked{*rid, req.tenant, req.flavor, req.gpus_per_node,
+                               burst_offers_.at(req.flavor).micros_per_gpu_hour, req.for_job, now};
+    if (Status s = Commit(asked); !s.ok()) {  // the provider's answer, not an invariant of ours
+      Log("error", "provider returned an unusable request id", {{"request", *rid}, {"error", s.error().message}});
+      return;
+    }
+    Log("info", "on-demand node requested",
+        {{"request", *rid}, {"tenant", named.tenant_name}, {"flavor", cat.model(req.flavor).name},
+         {"gpus", std::to_string(req.gpus_per_node)}, {"for_job", std::to_string(req.for_job.value())},
+         {"price_per_gpu_hour", MicrosToDecimal(burst_offers_.at(req.flavor).micros_per_gpu_hour)}});
+  }
 }
 
 void DaemonCore::BurstTick(Time now) {
-  const Catalogue& cat = state_->catalogue();
   BurstJoin(now);
   TrackBurstUse(*state_, fleet_, now);
   // Releases the provider failed before are tried again.
@@ -75,35 +126,18 @@ void DaemonCore::BurstTick(Time now) {
   }
   for (const ProvisionRequest& req : d.provision) {
     if (auto retry = burst_retry_at_.find(req.tenant); retry != burst_retry_at_.end() && now < retry->second) continue;
-    for (int i = 0; i < req.nodes; ++i) {
-      Result<std::string> rid = provider_->Provision(req, i, now);
-      if (!rid.ok()) {
-        // Back off: a failing provider is not asked again on every tick.
-        burst_retry_at_[req.tenant] = now + Duration::Seconds(30);
-        Log("warn", "on-demand provisioning failed; retrying in 30 s",
-            {{"tenant", state_->tenant(req.tenant).name}, {"error", rid.error().message}});
-        const Job* j = state_->FindJob(req.for_job);
-        if (j && j->state == JobState::kPending) {
-          (void)state_->SetPendingReason(req.for_job, {j->reason.code, j->reason.message + "; on-demand capacity: " +
-                                                                          rid.error().message});
-        }
-        break;
-      }
-      const BurstRequested asked{*rid, req.tenant, req.flavor, req.gpus_per_node,
-                                 burst_offers_.at(req.flavor).micros_per_gpu_hour, req.for_job, now};
-      if (Status s = Commit(asked); !s.ok()) {  // the provider's answer, not an invariant of ours
-        Log("error", "provider returned an unusable request id", {{"request", *rid}, {"error", s.error().message}});
-        break;
-      }
-      Log("info", "on-demand node requested",
-          {{"request", *rid}, {"tenant", state_->tenant(req.tenant).name}, {"flavor", cat.model(req.flavor).name},
-           {"gpus", std::to_string(req.gpus_per_node)}, {"for_job", std::to_string(req.for_job.value())},
-           {"price_per_gpu_hour", MicrosToDecimal(burst_offers_.at(req.flavor).micros_per_gpu_hour)}});
+    BurstProvision(req, now);
+  }
+  // A synchronous provider (the simulated one with no delay, or a command provider used
+  // directly) may have a node ready now: it joins in this batch, journaled with its request.
+  BurstJoin(now);
+  // Failed provisionings, from the calls above or reported since the last tick.
+  for (const auto& [jid, error] : std::exchange(burst_errors_, {})) {
+    const Job* j = state_->FindJob(jid);
+    if (j && j->state == JobState::kPending) {
+      (void)state_->SetPendingReason(jid, {j->reason.code, j->reason.message + "; on-demand capacity: " + error});
     }
   }
-  // A provider that creates nodes synchronously (the command provider) has them ready now:
-  // they join in this batch, journaled with their request.
-  BurstJoin(now);
   for (const auto& [jid, why] : d.reasons) {
     const Job* j = state_->FindJob(jid);
     if (j && j->state == JobState::kPending) {

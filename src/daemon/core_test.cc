@@ -752,68 +752,6 @@ TEST_F(CoreTest, UsageGivesQuantitiesWithoutPricesAndNamesAnUnpricedFlavor) {
 // max_wait gets an on-demand node, runs there billed at the on-demand price, the idle node goes
 // back after the idle timeout, and the fleet survives a restart. A budget too small refuses
 // with the reason on the job.
-class BurstTest : public ::testing::Test {
- protected:
-  static constexpr const char* kYaml = R"(
-tenants:
-  - {name: a, quotas: {h100-80gb: {guaranteed: 8}}}
-nodes:
-  - {name: n, count: 1, flavor: h100-80gb, gpus: 8}
-prices:
-  flavors: {h100-80gb: {per_gpu_hour: "2.00"}}
-burst:
-  offers: {h100-80gb: {gpus_per_node: 8, per_gpu_hour: "10.00", provisioning_delay_s: 60, max_nodes: 2}}
-  tenants: {a: {flavors: [h100-80gb], max_gpus: 8, budget: "BUDGET", period_s: 86400, max_wait_s: 120,
-                idle_timeout_s: 300}}
-)";
-  void Start(const std::string& budget, std::string yaml = kYaml) {
-    yaml.replace(yaml.find("BUDGET"), 6, budget);
-    Result<DaemonConfig> cfg = ParseDaemonConfig(yaml);
-    ASSERT_TRUE(cfg.ok()) << cfg.error().message;
-    config_ = std::move(*cfg);
-    dir_ = std::filesystem::temp_directory_path() / ("gpupool-burst-" + std::to_string(std::random_device{}()));
-    std::filesystem::create_directories(dir_);
-    core_ = Open();
-    ASSERT_TRUE(core_->Bootstrap(config_.cluster, At(0), config_.prices).ok());
-    ASSERT_TRUE(core_->Flush().ok());
-    Enable();
-    member_ = {"bob", Role::kMember, *core_->state().FindTenant("a"), "bob-token"};
-  }
-  std::unique_ptr<DaemonCore> Open() {
-    Result<std::unique_ptr<Journal>> j = OpenSqliteJournal((dir_ / "journal.db").string());
-    EXPECT_TRUE(j.ok());
-    auto flaky = std::make_unique<FlakyJournal>(std::move(*j), &fail_next_);
-    Result<std::unique_ptr<DaemonCore>> core = DaemonCore::Open(std::move(flaky), SchedulerConfig());
-    EXPECT_TRUE(core.ok());
-    return std::move(*core);
-  }
-  int fail_next_ = 0;  // the journal's next appends that fail (disk full)
-  void Enable() {
-    auto sim = std::make_unique<SimulatedProvider>(core_->state().catalogue(), config_.burst.offers);
-    sim->SkipSequence(core_->burst_requests_seen());
-    ASSERT_TRUE(core_->EnableBurst(config_.burst, std::move(sim)).ok());
-  }
-  static Time At(int64_t s) { return Time::FromSeconds(1'000'000 + s); }
-  std::string Submit(int64_t s, int gpus, int duration_s) {
-    const std::string body = Json({{"tenant", "a"}, {"name", "j"}, {"priority_class", "training"}, {"replicas", 1},
-                                   {"resources", {{"flavor", "h100-80gb"}, {"gpus", gpus}}},
-                                   {"duration_estimate_s", duration_s}, {"command", {"run"}}}).dump();
-    const Reply r = core_->SubmitJob({&member_, "", At(s)}, body, "");
-    EXPECT_EQ(r.status, 201) << r.body;
-    return Json::parse(r.body)["id"];
-  }
-  void TickAt(int64_t s) {
-    core_->Tick(At(s), true);
-    ASSERT_TRUE(core_->Flush().ok());
-  }
-  Json JobAt(const std::string& id, int64_t s) { return Json::parse(core_->GetJob({&member_, "", At(s)}, id).body); }
-
-  DaemonConfig config_;
-  std::filesystem::path dir_;
-  std::unique_ptr<DaemonCore> core_;
-  Principal member_;
-};
-
 TEST_F(BurstTest, WaitsThenBurstsBillsOnDemandAndReleasesIdleNodes) {
   Start("200.00");
   Submit(0, 8, 3600);

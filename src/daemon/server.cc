@@ -37,6 +37,8 @@
 #include "daemon/web_assets.h"
 #include "policy/calendar/calendar.h"
 #include "model/demo_cluster.h"
+#include "burst/async_provider.h"
+#include "burst/command_provider.h"
 #include "burst/sim_provider.h"
 #include "store/journal.h"
 
@@ -198,9 +200,10 @@ Status StartBurst(const ServeOptions& o, const DaemonConfig& config, DaemonCore&
   if (burst.enabled() || burst.present) {  // a burst: section runs its provider, with tenants or not
     std::unique_ptr<Provider> provider;
     if (burst.provider == "command") {
-      CommandProviderConfig cc = burst.command;
-      cc.tenant_name = [&core](TenantId t) { return core.state().tenant(t).name; };
-      provider = std::make_unique<CommandProvider>(core.state().catalogue(), std::move(cc));
+      // The scripts run on the provider's own thread, never on the loop (a script may take
+      // minutes); the core hands it the tenant's name with each request.
+      provider = std::make_unique<AsyncProvider>(
+          std::make_unique<CommandProvider>(core.state().catalogue(), burst.command));
     } else {
       auto sim = std::make_unique<SimulatedProvider>(core.state().catalogue(), burst.offers);
       sim->SkipSequence(core.burst_requests_seen());  // ids and names stay unique across restarts

@@ -93,6 +93,10 @@ struct ProvisionRequest {
   int nodes = 0;
   int gpus_per_node = 0;
   JobId for_job;
+  // Filled in by the caller of a provider (the planner leaves them empty), on its own thread, so
+  // that a provider needs nothing from the caller's state (docs/design/burst.md, Providers):
+  std::string tenant_name;  // the tenant's name, GPUPOOL_TENANT; empty: the id in decimal
+  std::string request_id;   // the id to answer with (set by AsyncProvider); empty: make one
   friend bool operator==(const ProvisionRequest&, const ProvisionRequest&) = default;
 };
 
