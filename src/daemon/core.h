@@ -304,11 +304,10 @@ class DaemonCore {
   // Nodes the provider has ready join the cluster (journaled "burst_node"); what an
   // asynchronous provider failed at is handled as a synchronous one's errors are.
   void BurstJoin(Time now);
-  // Asks the provider for the request's nodes ("burst_request" each), until one fails.
-  void BurstProvision(const ProvisionRequest& req, Time now);
-  // A provisioning failed (at once, or later through Failures): back off the tenant 30 s, log,
-  // and say so in the job's pending reason (in this tick's BurstTick, after the cycle).
-  void BurstProvisionFailed(TenantId tenant, JobId for_job, const Error& error, Time now);
+  // The daemon's BurstSteps (burst/carry_out.h, core_burst.cc): journals the fleet's changes,
+  // logs them; a failed provisioning (at once, or later through Failures) backs the tenant off
+  // 30 s and is said in the job's pending reason (in this tick's BurstTick, after the cycle).
+  class Burst;
   // The burst part of Tick; the journal records of the fleet ("burst_request", "burst_node").
   void BurstTick(Time now);
   // The file's provider with the last change's offers and tenants (or the file's): resolves the

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <set>
 
+#include "burst/carry_out.h"
 #include "model/events.h"
 
 namespace gpupool {
@@ -23,25 +24,80 @@ void BurstSim::Watch(const Job& j, Time now) {
   if (due > now) expiries_.push({due, j.id});
 }
 
-int BurstSim::Join(State& s, Time now) {
-  int joined = 0;
-  for (const ProvisionedNode& p : provider_.Poll(now)) {
-    auto it = std::find_if(fleet_.begin(), fleet_.end(),
-                           [&](const BurstNode& b) { return b.request_id == p.request_id; });
-    GP_CHECK(it != fleet_.end() && !it->ready && !it->released)
-        << "unexpected on-demand node " << p.name;
-    OnDemandOffer as_built = offers_.at(p.flavor);
-    as_built.gpus_per_node = p.gpus;
-    as_built.cpu_milli = p.cpu_milli;
-    as_built.memory_mib = p.memory_mib;
-    Result<NodeId> id = s.AddNode(MakeBurstNode(s.catalogue(), as_built, it->tenant, p.name));
-    GP_CHECK(id.ok()) << "on-demand node " << p.name << " cannot join: " << id.error().message;
-    it->node = *id;
-    it->ready = it->last_busy = std::max(p.ready, it->requested);
-    ++version_[it->tenant];
-    ++joined;
+// What the simulator does at each step of carrying out a burst decision (burst/carry_out.h,
+// shared with the daemon): applies to its state and fleet at once, and counts.
+class BurstSim::Steps final : public BurstSteps {
+ public:
+  Steps(BurstSim& sim, State& s, const std::function<void(JobId)>* on_lost) : sim_(sim), s_(s), on_lost_(on_lost) {}
+
+  Status Retire(NodeId id, Time now) override {
+    std::vector<JobId> on_node;
+    for (JobId jid : s_.active()) {
+      for (const ReplicaPlacement& rp : s_.FindJob(jid)->placement) {
+        if (rp.node == id) {
+          on_node.push_back(jid);
+          break;
+        }
+      }
+    }
+    for (JobId jid : on_node) {
+      if (on_lost_ != nullptr) (*on_lost_)(jid);
+      GP_CHECK(Apply(s_, JobLost{jid, now, RequeueCause::kBudget, "the on-demand budget is spent"}).ok());
+      ++requeued;
+    }
+    GP_CHECK(Apply(s_, NodeConditionChanged{id, NodeCondition::kRetired, now}).ok());
+    for (BurstNode& b : sim_.fleet_) {
+      if (b.node == id && !b.released) {
+        b.released = now;
+        ++sim_.version_[b.tenant];
+      }
+    }
+    return Ok();
   }
-  return joined;
+  Status Requested(const ProvisionRequest& req, const std::string& rid, Time now) override {
+    BurstNode b;
+    b.request_id = rid;
+    b.tenant = req.tenant;
+    b.flavor = req.flavor;
+    b.gpus = req.gpus_per_node;
+    b.micros_per_gpu_hour = sim_.offers_.at(req.flavor).micros_per_gpu_hour;
+    b.for_job = req.for_job;
+    b.requested = b.last_busy = now;
+    sim_.fleet_.push_back(std::move(b));
+    ++sim_.version_[req.tenant];
+    ++sim_.provisioned_;
+    return Ok();
+  }
+  void ProvisionFailed(TenantId, JobId, const Error&, Time) override { ++sim_.provision_failures_; }
+  void ReleaseFailed(const std::string& name, const Error& e, Time) override {
+    GP_CHECK(false) << "the simulated provider failed to release " << name << ": " << e.message;
+  }
+  Status Joined(const BurstNode& entry, const Node& node, Time ready, Time) override {
+    Result<NodeId> id = s_.AddNode(node);
+    GP_CHECK(id.ok()) << "on-demand node " << node.name << " cannot join: " << id.error().message;
+    for (BurstNode& b : sim_.fleet_) {
+      if (b.request_id != entry.request_id) continue;
+      b.node = *id;
+      b.ready = b.last_busy = ready;
+      ++sim_.version_[b.tenant];
+    }
+    return Ok();
+  }
+  void Note(const std::string& what, const std::string& node, const std::string& detail) override {
+    GP_CHECK(false) << what << ": " << node << " (" << detail << ")";  // the simulator makes no such node
+  }
+
+  int requeued = 0;
+
+ private:
+  BurstSim& sim_;
+  State& s_;
+  const std::function<void(JobId)>* on_lost_;
+};
+
+int BurstSim::Join(State& s, Time now) {
+  Steps steps(*this, s, nullptr);
+  return JoinBurstNodes(provider_, fleet_, offers_, s.catalogue(), steps, now);
 }
 
 int BurstSim::Step(State& s, Time now, const std::function<void(JobId)>& on_lost) {
@@ -53,55 +109,12 @@ int BurstSim::Step(State& s, Time now, const std::function<void(JobId)>& on_lost
     const auto was = scheduled_.find(node);
     extended_ = extended_ || (was != scheduled_.end() && until > was->second);
   }
-  int requeued = 0;
-  for (NodeId id : d.release) {
-    std::vector<JobId> on_node;
-    for (JobId jid : s.active()) {
-      for (const ReplicaPlacement& rp : s.FindJob(jid)->placement) {
-        if (rp.node == id) {
-          on_node.push_back(jid);
-          break;
-        }
-      }
-    }
-    for (JobId jid : on_node) {
-      on_lost(jid);
-      GP_CHECK(Apply(s, JobLost{jid, now, RequeueCause::kBudget, "the on-demand budget is spent"}).ok());
-      ++requeued;
-    }
-    GP_CHECK(Apply(s, NodeConditionChanged{id, NodeCondition::kRetired, now}).ok());
-    GP_CHECK(provider_.Release(s.node(id).name, now).ok());
-    for (BurstNode& b : fleet_) {
-      if (b.node == id && !b.released) {
-        b.released = now;
-        ++version_[b.tenant];
-      }
-    }
-  }
   provisioned_ = 0;
-  for (const ProvisionRequest& req : d.provision) {
-    for (int i = 0; i < req.nodes; ++i) {
-      Result<std::string> rid = provider_.Provision(req, i, now);
-      if (!rid.ok()) {
-        ++provision_failures_;
-        break;
-      }
-      BurstNode b;
-      b.request_id = *rid;
-      b.tenant = req.tenant;
-      b.flavor = req.flavor;
-      b.gpus = req.gpus_per_node;
-      b.micros_per_gpu_hour = offers_.at(req.flavor).micros_per_gpu_hour;
-      b.for_job = req.for_job;
-      b.requested = b.last_busy = now;
-      fleet_.push_back(std::move(b));
-      ++version_[req.tenant];
-      ++provisioned_;
-    }
-  }
+  Steps steps(*this, s, &on_lost);
+  CarryOutBurst(d, s, provider_, steps, now);
   refused_.clear();
   for (const auto& [jid, why] : d.reasons) refused_.insert(s.FindJob(jid)->spec.tenant);
-  return requeued;
+  return steps.requeued;
 }
 
 Time BurstSim::NextWake(const State& s, Time now) {

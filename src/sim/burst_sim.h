@@ -1,6 +1,6 @@
-// BurstSim: the burst side of one pooled replay (sim/replay.h, ReplayOptions::burst). It does
-// what the daemon's burst tick does (daemon/core_burst.cc) over a SimulatedProvider in virtual
-// time, and says at which instants it must run again so that nodes join and leave on time
+// BurstSim: the burst side of one pooled replay (sim/replay.h, ReplayOptions::burst). It carries
+// out the planner's decisions through the same code as the daemon's burst tick
+// (burst/carry_out.h; daemon/core_burst.cc) over a SimulatedProvider in virtual time, and says at which instants it must run again so that nodes join and leave on time
 // (ready, idle timeout, budget spent) and waiting jobs burst as soon as they pass their
 // max_wait. docs/design/simulator.md, "Burst replay".
 //
@@ -69,6 +69,8 @@ class BurstSim {
   int provision_failures() const { return provision_failures_; }
 
  private:
+  class Steps;  // its BurstSteps (burst/carry_out.h)
+
   // Released nodes whose release is at or before their tenant's budget window no longer count
   // (SpentMicros clips them to nothing) and the planner skips released nodes: they leave the
   // working fleet, which keeps each step's cost bounded. Order among the rest is kept (the
