@@ -3,7 +3,7 @@
 //
 //   history_bench fill DIR JOBS [SNAPSHOT_EVERY_RECORDS [RETENTION_S]]   a data directory with JOBS jobs
 //       submitted, run and finished (simulated executor, two ticks per 20 submits, time
-//       advancing 1 s per tick), through DaemonCore and its journal (no HTTP); snapshots as the
+//       advancing 1 s per tick), through ControlPlane and its journal (no HTTP); snapshots as the
 //       daemon takes them (copy on this thread, encode and write, compact), 0: none; finished
 //       jobs leave memory RETENTION_S simulated seconds after they finished (60). Prints RSS,
 //       journal and snapshot sizes every 100,000 jobs, and the time each snapshot took.
@@ -20,7 +20,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "daemon/core.h"
+#include "daemon/control_plane.h"
 #include "model/demo_cluster.h"
 
 namespace gpupool {
@@ -50,17 +50,17 @@ uint64_t Bytes(const fs::path& dir, const std::string& prefix) {
   return total;
 }
 
-std::unique_ptr<DaemonCore> Open(const fs::path& dir) {
+std::unique_ptr<ControlPlane> Open(const fs::path& dir) {
   Result<std::unique_ptr<Journal>> journal = OpenSqliteJournal((dir / "journal.db").string());
   GP_CHECK(journal.ok()) << journal.error().message;
-  Result<std::unique_ptr<DaemonCore>> core = DaemonCore::Open(std::move(*journal), SchedulerConfig());
+  Result<std::unique_ptr<ControlPlane>> core = ControlPlane::Open(std::move(*journal), SchedulerConfig());
   GP_CHECK(core.ok()) << core.error().message;
   return std::move(*core);
 }
 
 int Fill(const fs::path& dir, int64_t jobs, int64_t every, int64_t retention_s) {
   fs::create_directories(dir);
-  std::unique_ptr<DaemonCore> core = Open(dir);
+  std::unique_ptr<ControlPlane> core = Open(dir);
   core->SetRetention(Duration::Seconds(retention_s));
   Result<std::string> admin = core->Bootstrap(DemoCluster(), Time::FromMillis(1000));
   GP_CHECK(admin.ok());
@@ -89,10 +89,10 @@ int Fill(const fs::path& dir, int64_t jobs, int64_t every, int64_t retention_s) 
     GP_CHECK(core->Flush().ok());
     if (every > 0 && core->records_since_snapshot() >= every) {
       const auto t0 = Clock::now();
-      std::shared_ptr<const DaemonCore::SnapshotCopy> copy = core->CopyForSnapshot();
+      std::shared_ptr<const ControlPlane::SnapshotCopy> copy = core->CopyForSnapshot();
       const double copy_s = Since(t0);
       const auto t1 = Clock::now();
-      const Snapshot s = DaemonCore::EncodeSnapshot(*copy);
+      const Snapshot s = ControlPlane::EncodeSnapshot(*copy);
       const double encode_s = Since(t1);
       const auto t2 = Clock::now();
       GP_CHECK(core->journal().WriteSnapshot(s).ok());
@@ -112,7 +112,7 @@ int Fill(const fs::path& dir, int64_t jobs, int64_t every, int64_t retention_s) 
 
 int OpenOnly(const fs::path& dir) {
   const auto t0 = Clock::now();
-  std::unique_ptr<DaemonCore> core = Open(dir);
+  std::unique_ptr<ControlPlane> core = Open(dir);
   const double s = Since(t0);
   std::printf("open: %.3f s, %zu jobs in memory, RSS %.1f MiB, max RSS %ld MiB\n", s, core->state().jobs().size(),
               RssMib(), [] { rusage ru{}; getrusage(RUSAGE_SELF, &ru); return ru.ru_maxrss / 1024; }());

@@ -1,5 +1,5 @@
 // GET /v1/jobs and GET /v1/audit on a long-lived daemon: 100,000 jobs and as many audit
-// entries, in DaemonCore (no HTTP), the whole list against one page of 50 (docs/benchmarks.md,
+// entries, in ControlPlane (no HTTP), the whole list against one page of 50 (docs/benchmarks.md,
 // "Daemon"). Tenants research and product submit 99% of the jobs in turn, interns every
 // hundredth: a page of interns' jobs walks past about 100 jobs of others per job it returns.
 // Reports the time per reply, serialisation included; it passes or fails on nothing.
@@ -13,7 +13,7 @@
 #include <string>
 
 #include "api/page.h"
-#include "daemon/core.h"
+#include "daemon/control_plane.h"
 #include "model/demo_cluster.h"
 
 namespace gpupool {
@@ -24,7 +24,7 @@ using Query = std::map<std::string, std::string>;
 constexpr int kJobs = 100000;
 
 struct Fixture {
-  std::unique_ptr<DaemonCore> core;
+  std::unique_ptr<ControlPlane> core;
   std::map<std::string, Principal> members, admins;
   Principal admin{"admin", Role::kClusterAdmin, TenantId(), ""};
 };
@@ -36,7 +36,7 @@ Fixture& Loaded() {
     std::filesystem::create_directories(dir);
     Result<std::unique_ptr<Journal>> journal = OpenSqliteJournal((dir / "journal.db").string());
     GP_CHECK(journal.ok());
-    Result<std::unique_ptr<DaemonCore>> core = DaemonCore::Open(std::move(*journal), SchedulerConfig());
+    Result<std::unique_ptr<ControlPlane>> core = ControlPlane::Open(std::move(*journal), SchedulerConfig());
     GP_CHECK(core.ok());
     out->core = std::move(*core);
     GP_CHECK(out->core->Bootstrap(DemoCluster(), Time::FromMillis(1000)).ok());

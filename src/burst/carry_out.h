@@ -1,5 +1,5 @@
 // Carrying out burst decisions (PlanBurst, policy/burst/burst.h) through a Provider: the one
-// place for the daemon (DaemonCore::BurstTick, journaled) and the simulator (BurstSim, in
+// place for the daemon (ControlPlane::BurstTick, journaled) and the simulator (BurstSim, in
 // virtual time), issue 16 item 5. The owner keeps the state and the fleet; BurstSteps is what it
 // does at each step: the daemon journals, logs and backs off, the simulator applies and counts.
 //

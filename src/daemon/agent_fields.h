@@ -1,5 +1,5 @@
-// The fields of the agent protocol's JSON bodies as DaemonCore reads them (core_agents.cc,
-// core_heartbeat.cc): typed reads with ranges and messages, no exceptions.
+// The fields of the agent protocol's JSON bodies as ControlPlane reads them (control_plane_agents.cc,
+// control_plane_heartbeat.cc): typed reads with ranges and messages, no exceptions.
 #pragma once
 
 #include <algorithm>

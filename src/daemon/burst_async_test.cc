@@ -15,14 +15,14 @@
 #include "burst/async_provider.h"
 #include "burst/command_provider.h"
 #include "burst/test_scripts.h"
-#include "daemon/core_fixture.h"
+#include "daemon/control_plane_fixture.h"
 #include "daemon/loop.h"
 #include "daemon/metrics.h"
 
 namespace gpupool {
 namespace {
 
-// BurstTest's cluster (core_fixture.h: one 8-GPU node, tenant a bursts after 120 s with a
+// BurstTest's cluster (control_plane_fixture.h: one 8-GPU node, tenant a bursts after 120 s with a
 // budget of 200.00), its provider replaced by the command provider behind an AsyncProvider,
 // running scripts from a fresh folder (ScriptDir).
 class BurstAsyncTest : public BurstTest, public ScriptDir {
@@ -180,7 +180,7 @@ TEST_F(BurstAsyncTest, TheLoopAnswersWhileACreateScriptRuns) {
     if (reply.wait_for(std::chrono::seconds(20)) != std::future_status::ready) return Reply{0, "no answer"};
     return reply.get();
   };
-  auto submit = [&](DaemonCore& core, Time now) { return core.SubmitJob({&member_, "", now}, JobBody(3600), ""); };
+  auto submit = [&](ControlPlane& core, Time now) { return core.SubmitJob({&member_, "", now}, JobBody(3600), ""); };
   EXPECT_EQ(call(submit).status, 201);
   const Reply second = call(submit);
   ASSERT_EQ(second.status, 201) << second.body;
@@ -188,11 +188,11 @@ TEST_F(BurstAsyncTest, TheLoopAnswersWhileACreateScriptRuns) {
   // The script has started, and cannot end before the gate opens (or its 60 s timeout): a loop
   // blocked in it would not answer within call's 20 s.
   ASSERT_TRUE(WaitFor([&] { return Exists("started"); }));
-  const Reply list = call([&](DaemonCore& core, Time now) { return core.ListJobs({&member_, "", now}, {}); });
+  const Reply list = call([&](ControlPlane& core, Time now) { return core.ListJobs({&member_, "", now}, {}); });
   EXPECT_EQ(list.status, 200) << list.body;
   Touch("go");
   auto state = [&] {
-    const Reply r = call([&](DaemonCore& core, Time now) { return core.GetJob({&member_, "", now}, waiting); });
+    const Reply r = call([&](ControlPlane& core, Time now) { return core.GetJob({&member_, "", now}, waiting); });
     return r.status == 200 ? Json::parse(r.body)["state"].get<std::string>() : r.body;
   };
   EXPECT_TRUE(WaitFor([&] { return state() == "running"; })) << state();

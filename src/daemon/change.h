@@ -1,9 +1,9 @@
 // Change: every durable change the daemon makes, as one typed value per journal record.
 //
-// A handler builds a Change and commits it (DaemonCore::Commit: encoded, checked and applied,
+// A handler builds a Change and commits it (ControlPlane::Commit: encoded, checked and applied,
 // then staged for the next flush); the store keeps its encoding. A start decodes each
 // record back into the same Change and applies it the same way, so a record has one meaning in
-// one place (ChangeCodec) and one effect in one place (DaemonCore::Apply(const Change&)).
+// one place (ChangeCodec) and one effect in one place (ControlPlane::Apply(const Change&)).
 //
 // The encoding is the record's kind and a JSON body. Bodies carry names, not ids (tenants,
 // flavors, nodes), so decoding resolves them against the state the record is applied to.

@@ -9,7 +9,7 @@
 
 #include "burst/sim_provider.h"
 #include "daemon/change.h"
-#include "daemon/core_fixture.h"
+#include "daemon/control_plane_fixture.h"
 #include "policy/calendar/calendar.h"
 
 namespace gpupool {
@@ -28,7 +28,7 @@ class ChangeFixture : public AgentProtocolTest {
 
   // What the API shows of everything the journal holds (liveness and pending reasons aside: a
   // start recomputes them).
-  std::string Visible(DaemonCore& core, int64_t s) {
+  std::string Visible(ControlPlane& core, int64_t s) {
     const CallContext c = Admin(s);
     Json jobs = Json::parse(core.ListJobs(c, {}).body);
     for (Json& j : jobs["items"]) j.erase("reason");
@@ -144,7 +144,7 @@ TEST_F(ChangeFixture, TheFormat1JournalReplaysToTheSameViews) {
   std::set<std::string> kinds;
   for (const Record& r : *records) kinds.insert(r.kind);
   for (const std::string& k : ChangeKinds()) EXPECT_TRUE(kinds.count(k)) << "the fixture has no '" << k << "' record";
-  Result<std::unique_ptr<DaemonCore>> core = DaemonCore::Open(std::move(*j), SchedulerConfig());
+  Result<std::unique_ptr<ControlPlane>> core = ControlPlane::Open(std::move(*j), SchedulerConfig());
   ASSERT_TRUE(core.ok()) << core.error().message;
   core_ = std::move(*core);
   EnableBurst();  // as `gpupool serve` does after the start, from the same configuration
@@ -160,7 +160,7 @@ TEST_F(ChangeFixture, ARecordOfANewerFormatIsRefused) {
   core_.reset();
   std::vector<Record> batch = {{0, "token_revoked", R"({"v": 2, "id": "x"})", {}}};
   ASSERT_TRUE((*j)->Append(batch).ok());
-  Result<std::unique_ptr<DaemonCore>> core = DaemonCore::Open(std::move(*j), SchedulerConfig());
+  Result<std::unique_ptr<ControlPlane>> core = ControlPlane::Open(std::move(*j), SchedulerConfig());
   ASSERT_FALSE(core.ok());
   EXPECT_NE(core.error().message.find("change format 2, written by a newer gpupool"), std::string::npos)
       << core.error().message;

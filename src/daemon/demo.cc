@@ -6,7 +6,7 @@
 
 namespace gpupool {
 
-Result<std::string> IssueDemoTokens(DaemonCore& core, Time now) {
+Result<std::string> IssueDemoTokens(ControlPlane& core, Time now) {
   nlohmann::json out = nlohmann::json::object();
   for (const Tenant& t : core.state().tenants()) {
     Result<std::string> secret = core.IssueToken({t.name + "-admin", Role::kTenantAdmin, t.id, ""}, now);

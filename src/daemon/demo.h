@@ -7,12 +7,12 @@
 #include <random>
 #include <string>
 
-#include "daemon/core.h"
+#include "daemon/control_plane.h"
 
 namespace gpupool {
 
 // One tenant-admin token per tenant; returns {"tenant": "token", ...} as JSON text.
-Result<std::string> IssueDemoTokens(DaemonCore& core, Time now);
+Result<std::string> IssueDemoTokens(ControlPlane& core, Time now);
 
 // The body of a POST /v1/jobs for a random demo job, and the tenant it is for. Each tenant has
 // its habits: research runs 8-GPU gangs, product serves on MIG slices and single GPUs, interns

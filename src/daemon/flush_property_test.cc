@@ -38,7 +38,7 @@ TEST_F(FlushProperty, AFailedFlushLeavesWhatIsDurableAndTheDaemonServing) {
       core_->Tick(Time::FromMillis(now_ + 500), true);
       ASSERT_EQ(core_->Summary(As(admin_, now_ + 500)).status, 200);
       ASSERT_TRUE(core_->Flush().ok());
-      std::unique_ptr<DaemonCore> fresh = Fresh();
+      std::unique_ptr<ControlPlane> fresh = Fresh();
       ASSERT_TRUE(fresh);
       const std::string mine = Visible(*core_), replayed = Visible(*fresh);
       if (mine != replayed) {
@@ -80,14 +80,14 @@ TEST_F(LoopTest, AHandlerThatRefusesAfterAChangeAbandonsItsBatch) {
   std::promise<Reply> broken, other, later;
   std::string after_abandon;  // read on the loop thread, before its next tick changes anything
   // Both are queued before the loop runs, so they are one batch.
-  loop.Post([&](DaemonCore& c, Time) {
+  loop.Post([&](ControlPlane& c, Time) {
     EXPECT_EQ(c.SubmitJob(m, Job("research", 8, "half"), "").status, 201);
     return Reply{400, "{\"error\": \"refused after a change\"}"};
   }, [&](Reply r) {
     after_abandon = Visible(*core_);
     broken.set_value(std::move(r));
   });
-  loop.Post([&](DaemonCore& c, Time) { return c.SubmitJob(m, Job("research", 8, "innocent"), ""); },
+  loop.Post([&](ControlPlane& c, Time) { return c.SubmitJob(m, Job("research", 8, "innocent"), ""); },
             [&](Reply r) { other.set_value(std::move(r)); });
   std::atomic<bool> stop{false};
   std::thread runner([&] { loop.Run(stop); });
@@ -96,13 +96,13 @@ TEST_F(LoopTest, AHandlerThatRefusesAfterAChangeAbandonsItsBatch) {
   EXPECT_EQ(o.status, 503) << o.body;
   EXPECT_EQ(after_abandon, durable) << "nothing of the broken batch is applied";
   // The next batch is served as usual.
-  loop.Post([&](DaemonCore& c, Time) { return c.SubmitJob(m, Job("research", 8, "retried"), ""); },
+  loop.Post([&](ControlPlane& c, Time) { return c.SubmitJob(m, Job("research", 8, "retried"), ""); },
             [&](Reply r) { later.set_value(std::move(r)); });
   EXPECT_EQ(later.get_future().get().status, 201);
   stop = true;
   runner.join();
   EXPECT_NE(metrics.Render().find("gpupool_batches_abandoned_total 1"), std::string::npos);
-  std::unique_ptr<DaemonCore> fresh = Fresh();
+  std::unique_ptr<ControlPlane> fresh = Fresh();
   ASSERT_TRUE(fresh);
   const std::string jobs = fresh->ListJobs(As(admin_, now_), {}).body;
   EXPECT_EQ(jobs.find("\"half\""), std::string::npos);

@@ -51,62 +51,62 @@ void JobRoutes(Table& t) {
   t.Add("POST", "/v1/jobs", Writers("submit jobs"),
         {.summary = "submit a job; Idempotency-Key makes retries safe", .who = kMembers, .request = "JobRequest",
          .success = 201, .header = "Idempotency-Key", .response = "Job"},
-        [](DaemonCore& c, C ctx, R req, P) { return c.SubmitJob(ctx, req.body, req.Header("Idempotency-Key")); });
+        [](ControlPlane& c, C ctx, R req, P) { return c.SubmitJob(ctx, req.body, req.Header("Idempotency-Key")); });
   t.Add("GET", "/v1/jobs", {},
         {.summary = "list jobs, newest first (filters: tenant, state; pages: limit, cursor); finished jobs past "
                     "the retention window come from the store's history",
          .who = kOwn, .query = {{"tenant"}, {"state"}}, .paged = true},
-        [](DaemonCore& c, C ctx, R req, P) { return c.ListJobs(ctx, req.query); });
+        [](ControlPlane& c, C ctx, R req, P) { return c.ListJobs(ctx, req.query); });
   t.Add("GET", "/v1/jobs/{id}", {},
         {.summary = "a job with its pending reason and placement", .who = kOwn, .response = "Job"},
-        [](DaemonCore& c, C ctx, R, P p) { return c.GetJob(ctx, p[0]); });
+        [](ControlPlane& c, C ctx, R, P p) { return c.GetJob(ctx, p[0]); });
   t.Add("DELETE", "/v1/jobs/{id}", Writers("cancel jobs"),
         {.summary = "cancel a job", .who = kMembers, .response = "Job"},
-        [](DaemonCore& c, C ctx, R, P p) { return c.CancelJob(ctx, p[0]); });
+        [](ControlPlane& c, C ctx, R, P p) { return c.CancelJob(ctx, p[0]); });
   t.Add("GET", "/v1/jobs/{id}/logs", {},
         {.summary = "the last stdout and stderr of each replica, as its agent sent them", .who = kOwn},
-        [](DaemonCore& c, C ctx, R, P p) { return c.JobLogs(ctx, p[0]); });
+        [](ControlPlane& c, C ctx, R, P p) { return c.JobLogs(ctx, p[0]); });
 }
 
 void TenantRoutes(Table& t) {
   t.Add("GET", "/v1/summary", {}, {.summary = "cluster summary (counts scoped to the caller)", .who = "any token"},
-        [](DaemonCore& c, C ctx, R, P) { return c.Summary(ctx); });
+        [](ControlPlane& c, C ctx, R, P) { return c.Summary(ctx); });
   t.Add("GET", "/v1/tenants", {}, {.summary = "list tenants with usage", .who = kOwn},
-        [](DaemonCore& c, C ctx, R, P) { return c.ListTenants(ctx); });
+        [](ControlPlane& c, C ctx, R, P) { return c.ListTenants(ctx); });
   t.Add("POST", "/v1/tenants", Admins("create tenants"),
         {.summary = "create a tenant", .who = "cluster-admin", .request = "TenantRequest", .success = 201},
-        [](DaemonCore& c, C ctx, R req, P) { return c.CreateTenant(ctx, req.body); });
+        [](ControlPlane& c, C ctx, R req, P) { return c.CreateTenant(ctx, req.body); });
   t.Add("GET", "/v1/tenants/{name}", {}, {.summary = "a tenant with quotas and usage", .who = kOwn},
-        [](DaemonCore& c, C ctx, R, P p) { return c.GetTenant(ctx, p[0]); });
+        [](ControlPlane& c, C ctx, R, P p) { return c.GetTenant(ctx, p[0]); });
   t.Add("PATCH", "/v1/tenants/{name}", Admins("change tenants"),
         {.summary = "update quotas, weight, limits", .who = "cluster-admin", .request = "TenantRequest"},
-        [](DaemonCore& c, C ctx, R req, P p) { return c.UpdateTenant(ctx, p[0], req.body); });
+        [](ControlPlane& c, C ctx, R req, P p) { return c.UpdateTenant(ctx, p[0], req.body); });
   t.Add("DELETE", "/v1/tenants/{name}", Admins("delete tenants"),
         {.summary = "delete a tenant with no live jobs", .who = "cluster-admin"},
-        [](DaemonCore& c, C ctx, R, P p) { return c.DeleteTenant(ctx, p[0]); });
+        [](ControlPlane& c, C ctx, R, P p) { return c.DeleteTenant(ctx, p[0]); });
   t.Add("GET", "/v1/priority-classes", {}, {.summary = "list priority classes", .who = "any token"},
-        [](DaemonCore& c, C ctx, R, P) { return c.ListPriorityClasses(ctx); });
+        [](ControlPlane& c, C ctx, R, P) { return c.ListPriorityClasses(ctx); });
   t.Add("POST", "/v1/priority-classes", Admins("create priority classes"),
         {.summary = "create a priority class", .who = "cluster-admin", .request = "PriorityClassRequest",
          .success = 201},
-        [](DaemonCore& c, C ctx, R req, P) { return c.CreatePriorityClass(ctx, req.body); });
+        [](ControlPlane& c, C ctx, R req, P) { return c.CreatePriorityClass(ctx, req.body); });
 }
 
 void TokenRoutes(Table& t) {
   t.Add("GET", "/v1/tokens", {},
         {.summary = "list tokens (never their secrets)", .who = "cluster-admin, tenant-admin (own tenant)"},
-        [](DaemonCore& c, C ctx, R, P) { return c.ListTokens(ctx); });
+        [](ControlPlane& c, C ctx, R, P) { return c.ListTokens(ctx); });
   t.Add("POST", "/v1/tokens", {Access::kTenantAdmin, "create this token"},
         {.summary = "create a token; the secret is returned once",
          .who = "cluster-admin; tenant-admin for member/viewer", .request = "TokenRequest", .success = 201},
-        [](DaemonCore& c, C ctx, R req, P) { return c.CreateToken(ctx, req.body); });
+        [](ControlPlane& c, C ctx, R req, P) { return c.CreateToken(ctx, req.body); });
   t.Add("DELETE", "/v1/tokens/{id}", {},
         {.summary = "revoke a token", .who = "cluster-admin, tenant-admin (own tenant)"},
-        [](DaemonCore& c, C ctx, R, P p) { return c.RevokeToken(ctx, p[0]); });
+        [](ControlPlane& c, C ctx, R, P p) { return c.RevokeToken(ctx, p[0]); });
   t.Add("GET", "/v1/audit", {Access::kTenantAdmin, "read the audit log"},
         {.summary = "the audit log, newest first (pages: limit, cursor)",
          .who = "cluster-admin, tenant-admin (own tenant)", .paged = true},
-        [](DaemonCore& c, C ctx, R req, P) { return c.ListAudit(ctx, req.query); });
+        [](ControlPlane& c, C ctx, R req, P) { return c.ListAudit(ctx, req.query); });
 }
 
 void NodeRoutes(Table& t) {
@@ -114,14 +114,14 @@ void NodeRoutes(Table& t) {
         {.summary = "list nodes (tenants: those running their work); detail=devices adds each GPU with its MIG "
                     "slices and occupants (other tenants' work shows as taken, unnamed)",
          .who = "any token", .query = {{"detail"}}},
-        [](DaemonCore& c, C ctx, R req, P) { return c.ListNodes(ctx, req.Query("detail") == "devices"); });
+        [](ControlPlane& c, C ctx, R req, P) { return c.ListNodes(ctx, req.Query("detail") == "devices"); });
   t.Add("GET", "/v1/nodes/{name}", {}, {.summary = "a node with its GPUs", .who = "any token (as for the list)"},
-        [](DaemonCore& c, C ctx, R, P p) { return c.GetNode(ctx, p[0]); });
+        [](ControlPlane& c, C ctx, R, P p) { return c.GetNode(ctx, p[0]); });
   t.Add("DELETE", "/v1/nodes/{name}", Admins("delete nodes"),
         {.summary = "remove a drained, empty node for good (409 otherwise); its name may be registered again as "
                     "a new node",
          .who = "cluster-admin"},
-        [](DaemonCore& c, C ctx, R, P p) { return c.DeleteNode(ctx, p[0]); });
+        [](ControlPlane& c, C ctx, R, P p) { return c.DeleteNode(ctx, p[0]); });
   const std::pair<const char*, const char*> actions[] = {
       {"cordon", "no new work on the node"},
       {"uncordon", "make the node schedulable"},
@@ -129,17 +129,17 @@ void NodeRoutes(Table& t) {
   for (const auto& [verb, summary] : actions) {
     const std::string a = verb;
     t.Add("POST", "/v1/nodes/{name}/" + a, Admins(a + " nodes"), {.summary = summary, .who = "cluster-admin"},
-          [a](DaemonCore& c, C ctx, R, P p) { return c.NodeAction(ctx, p[0], a); });
+          [a](ControlPlane& c, C ctx, R, P p) { return c.NodeAction(ctx, p[0], a); });
   }
   t.Add("POST", "/v1/agents/register", {Access::kAgent, "register node agents"},
         {.summary = "a node agent registers its node and GPUs (docs/design/agent.md)",
          .who = "cluster-admin; node-agent (the node of its name)", .request = "Object"},
-        [](DaemonCore& c, C ctx, R req, P) { return c.RegisterAgent(ctx, req.body); });
+        [](ControlPlane& c, C ctx, R req, P) { return c.RegisterAgent(ctx, req.body); });
   t.Add("POST", "/v1/agents/{node}/heartbeat", {Access::kAgent, "send heartbeats"},
         {.summary = "a node agent's heartbeat: replica states, logs, health; answers what to start, stop and "
                     "forget",
          .who = "cluster-admin; node-agent (the node of its name)", .request = "Object"},
-        [](DaemonCore& c, C ctx, R req, P p) { return c.AgentHeartbeat(ctx, p[0], req.body); });
+        [](ControlPlane& c, C ctx, R req, P p) { return c.AgentHeartbeat(ctx, p[0], req.body); });
 }
 
 void CapacityRoutes(Table& t) {
@@ -147,25 +147,25 @@ void CapacityRoutes(Table& t) {
         {.summary = "reserve GPUs of a flavor for [start, end); 409 names the short interval; maintenance "
                     "windows (admins)",
          .who = kMembers, .request = "ReservationRequest", .success = 201},
-        [](DaemonCore& c, C ctx, R req, P) { return c.CreateReservation(ctx, req.body); });
+        [](ControlPlane& c, C ctx, R req, P) { return c.CreateReservation(ctx, req.body); });
   t.Add("GET", "/v1/reservations", {},
         {.summary = "list reservations and maintenance windows", .who = "any token (own tenant; maintenance for all)"},
-        [](DaemonCore& c, C ctx, R, P) { return c.ListReservations(ctx); });
+        [](ControlPlane& c, C ctx, R, P) { return c.ListReservations(ctx); });
   t.Add("GET", "/v1/reservations/{id}", {}, {.summary = "a reservation", .who = kOwn},
-        [](DaemonCore& c, C ctx, R, P p) { return c.GetReservation(ctx, p[0]); });
+        [](ControlPlane& c, C ctx, R, P p) { return c.GetReservation(ctx, p[0]); });
   t.Add("DELETE", "/v1/reservations/{id}", Writers("cancel this reservation"),
         {.summary = "cancel a reservation",
          .who = "cluster-admin, tenant-admin, member (own tenant); maintenance: cluster-admin"},
-        [](DaemonCore& c, C ctx, R, P p) { return c.CancelReservation(ctx, p[0]); });
+        [](ControlPlane& c, C ctx, R, P p) { return c.CancelReservation(ctx, p[0]); });
   t.Add("GET", "/v1/availability", {},
         {.summary = "earliest start (flavor, gpus, duration_s[, after]) or reservable GPUs (flavor, start, end)",
          .who = "any token",
          .query = {{"flavor"}, {"gpus", "integer"}, {"duration_s", "integer"}, {"after"}, {"start"}, {"end"}}},
-        [](DaemonCore& c, C ctx, R req, P) { return c.Availability(ctx, req.query); });
+        [](ControlPlane& c, C ctx, R req, P) { return c.Availability(ctx, req.query); });
   t.Add("GET", "/v1/calendar", {},
         {.summary = "per bucket: capacity, guaranteed, reserved, maintenance, free (flavor, start, end, step_s)",
          .who = "any token", .query = {{"flavor"}, {"start"}, {"end"}, {"step_s", "integer"}}},
-        [](DaemonCore& c, C ctx, R req, P) { return c.CalendarView(ctx, req.query); });
+        [](ControlPlane& c, C ctx, R req, P) { return c.CalendarView(ctx, req.query); });
 }
 
 void CostRoutes(Table& t) {
@@ -173,32 +173,32 @@ void CostRoutes(Table& t) {
         {.summary = "usage and cost per tenant, grouped by flavor and kind (from, to, tenant, group_by, "
                     "format=json|csv)",
          .who = kOwn, .query = {{"from"}, {"to"}, {"tenant"}, {"group_by"}, {"format"}}},
-        [](DaemonCore& c, C ctx, R req, P) { return c.Usage(ctx, req.query); });
+        [](ControlPlane& c, C ctx, R req, P) { return c.Usage(ctx, req.query); });
   t.Add("GET", "/v1/prices", {},
         {.summary = "the price list in force per flavor per GPU-hour, with `history`: every list and when it "
                     "takes effect",
          .who = "any token"},
-        [](DaemonCore& c, C ctx, R, P) { return c.GetPrices(ctx); });
+        [](ControlPlane& c, C ctx, R, P) { return c.GetPrices(ctx); });
   t.Add("PUT", "/v1/prices", Admins("set prices"),
         {.summary = "a new price list from `effective_from` (now if absent, never in the past) on; usage before "
                     "it keeps its prices",
          .who = "cluster-admin", .request = "PriceList"},
-        [](DaemonCore& c, C ctx, R req, P) { return c.SetPrices(ctx, req.body); });
+        [](ControlPlane& c, C ctx, R req, P) { return c.SetPrices(ctx, req.body); });
   t.Add("GET", "/v1/burst", {},
         {.summary = "on-demand nodes (provisioning, ready, released) with their cost, and each tenant's burst "
                     "policy and spend in its budget window",
          .who = kOwn},
-        [](DaemonCore& c, C ctx, R, P) { return c.BurstView(ctx); });
+        [](ControlPlane& c, C ctx, R, P) { return c.BurstView(ctx); });
   t.Add("GET", "/v1/burst/settings", Admins("read the burst settings"),
         {.summary = "the burst offers and tenants' policies in force, in the shape of the configuration's burst: "
                     "section, with the provider (set in the file) and when the API last changed them",
          .who = "cluster-admin"},
-        [](DaemonCore& c, C ctx, R, P) { return c.GetBurstSettings(ctx); });
+        [](ControlPlane& c, C ctx, R, P) { return c.GetBurstSettings(ctx); });
   t.Add("PUT", "/v1/burst/settings", Admins("change the burst settings"),
         {.summary = "replace the burst offers and tenants' policies from now on, without a restart (journaled, "
                     "audited); the provider stays the configuration file's",
          .who = "cluster-admin", .request = "Object"},
-        [](DaemonCore& c, C ctx, R req, P) { return c.SetBurstSettings(ctx, req.body); });
+        [](ControlPlane& c, C ctx, R req, P) { return c.SetBurstSettings(ctx, req.body); });
 }
 
 std::vector<Route> BuildRoutes() {
@@ -304,7 +304,7 @@ void ToLoop(Loop& loop, Metrics& metrics, http::Request req, http::Respond respo
   const std::string name = req.method + " " + route->pattern;
   auto shared = std::make_shared<const http::Request>(std::move(req));
   loop.Post(
-      [route, shared, params = std::move(params)](DaemonCore& core, Time now) {
+      [route, shared, params = std::move(params)](ControlPlane& core, Time now) {
         const CallContext c{core.Authenticate(Bearer(*shared)), shared->remote, now};
         if (c.principal == nullptr) return Reply{401, ErrorBody({ErrorCode::kUnauthenticated, "missing or invalid bearer token"})};
         // A node agent's credential opens the agents' routes and nothing else.

@@ -4,7 +4,7 @@
 //
 // The API listener serves /healthz, /metrics, /v1/openapi.json and the console from its own
 // threads, and hands every /v1 route to the loop, where the caller is authenticated and the
-// route's DaemonCore method runs; the reply goes out once the batch is durable. The agents'
+// route's ControlPlane method runs; the reply goes out once the batch is durable. The agents'
 // listener (serve --agent-listen) serves only /healthz and /v1/agents/..., with its own
 // connection budget and thread, so that no flood of API traffic makes nodes look dead.
 #pragma once
@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "api/openapi.h"
-#include "daemon/core.h"
+#include "daemon/control_plane.h"
 #include "daemon/loop.h"
 #include "daemon/metrics.h"
 #include "http/server.h"
@@ -23,7 +23,7 @@ namespace gpupool {
 
 // A route's path parameters, in order ("/v1/jobs/{id}/logs" has one).
 using PathParams = std::vector<std::string>;
-using RouteFn = std::function<Reply(DaemonCore&, const CallContext&, const http::Request&, const PathParams&)>;
+using RouteFn = std::function<Reply(ControlPlane&, const CallContext&, const http::Request&, const PathParams&)>;
 
 // The least a caller must be to reach a route's handler (which may check more: scope, the
 // body's own demands). Checked on the loop, after authentication, before the body is decoded.

@@ -2,7 +2,7 @@
 // why, scoped like the job; pending reasons that say a job was sent back.
 #include <gtest/gtest.h>
 
-#include "daemon/core_fixture.h"
+#include "daemon/control_plane_fixture.h"
 
 namespace gpupool {
 namespace {
@@ -426,7 +426,7 @@ nodes:
     return j["placement"].empty() ? "-" + j["reason"]["message"].get<std::string>() : j["placement"][0]["node"].get<std::string>();
   }
   std::filesystem::path dir_;
-  std::unique_ptr<DaemonCore> core_;
+  std::unique_ptr<ControlPlane> core_;
   Principal admin_{"admin", Role::kClusterAdmin, TenantId(), ""};
   Principal a_, b_;
 };

@@ -21,7 +21,7 @@ Time WallNow() {
                               .count());
 }
 
-Loop::Loop(DaemonCore& core, Metrics& metrics, int tick_ms, bool executor)
+Loop::Loop(ControlPlane& core, Metrics& metrics, int tick_ms, bool executor)
     : core_(core), metrics_(metrics), tick_ms_(tick_ms), executor_(executor) {}
 
 void Loop::Post(Work work, Done done) {

@@ -1,4 +1,4 @@
-// The daemon's event loop: one thread owns the DaemonCore. Requests come in as work items from
+// The daemon's event loop: one thread owns the ControlPlane. Requests come in as work items from
 // the HTTP front end's threads; the loop drains its queue, appends everything the batch staged
 // to the journal in one transaction (group commit), and only then hands each item its reply;
 // then, when one is due, it runs a scheduling tick and commits its records. Nothing here knows
@@ -11,7 +11,7 @@
 #include <functional>
 #include <mutex>
 
-#include "daemon/core.h"
+#include "daemon/control_plane.h"
 #include "daemon/metrics.h"
 #include "daemon/snapshots.h"
 
@@ -19,11 +19,11 @@ namespace gpupool {
 
 class Loop {
  public:
-  using Work = std::function<Reply(DaemonCore&, Time now)>;
+  using Work = std::function<Reply(ControlPlane&, Time now)>;
   using Done = std::function<void(Reply)>;  // called on the loop thread once the batch is durable
 
   // `executor`: run the simulated executor in each tick (demo, --simulate-executor).
-  Loop(DaemonCore& core, Metrics& metrics, int tick_ms, bool executor);
+  Loop(ControlPlane& core, Metrics& metrics, int tick_ms, bool executor);
 
   // Queues `work`. Once the loop has stopped, `done` gets a 503 at once, on the caller's thread.
   void Post(Work work, Done done);
@@ -44,7 +44,7 @@ class Loop {
     Done done;
   };
 
-  DaemonCore& core_;
+  ControlPlane& core_;
   Metrics& metrics_;
   const int tick_ms_;
   const bool executor_;

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "daemon/core_fixture.h"
+#include "daemon/control_plane_fixture.h"
 #include "policy/calendar/calendar.h"
 
 namespace gpupool {
@@ -17,7 +17,7 @@ class RandomChanges : public CoreTest {
  protected:
   // The visible state, without what only memory knows by design: pending reasons (the next cycle
   // recomputes them) and each node's liveness (heard since this process started or not).
-  std::string Visible(DaemonCore& core) {
+  std::string Visible(ControlPlane& core) {
     const CallContext c = As(admin_, now_);
     Json jobs = Json::parse(core.ListJobs(c, {}).body);
     for (Json& j : jobs["items"]) j.erase("reason");
@@ -30,10 +30,10 @@ class RandomChanges : public CoreTest {
            "\n" + core.GetPrices(c).body;
   }
 
-  std::unique_ptr<DaemonCore> Fresh() {
+  std::unique_ptr<ControlPlane> Fresh() {
     Result<std::unique_ptr<Journal>> j = OpenSqliteJournal((dir_ / "journal.db").string());
     EXPECT_TRUE(j.ok());
-    Result<std::unique_ptr<DaemonCore>> core = DaemonCore::Open(std::move(*j), SchedulerConfig());
+    Result<std::unique_ptr<ControlPlane>> core = ControlPlane::Open(std::move(*j), SchedulerConfig());
     EXPECT_TRUE(core.ok()) << (core.ok() ? "" : core.error().message);
     return core.ok() ? std::move(*core) : nullptr;
   }

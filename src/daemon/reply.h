@@ -1,4 +1,4 @@
-// The replies DaemonCore's handlers build (core.cc, core_burst.cc): JSON bodies and the error
+// The replies ControlPlane's handlers build (control_plane.cc, control_plane_burst.cc): JSON bodies and the error
 // shape of DESIGN.md §10.
 #pragma once
 
@@ -6,7 +6,7 @@
 #include <string>
 
 #include "api/decode.h"
-#include "daemon/core.h"
+#include "daemon/control_plane.h"
 
 namespace gpupool::reply {
 

@@ -4,7 +4,7 @@
 // audit log; after a restart or a start from a snapshot too.
 #include <gtest/gtest.h>
 
-#include "daemon/core_fixture.h"
+#include "daemon/control_plane_fixture.h"
 
 namespace gpupool {
 namespace {
@@ -35,7 +35,7 @@ class RetentionTest : public CoreTest {
 
   // What the API shows of every job, the lists, usage and the audit log, to an admin, a tenant
   // admin, a member and another tenant's member.
-  std::string Shown(DaemonCore& core, int64_t ms) {
+  std::string Shown(ControlPlane& core, int64_t ms) {
     std::string out;
     for (const Principal* p : {&admin_, &tenant_admin_, &members_["research"], &members_["product"]}) {
       const CallContext c = As(*p, ms);
@@ -119,9 +119,9 @@ TEST_F(RetentionTest, ASnapshotHoldsOnlyWhatIsInMemoryAndTheHistoryStays) {
   core_->Tick(Time::FromMillis(200000), true);
   ASSERT_TRUE(core_->Flush().ok());
   const std::string before = Shown(*core_, 30000);
-  std::shared_ptr<const DaemonCore::SnapshotCopy> copy = core_->CopyForSnapshot();
-  ASSERT_TRUE(core_->journal().WriteSnapshot(DaemonCore::EncodeSnapshot(*copy)).ok());
-  ASSERT_TRUE(core_->SnapshotWritten(DaemonCore::SnapshotSeq(*copy)).ok());
+  std::shared_ptr<const ControlPlane::SnapshotCopy> copy = core_->CopyForSnapshot();
+  ASSERT_TRUE(core_->journal().WriteSnapshot(ControlPlane::EncodeSnapshot(*copy)).ok());
+  ASSERT_TRUE(core_->SnapshotWritten(ControlPlane::SnapshotSeq(*copy)).ok());
   core_ = Open();
   EXPECT_EQ(core_->state().jobs().size(), 0u);
   EXPECT_EQ(Shown(*core_, 30000), before);

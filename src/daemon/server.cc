@@ -27,7 +27,7 @@
 #include "api/decode.h"
 #include "api/openapi.h"
 #include "daemon/config.h"
-#include "daemon/core.h"
+#include "daemon/control_plane.h"
 #include "daemon/data_dir.h"
 #include "daemon/demo.h"
 #include "daemon/http_api.h"
@@ -62,7 +62,7 @@ class DemoTraffic {
     for (int64_t serial = 1; !stop; ++serial) {
       const DemoJob job = RandomDemoJob(rng, serial);
       loop.Post(
-          [job](DaemonCore& core, Time now) {
+          [job](ControlPlane& core, Time now) {
             Result<TenantId> t = core.state().FindTenant(job.tenant);
             if (!t.ok()) return Reply{404, ""};
             const Principal demo{job.tenant + "-demo", Role::kMember, *t, ""};
@@ -142,7 +142,7 @@ namespace {
 
 // The data directory's journal, opened (after --recover, if asked) and replayed; a new one is
 // bootstrapped from the configuration (or the demo cluster) and its secrets written.
-Result<std::unique_ptr<DaemonCore>> OpenCore(const ServeOptions& o, DaemonConfig& config, const std::string& data_dir) {
+Result<std::unique_ptr<ControlPlane>> OpenCore(const ServeOptions& o, DaemonConfig& config, const std::string& data_dir) {
   namespace fs = std::filesystem;
   std::error_code ec;
   fs::create_directories(data_dir, ec);
@@ -154,9 +154,9 @@ Result<std::unique_ptr<DaemonCore>> OpenCore(const ServeOptions& o, DaemonConfig
   if (o.recover) GP_RETURN_IF_ERROR(RecoverJournal(files));
   Result<std::unique_ptr<Journal>> journal = OpenSqliteJournal(files.journal);
   if (!journal.ok()) return journal.error();
-  Result<std::unique_ptr<DaemonCore>> opened = DaemonCore::Open(std::move(*journal), config.scheduler);
+  Result<std::unique_ptr<ControlPlane>> opened = ControlPlane::Open(std::move(*journal), config.scheduler);
   if (!opened.ok()) return opened.error();
-  DaemonCore& core = **opened;
+  ControlPlane& core = **opened;
   if (core.empty()) {
     GP_RETURN_IF_ERROR(RefuseEmptyJournalIfBootstrapped(files));
     if (!o.demo && config.cluster.nodes().empty()) {
@@ -194,7 +194,7 @@ Result<std::unique_ptr<DaemonCore>> OpenCore(const ServeOptions& o, DaemonConfig
 }
 
 // The configuration's burst: section (or the demo's) with its provider.
-Status StartBurst(const ServeOptions& o, const DaemonConfig& config, DaemonCore& core) {
+Status StartBurst(const ServeOptions& o, const DaemonConfig& config, ControlPlane& core) {
   BurstSettings burst = config.burst;
   if (o.demo && !burst.enabled()) burst = DemoBurst(core.state());
   if (burst.enabled() || burst.present) {  // a burst: section runs its provider, with tenants or not
@@ -290,9 +290,9 @@ Status Serve(const ServeOptions& o) {
   if (!listen.ok()) return listen.error();
   const auto& [host, want_port] = *listen;
 
-  Result<std::unique_ptr<DaemonCore>> opened = OpenCore(o, config, data_dir);
+  Result<std::unique_ptr<ControlPlane>> opened = OpenCore(o, config, data_dir);
   if (!opened.ok()) return opened.error();
-  DaemonCore& core = **opened;
+  ControlPlane& core = **opened;
   core.SetHeartbeat(Duration::Millis(o.heartbeat_interval_ms), Duration::Millis(o.heartbeat_timeout_ms));
   if (!o.demo && !o.simulate_executor) core.SetAgentExecutor(config.start_deadline);
   GP_RETURN_IF_ERROR(StartBurst(o, config, core));

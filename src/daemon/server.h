@@ -1,4 +1,4 @@
-// gpupool serve: one event-loop thread owns the DaemonCore (daemon/loop.h); the event-driven
+// gpupool serve: one event-loop thread owns the ControlPlane (daemon/loop.h); the event-driven
 // HTTP front end (http/server.h, Boost.Beast) hands it work and sends each reply once its batch
 // is durable (daemon/http_api.h).
 #pragma once
@@ -32,7 +32,7 @@ struct ServeOptions {
   int heartbeat_interval_ms = 1000;  // what node agents are told to keep
   int heartbeat_timeout_ms = 10000;  // a node silent this long is unreachable, its jobs requeued
   SnapshotPolicy snapshots;          // when the state is snapshot (daemon/snapshots.h)
-  int64_t retention_s = 3600;        // finished jobs leave memory this long after (core.h)
+  int64_t retention_s = 3600;        // finished jobs leave memory this long after (control_plane.h)
 };
 
 // Runs until SIGINT or SIGTERM. Returns an error if start-up fails.

@@ -19,12 +19,12 @@ class SnapshotTest : public RandomChanges {
  protected:
   // The whole journaled state in the snapshot's encoding (which leaves out the pending reasons,
   // derived data that the next cycle recomputes).
-  static std::string Encoded(const DaemonCore& core) {
-    return DaemonCore::EncodeSnapshot(*core.CopyForSnapshot()).body;
+  static std::string Encoded(const ControlPlane& core) {
+    return ControlPlane::EncodeSnapshot(*core.CopyForSnapshot()).body;
   }
   // Writes the copy as a snapshot; the journal is compacted only when told.
-  void Write(const DaemonCore::SnapshotCopy& copy) {
-    ASSERT_TRUE(core_->journal().WriteSnapshot(DaemonCore::EncodeSnapshot(copy)).ok());
+  void Write(const ControlPlane::SnapshotCopy& copy) {
+    ASSERT_TRUE(core_->journal().WriteSnapshot(ControlPlane::EncodeSnapshot(copy)).ok());
   }
   std::vector<std::string> SnapshotFiles() const {
     std::vector<std::string> out;
@@ -42,7 +42,7 @@ TEST_F(SnapshotTest, ASnapshotAndItsTailReplayToTheLiveState) {
     std::mt19937_64 rng(seed * 7919);
     // Half the seeds with a short retention window: jobs leave memory between snapshots too.
     if (seed > 2) core_->SetRetention(Duration::Seconds(15));
-    std::shared_ptr<const DaemonCore::SnapshotCopy> pending;  // copied, not yet written
+    std::shared_ptr<const ControlPlane::SnapshotCopy> pending;  // copied, not yet written
     int64_t written = 0;                                       // written, not yet compacted
     std::vector<std::string> steps;
     for (int i = 0; i < 50; ++i) {
@@ -59,16 +59,16 @@ TEST_F(SnapshotTest, ASnapshotAndItsTailReplayToTheLiveState) {
       }
       if (pending && rng() % 2 == 0) {
         Write(*pending);
-        written = DaemonCore::SnapshotSeq(*pending);
+        written = ControlPlane::SnapshotSeq(*pending);
         steps.push_back("write " + std::to_string(written));
         pending.reset();
       }
       if (!pending && written == 0 && rng() % 4 == 0) {
         pending = core_->CopyForSnapshot();
-        steps.push_back("copy at " + std::to_string(DaemonCore::SnapshotSeq(*pending)));
+        steps.push_back("copy at " + std::to_string(ControlPlane::SnapshotSeq(*pending)));
       }
       if (rng() % 3 != 0) continue;
-      std::unique_ptr<DaemonCore> fresh = Fresh();
+      std::unique_ptr<ControlPlane> fresh = Fresh();
       ASSERT_TRUE(fresh);
       const std::string mine = Encoded(*core_), loaded = Encoded(*fresh);
       if (mine != loaded || Visible(*core_) != Visible(*fresh)) {
@@ -97,12 +97,12 @@ TEST_F(SnapshotTest, ACompactedJournalStartsFromItsSnapshotAlone) {
   }
   core_->Tick(Time::FromMillis(3000), true);
   ASSERT_TRUE(core_->Flush().ok());
-  std::shared_ptr<const DaemonCore::SnapshotCopy> copy = core_->CopyForSnapshot();
+  std::shared_ptr<const ControlPlane::SnapshotCopy> copy = core_->CopyForSnapshot();
   Write(*copy);
-  ASSERT_TRUE(core_->SnapshotWritten(DaemonCore::SnapshotSeq(*copy)).ok());
+  ASSERT_TRUE(core_->SnapshotWritten(ControlPlane::SnapshotSeq(*copy)).ok());
   EXPECT_EQ(core_->records_since_snapshot(), 0);
   const std::string before = Encoded(*core_);
-  std::unique_ptr<DaemonCore> fresh = Fresh();
+  std::unique_ptr<ControlPlane> fresh = Fresh();
   ASSERT_TRUE(fresh);
   EXPECT_EQ(Encoded(*fresh), before);
   EXPECT_FALSE(fresh->empty());
@@ -115,8 +115,8 @@ TEST_F(SnapshotTest, ACompactedJournalStartsFromItsSnapshotAlone) {
 TEST_F(SnapshotTest, ADamagedSnapshotIsRefusedOnceTheJournalNoLongerHoldsItsRecords) {
   ASSERT_EQ(core_->SubmitJob(As(members_["research"], 3000), Job("research"), "").status, 201);
   ASSERT_TRUE(core_->Flush().ok());
-  std::shared_ptr<const DaemonCore::SnapshotCopy> copy = core_->CopyForSnapshot();
-  const int64_t seq = DaemonCore::SnapshotSeq(*copy);
+  std::shared_ptr<const ControlPlane::SnapshotCopy> copy = core_->CopyForSnapshot();
+  const int64_t seq = ControlPlane::SnapshotSeq(*copy);
   Write(*copy);
   const std::string path = SnapshotFiles().back();
   // Not compacted yet: a damaged snapshot is passed over, the journal still has everything.
@@ -125,7 +125,7 @@ TEST_F(SnapshotTest, ADamagedSnapshotIsRefusedOnceTheJournalNoLongerHoldsItsReco
     f.seekp(static_cast<std::streamoff>(fs::file_size(path) / 2));
     f.put('#');
   }
-  std::unique_ptr<DaemonCore> fresh = Fresh();
+  std::unique_ptr<ControlPlane> fresh = Fresh();
   ASSERT_TRUE(fresh);
   EXPECT_EQ(Encoded(*fresh), Encoded(*core_));
   fresh.reset();
@@ -145,7 +145,7 @@ TEST_F(SnapshotTest, ADamagedSnapshotIsRefusedOnceTheJournalNoLongerHoldsItsReco
     }
     Result<std::unique_ptr<Journal>> j = OpenSqliteJournal((dir_ / "journal.db").string());
     ASSERT_TRUE(j.ok());
-    Result<std::unique_ptr<DaemonCore>> opened = DaemonCore::Open(std::move(*j), SchedulerConfig());
+    Result<std::unique_ptr<ControlPlane>> opened = ControlPlane::Open(std::move(*j), SchedulerConfig());
     ASSERT_FALSE(opened.ok()) << how;
     EXPECT_EQ(opened.error().code, ErrorCode::kFailedPrecondition) << how;
     EXPECT_NE(opened.error().message.find("after record " + std::to_string(seq)), std::string::npos)
@@ -169,7 +169,7 @@ TEST_F(SnapshotTest, AFailedSnapshotWriteKeepsTheJournalAndIsRetried) {
   EXPECT_EQ(snapshots.written(), 0);
   EXPECT_EQ(core_->records_since_snapshot(), since) << "nothing was compacted";
   EXPECT_TRUE(SnapshotFiles().empty()) << "no partial file is left";
-  std::unique_ptr<DaemonCore> fresh = Fresh();
+  std::unique_ptr<ControlPlane> fresh = Fresh();
   ASSERT_TRUE(fresh);
   EXPECT_EQ(Encoded(*fresh), Encoded(*core_));
   fresh.reset();
@@ -186,12 +186,12 @@ TEST_F(SnapshotTest, AFailedSnapshotWriteKeepsTheJournalAndIsRetried) {
 
 TEST_F(SnapshotTest, ASnapshotOfAnotherFormatIsRefusedWithTheReason) {
   ASSERT_TRUE(core_->Flush().ok());
-  gpupool::Snapshot s = DaemonCore::EncodeSnapshot(*core_->CopyForSnapshot());
-  s.format = DaemonCore::kSnapshotFormat + 1;
+  gpupool::Snapshot s = ControlPlane::EncodeSnapshot(*core_->CopyForSnapshot());
+  s.format = ControlPlane::kSnapshotFormat + 1;
   ASSERT_TRUE(core_->journal().WriteSnapshot(s).ok());
   Result<std::unique_ptr<Journal>> j = OpenSqliteJournal((dir_ / "journal.db").string());
   ASSERT_TRUE(j.ok());
-  Result<std::unique_ptr<DaemonCore>> opened = DaemonCore::Open(std::move(*j), SchedulerConfig());
+  Result<std::unique_ptr<ControlPlane>> opened = ControlPlane::Open(std::move(*j), SchedulerConfig());
   ASSERT_FALSE(opened.ok());
   EXPECT_NE(opened.error().message.find("format"), std::string::npos) << opened.error().message;
 }
@@ -199,9 +199,9 @@ TEST_F(SnapshotTest, ASnapshotOfAnotherFormatIsRefusedWithTheReason) {
 TEST_F(SnapshotTest, AFailedFlushAfterACompactionRebuildsFromTheSnapshot) {
   ASSERT_EQ(core_->SubmitJob(As(members_["research"], 3000), Job("research", 2, "a"), "").status, 201);
   ASSERT_TRUE(core_->Flush().ok());
-  std::shared_ptr<const DaemonCore::SnapshotCopy> copy = core_->CopyForSnapshot();
+  std::shared_ptr<const ControlPlane::SnapshotCopy> copy = core_->CopyForSnapshot();
   Write(*copy);
-  ASSERT_TRUE(core_->SnapshotWritten(DaemonCore::SnapshotSeq(*copy)).ok());
+  ASSERT_TRUE(core_->SnapshotWritten(ControlPlane::SnapshotSeq(*copy)).ok());
   const std::string durable = Encoded(*core_);
   ASSERT_EQ(core_->SubmitJob(As(members_["research"], 3000), Job("research", 2, "lost"), "").status, 201);
   fail_next_ = 1;

@@ -15,7 +15,7 @@ Snapshotter::~Snapshotter() {
   if (worker_.joinable()) worker_.join();
 }
 
-void Snapshotter::AfterFlush(DaemonCore& core) {
+void Snapshotter::AfterFlush(ControlPlane& core) {
   Collect(core, false);
   if (worker_.joinable() || policy_.every_records <= 0) return;
   if (retry_at_ && Clock::now() < *retry_at_) return;
@@ -23,15 +23,15 @@ void Snapshotter::AfterFlush(DaemonCore& core) {
                    (policy_.every_bytes > 0 && core.bytes_since_snapshot() >= policy_.every_bytes);
   if (!due || core.records_since_snapshot() == 0) return;
   copy_start_ = Clock::now();
-  std::shared_ptr<const DaemonCore::SnapshotCopy> copy = core.CopyForSnapshot();
+  std::shared_ptr<const ControlPlane::SnapshotCopy> copy = core.CopyForSnapshot();
   const double copy_s = Seconds(Clock::now() - copy_start_);
-  seq_ = DaemonCore::SnapshotSeq(*copy);
+  seq_ = ControlPlane::SnapshotSeq(*copy);
   done_ = false;
   Journal& journal = core.journal();
   Log("info", "snapshot started", {{"seq", std::to_string(seq_)}, {"copy_s", std::to_string(copy_s)}});
   worker_ = std::thread([this, copy = std::move(copy), &journal] {
     const auto t0 = Clock::now();
-    const Snapshot s = DaemonCore::EncodeSnapshot(*copy);
+    const Snapshot s = ControlPlane::EncodeSnapshot(*copy);
     const auto t1 = Clock::now();
     const Status written = journal.WriteSnapshot(s);
     std::lock_guard<std::mutex> lock(mu_);
@@ -43,9 +43,9 @@ void Snapshotter::AfterFlush(DaemonCore& core) {
   });
 }
 
-void Snapshotter::Finish(DaemonCore& core) { Collect(core, true); }
+void Snapshotter::Finish(ControlPlane& core) { Collect(core, true); }
 
-void Snapshotter::Collect(DaemonCore& core, bool wait) {
+void Snapshotter::Collect(ControlPlane& core, bool wait) {
   if (!worker_.joinable()) return;
   {
     std::lock_guard<std::mutex> lock(mu_);

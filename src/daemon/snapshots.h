@@ -19,7 +19,7 @@
 #include <optional>
 #include <thread>
 
-#include "daemon/core.h"
+#include "daemon/control_plane.h"
 
 namespace gpupool {
 
@@ -38,15 +38,15 @@ class Snapshotter {
 
   // Collects a finished snapshot, then starts the next one if it is due. REQUIRES: nothing
   // staged in `core`.
-  void AfterFlush(DaemonCore& core);
+  void AfterFlush(ControlPlane& core);
   // Waits for a snapshot in progress and collects it (shutdown).
-  void Finish(DaemonCore& core);
+  void Finish(ControlPlane& core);
 
   int64_t written() const { return written_; }
   int64_t failed() const { return failed_; }
 
  private:
-  void Collect(DaemonCore& core, bool wait);
+  void Collect(ControlPlane& core, bool wait);
 
   const SnapshotPolicy policy_;
   std::thread worker_;

@@ -83,7 +83,7 @@ struct PlanApplication {
 };
 
 // Where each event of a plan goes: applies it to the state the plan was made from, and may also
-// journal and meter it (the daemon: DaemonCore::ApplyAndStage; a simulator: Apply, or
+// journal and meter it (the daemon: ControlPlane::ApplyAndStage; a simulator: Apply, or
 // ApplyMetered with a ledger).
 using EventApplier = std::function<Status(const Event&)>;
 

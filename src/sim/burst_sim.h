@@ -1,8 +1,9 @@
 // BurstSim: the burst side of one pooled replay (sim/replay.h, ReplayOptions::burst). It carries
 // out the planner's decisions through the same code as the daemon's burst tick
-// (burst/carry_out.h; daemon/core_burst.cc) over a SimulatedProvider in virtual time, and says at which instants it must run again so that nodes join and leave on time
-// (ready, idle timeout, budget spent) and waiting jobs burst as soon as they pass their
-// max_wait. docs/design/simulator.md, "Burst replay".
+// (burst/carry_out.h; daemon/control_plane_burst.cc) over a SimulatedProvider in virtual time,
+// and says at which instants it must run again so that nodes join and leave on time (ready,
+// idle timeout, budget spent) and waiting jobs burst as soon as they pass their max_wait.
+// docs/design/simulator.md, "Burst replay".
 //
 // Thread-safety: none; one replay, one thread.
 #pragma once

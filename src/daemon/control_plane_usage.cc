@@ -1,10 +1,10 @@
-// DaemonCore's chargeback (DESIGN.md §8; docs/design/accounting.md): GET /v1/usage over the
+// ControlPlane's chargeback (DESIGN.md §8; docs/design/accounting.md): GET /v1/usage over the
 // ledger, and the price lists over time (GET/PUT /v1/prices, journaled as "prices" records).
 #include <algorithm>
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "daemon/core.h"
+#include "daemon/control_plane.h"
 #include "daemon/reply.h"
 #include "policy/calendar/calendar.h"
 #include "store/codec.h"
@@ -65,7 +65,7 @@ Json PeriodJson(const State& state, const PricedPeriod& p) {
 
 }  // namespace
 
-Reply DaemonCore::Usage(const CallContext& c, const std::map<std::string, std::string>& query) {
+Reply ControlPlane::Usage(const CallContext& c, const std::map<std::string, std::string>& query) {
   if (c.principal == nullptr) return Unauthenticated();
   Result<UsageQuery> q = DecodeUsageQuery(*state_, *c.principal, query);
   if (!q.ok()) return Err(q.error());
@@ -90,7 +90,7 @@ Reply DaemonCore::Usage(const CallContext& c, const std::map<std::string, std::s
   return JsonReply(200, *body);
 }
 
-void DaemonCore::ApplyPrices(PriceList list, std::optional<Time> from) {
+void ControlPlane::ApplyPrices(PriceList list, std::optional<Time> from) {
   if (!from) {
     prices_ = {{Time(), std::move(list)}};
     return;
@@ -106,7 +106,7 @@ void DaemonCore::ApplyPrices(PriceList list, std::optional<Time> from) {
   }
 }
 
-Reply DaemonCore::GetPrices(const CallContext& c) {
+Reply ControlPlane::GetPrices(const CallContext& c) {
   if (c.principal == nullptr) return Unauthenticated();
   // The list in force now, as reports price now (before the first list's start, the first
   // list), and every list with when it takes effect (null: since the start).
@@ -121,7 +121,7 @@ Reply DaemonCore::GetPrices(const CallContext& c) {
   return JsonReply(200, now);
 }
 
-Reply DaemonCore::SetPrices(const CallContext& c, const std::string& body) {
+Reply ControlPlane::SetPrices(const CallContext& c, const std::string& body) {
   if (c.principal == nullptr) return Unauthenticated();
   if (!c.principal->admin()) return Forbidden("set prices");
   std::optional<Time> from;

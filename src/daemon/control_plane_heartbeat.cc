@@ -1,12 +1,12 @@
-// DaemonCore's side of the node agents' heartbeats (docs/design/agent.md, "Protocol between the
+// ControlPlane's side of the node agents' heartbeats (docs/design/agent.md, "Protocol between the
 // agent and the daemon"): replica states, logs, health events and MIG reports in; replicas to
-// start, stop and forget, MIG layouts and the lease out. Registration is core_agents.cc.
+// start, stop and forget, MIG layouts and the lease out. Registration is control_plane_agents.cc.
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "agent/health.h"
 #include "daemon/agent_fields.h"
-#include "daemon/core.h"
+#include "daemon/control_plane.h"
 #include "daemon/log.h"
 #include "daemon/reply.h"
 #include "store/codec.h"
@@ -79,7 +79,7 @@ bool RecordMig(const std::string& node, std::map<int, ReportedMig> gpus, const J
 
 }  // namespace
 
-Reply DaemonCore::AgentHeartbeat(const CallContext& c, const std::string& name, const std::string& body) {
+Reply ControlPlane::AgentHeartbeat(const CallContext& c, const std::string& name, const std::string& body) {
   if (c.principal == nullptr) return Unauthenticated();
   if (!c.principal->ActsForNode(name)) return Forbidden("send heartbeats for node " + name);
   Result<NodeId> id = state_->FindNode(name);
@@ -121,7 +121,7 @@ Reply DaemonCore::AgentHeartbeat(const CallContext& c, const std::string& name, 
                          {"condition", std::string(NodeConditionName(state_->node(node).condition))}});
 }
 
-Status DaemonCore::AgentReplicas(const CallContext& c, NodeId node, const Json& reports, Json& stop, Json& forget,
+Status ControlPlane::AgentReplicas(const CallContext& c, NodeId node, const Json& reports, Json& stop, Json& forget,
                                  std::set<std::pair<uint64_t, int>>& occupied) {
   // Every entry is checked before any changes anything: a bad second entry must not leave the
   // first one's change staged behind a 400.
@@ -204,7 +204,7 @@ Status DaemonCore::AgentReplicas(const CallContext& c, NodeId node, const Json& 
   return Ok();
 }
 
-std::map<std::pair<JobId, int>, DaemonCore::ReplicaLogs> DaemonCore::AgentLogs(NodeId node, const Json& logs) const {
+std::map<std::pair<JobId, int>, ControlPlane::ReplicaLogs> ControlPlane::AgentLogs(NodeId node, const Json& logs) const {
   std::map<std::pair<JobId, int>, ReplicaLogs> accepted;
   for (const Json& l : logs) {
     if (!l.is_object()) continue;
@@ -238,7 +238,7 @@ std::map<std::pair<JobId, int>, DaemonCore::ReplicaLogs> DaemonCore::AgentLogs(N
   return accepted;
 }
 
-void DaemonCore::AgentHealth(const CallContext& c, NodeId node, const Json& events) {
+void ControlPlane::AgentHealth(const CallContext& c, NodeId node, const Json& events) {
   // The worst verdict of this heartbeat decides for the node; each GPU with a verdict of drain
   // or worse is marked unhealthy with its own reason (describe node says why).
   HealthVerdict worst;
@@ -295,7 +295,7 @@ void DaemonCore::AgentHealth(const CallContext& c, NodeId node, const Json& even
   }
 }
 
-Json DaemonCore::MigTargets(NodeId node, const AgentState& a, std::set<int>& pending) const {
+Json ControlPlane::MigTargets(NodeId node, const AgentState& a, std::set<int>& pending) const {
   const Node& n = state_->node(node);
   const GpuModel& model = state_->catalogue().model(n.flavor);
   Json out = Json::array();
@@ -309,7 +309,7 @@ Json DaemonCore::MigTargets(NodeId node, const AgentState& a, std::set<int>& pen
   return out;
 }
 
-Json DaemonCore::StartList(NodeId node, const AgentState& a, const std::set<std::pair<uint64_t, int>>& occupied,
+Json ControlPlane::StartList(NodeId node, const AgentState& a, const std::set<std::pair<uint64_t, int>>& occupied,
                            const std::set<int>& pending) const {
   Json start = Json::array();
   for (JobId jid : state_->node(node).Jobs()) {
@@ -365,7 +365,7 @@ Json DaemonCore::StartList(NodeId node, const AgentState& a, const std::set<std:
 
 
 
-Reply DaemonCore::JobLogs(const CallContext& c, const std::string& id) {
+Reply ControlPlane::JobLogs(const CallContext& c, const std::string& id) {
   if (c.principal == nullptr) return Unauthenticated();
   const Job* j = VisibleJob(c, id);
   if (j == nullptr) return Err(NotFound("no job '" + id + "'"));

@@ -1,4 +1,4 @@
-// Snapshots of the core (core.h, "snapshots"; docs/design/daemon.md, "Snapshots"): a copy of
+// Snapshots of the core (control_plane.h, "snapshots"; docs/design/daemon.md, "Snapshots"): a copy of
 // the journaled state taken on the loop, its encoding on a worker thread, and a start from the
 // newest snapshot plus the journal's tail.
 //
@@ -10,7 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "api/decode.h"
-#include "daemon/core.h"
+#include "daemon/control_plane.h"
 #include "daemon/snapshot_codec.h"
 #include "policy/calendar/calendar.h"
 
@@ -65,7 +65,7 @@ Result<std::vector<BurstNode>> FleetFrom(const State& s, const Json& j) {
 
 // Everything a snapshot holds, as of journal record `seq`: copies, so the loop goes on changing
 // the core while a worker encodes this.
-struct DaemonCore::SnapshotCopy {
+struct ControlPlane::SnapshotCopy {
   int64_t seq = 0;
   State state;
   Ledger ledger;
@@ -82,7 +82,7 @@ struct DaemonCore::SnapshotCopy {
   std::map<std::string, IdempotentSubmit> idempotency;
 };
 
-std::shared_ptr<const DaemonCore::SnapshotCopy> DaemonCore::CopyForSnapshot() const {
+std::shared_ptr<const ControlPlane::SnapshotCopy> ControlPlane::CopyForSnapshot() const {
   GP_CHECK(staged_.empty()) << "a snapshot is of what is durable";
   auto copy = std::make_shared<SnapshotCopy>();
   copy->seq = journal_->last_seq();
@@ -107,9 +107,9 @@ std::shared_ptr<const DaemonCore::SnapshotCopy> DaemonCore::CopyForSnapshot() co
   return copy;
 }
 
-int64_t DaemonCore::SnapshotSeq(const SnapshotCopy& copy) { return copy.seq; }
+int64_t ControlPlane::SnapshotSeq(const SnapshotCopy& copy) { return copy.seq; }
 
-Snapshot DaemonCore::EncodeSnapshot(const SnapshotCopy& c) {
+Snapshot ControlPlane::EncodeSnapshot(const SnapshotCopy& c) {
   const State& s = c.state;
   Json records = Json::array();
   const auto record = [&](const Change& change) {
@@ -149,7 +149,7 @@ Snapshot DaemonCore::EncodeSnapshot(const SnapshotCopy& c) {
   return Snapshot{c.seq, kSnapshotFormat, body.dump()};
 }
 
-Status DaemonCore::LoadSnapshot(const Snapshot& snap) {
+Status ControlPlane::LoadSnapshot(const Snapshot& snap) {
   const auto bad = [&](const std::string& what) {
     return FailedPrecondition("the snapshot of record " + std::to_string(snap.seq) + " cannot be loaded: " + what);
   };

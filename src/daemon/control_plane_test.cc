@@ -1,4 +1,4 @@
-// DaemonCore over a real SQLite journal: recovery is exact, idempotency survives restarts, bad
+// ControlPlane over a real SQLite journal: recovery is exact, idempotency survives restarts, bad
 // input changes nothing, scoping hides other tenants, and a failed journal write leaves memory
 // equal to disk.
 #include <gtest/gtest.h>
@@ -11,8 +11,8 @@
 #include "api/page.h"
 #include "burst/sim_provider.h"
 #include "daemon/config.h"
-#include "daemon/core.h"
-#include "daemon/core_fixture.h"
+#include "daemon/control_plane.h"
+#include "daemon/control_plane_fixture.h"
 #include "daemon/metrics.h"
 #include "model/demo_cluster.h"
 #include "policy/calendar/calendar.h"
@@ -45,7 +45,7 @@ TEST_F(CoreTest, RecoveryRebuildsExactlyTheSameState) {
   ASSERT_TRUE(core_->Flush().ok());
   const std::string before = Snapshot(*core_);
   core_.reset();
-  std::unique_ptr<DaemonCore> again = Open();
+  std::unique_ptr<ControlPlane> again = Open();
   EXPECT_FALSE(again->empty());
   EXPECT_EQ(Snapshot(*again), before);
   EXPECT_TRUE(CheckInvariants(again->state()).ok());

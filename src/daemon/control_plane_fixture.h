@@ -1,6 +1,6 @@
-// The DaemonCore test fixture: a real SQLite journal that can be told to fail, the demo cluster
+// The ControlPlane test fixture: a real SQLite journal that can be told to fail, the demo cluster
 // bootstrapped, and members and viewers of two tenants; and AgentProtocolTest, a small cluster
-// whose node agents the tests play (core_test.cc, lifecycle_test.cc); and BurstTest, the burst
+// whose node agents the tests play (control_plane_test.cc, lifecycle_test.cc); and BurstTest, the burst
 // tests' cluster.
 #pragma once
 
@@ -14,7 +14,7 @@
 
 #include "burst/sim_provider.h"
 #include "daemon/config.h"
-#include "daemon/core.h"
+#include "daemon/control_plane.h"
 #include "model/demo_cluster.h"
 
 namespace gpupool {
@@ -78,11 +78,11 @@ class CoreTest : public ::testing::Test {
     ASSERT_TRUE(core_->Flush().ok());
   }
 
-  std::unique_ptr<DaemonCore> Open() {
+  std::unique_ptr<ControlPlane> Open() {
     Result<std::unique_ptr<Journal>> j = OpenSqliteJournal((dir_ / "journal.db").string());
     EXPECT_TRUE(j.ok());
     auto flaky = std::make_unique<FlakyJournal>(std::move(*j), &fail_next_);
-    Result<std::unique_ptr<DaemonCore>> core = DaemonCore::Open(std::move(flaky), SchedulerConfig());
+    Result<std::unique_ptr<ControlPlane>> core = ControlPlane::Open(std::move(flaky), SchedulerConfig());
     EXPECT_TRUE(core.ok()) << (core.ok() ? "" : core.error().message);
     return std::move(*core);
   }
@@ -98,7 +98,7 @@ class CoreTest : public ::testing::Test {
 
   // Everything an admin can read, as one JSON text: equal texts mean equal visible state.
   // Pending reasons are derived (the next cycle recomputes them), not journaled: left out.
-  std::string Snapshot(DaemonCore& core) {
+  std::string Snapshot(ControlPlane& core) {
     const CallContext c = As(admin_);
     Json jobs = Json::parse(core.ListJobs(c, {}).body);
     for (Json& j : jobs["items"]) j.erase("reason");
@@ -108,7 +108,7 @@ class CoreTest : public ::testing::Test {
 
   std::filesystem::path dir_;
   int fail_next_ = 0;
-  std::unique_ptr<DaemonCore> core_;
+  std::unique_ptr<ControlPlane> core_;
   Principal admin_{"admin", Role::kClusterAdmin, TenantId(), ""};
   std::map<std::string, Principal> members_, viewers_;
 };
@@ -120,7 +120,7 @@ class CoreTest : public ::testing::Test {
 // replicas stopped after a node comes back.
 // A core on a new SQLite journal in a fresh directory (`dir`), bootstrapped at `at` with the
 // cluster of a YAML configuration; null (with a test failure) if any step fails.
-inline std::unique_ptr<DaemonCore> BootstrapFromYaml(const std::string& yaml, const std::string& name, Time at,
+inline std::unique_ptr<ControlPlane> BootstrapFromYaml(const std::string& yaml, const std::string& name, Time at,
                                                      std::filesystem::path& dir) {
   Result<DaemonConfig> cfg = ParseDaemonConfig(yaml);
   EXPECT_TRUE(cfg.ok()) << (cfg.ok() ? "" : cfg.error().message);
@@ -130,7 +130,7 @@ inline std::unique_ptr<DaemonCore> BootstrapFromYaml(const std::string& yaml, co
   Result<std::unique_ptr<Journal>> j = OpenSqliteJournal((dir / "journal.db").string());
   EXPECT_TRUE(j.ok());
   if (!j.ok()) return nullptr;
-  Result<std::unique_ptr<DaemonCore>> core = DaemonCore::Open(std::move(*j), SchedulerConfig());
+  Result<std::unique_ptr<ControlPlane>> core = ControlPlane::Open(std::move(*j), SchedulerConfig());
   EXPECT_TRUE(core.ok());
   if (!core.ok() || !(*core)->Bootstrap(cfg->cluster, at).ok()) return nullptr;
   return std::move(*core);
@@ -169,7 +169,7 @@ tenants:
     core_.reset();
     Result<std::unique_ptr<Journal>> journal = OpenSqliteJournal((dir_ / "journal.db").string());
     ASSERT_TRUE(journal.ok());
-    Result<std::unique_ptr<DaemonCore>> reopened = DaemonCore::Open(std::move(*journal), SchedulerConfig());
+    Result<std::unique_ptr<ControlPlane>> reopened = ControlPlane::Open(std::move(*journal), SchedulerConfig());
     ASSERT_TRUE(reopened.ok()) << reopened.error().message;
     core_ = std::move(*reopened);
     core_->SetHeartbeat(Duration::Seconds(1), Duration::Seconds(10));
@@ -256,14 +256,14 @@ tenants:
   }
 
   std::filesystem::path dir_;
-  std::unique_ptr<DaemonCore> core_;
+  std::unique_ptr<ControlPlane> core_;
   Principal admin_{"admin", Role::kClusterAdmin, TenantId(), ""};
   Principal member_a_, member_b_;
 };
 
 // Burst to on-demand through the core: one 8-GPU node, tenant `a` bursting onto 8-GPU
 // on-demand nodes (60 s to provision, at most 2) after 120 s, with the budget Start is given;
-// the simulated provider unless a test enables another (core_test.cc, burst_async_test.cc).
+// the simulated provider unless a test enables another (control_plane_test.cc, burst_async_test.cc).
 class BurstTest : public ::testing::Test {
  protected:
   static constexpr const char* kYaml = R"(
@@ -291,11 +291,11 @@ burst:
     Enable();
     member_ = {"bob", Role::kMember, *core_->state().FindTenant("a"), "bob-token"};
   }
-  std::unique_ptr<DaemonCore> Open() {
+  std::unique_ptr<ControlPlane> Open() {
     Result<std::unique_ptr<Journal>> j = OpenSqliteJournal((dir_ / "journal.db").string());
     EXPECT_TRUE(j.ok());
     auto flaky = std::make_unique<FlakyJournal>(std::move(*j), &fail_next_);
-    Result<std::unique_ptr<DaemonCore>> core = DaemonCore::Open(std::move(flaky), SchedulerConfig());
+    Result<std::unique_ptr<ControlPlane>> core = ControlPlane::Open(std::move(flaky), SchedulerConfig());
     EXPECT_TRUE(core.ok());
     return std::move(*core);
   }
@@ -322,7 +322,7 @@ burst:
 
   DaemonConfig config_;
   std::filesystem::path dir_;
-  std::unique_ptr<DaemonCore> core_;
+  std::unique_ptr<ControlPlane> core_;
   Principal member_;
 };
 

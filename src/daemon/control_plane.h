@@ -1,4 +1,4 @@
-// DaemonCore: the daemon's state machine, single-threaded, free of HTTP and threads so tests can
+// ControlPlane: the daemon's state machine, single-threaded, free of HTTP and threads so tests can
 // drive it directly. Every change is applied in memory and staged as a journal record; Flush
 // appends the staged records in one durable transaction (group commit). The server answers a
 // request only after the Flush that covers it; if the journal fails, the core rebuilds itself
@@ -43,11 +43,11 @@ struct CallContext {
   Time now;
 };
 
-class DaemonCore {
+class ControlPlane {
  public:
   // Replays the journal onto `initial` (the catalogue and nothing else), or, for an empty
   // journal, returns a core the caller bootstraps.
-  static Result<std::unique_ptr<DaemonCore>> Open(std::unique_ptr<Journal> journal,
+  static Result<std::unique_ptr<ControlPlane>> Open(std::unique_ptr<Journal> journal,
                                                   SchedulerConfig config);
   bool empty() const { return empty_; }
 
@@ -131,7 +131,7 @@ class DaemonCore {
   Reply AgentHeartbeat(const CallContext& c, const std::string& node, const std::string& body);
   Reply JobLogs(const CallContext& c, const std::string& id);
   void SetHeartbeat(Duration interval, Duration timeout);
-  // Node agents run the jobs (core_starts.cc): from the next Tick, a node without a registered
+  // Node agents run the jobs (control_plane_starts.cc): from the next Tick, a node without a registered
   // agent is not_ready, and a placement not started within `start_deadline` is withdrawn (the
   // job requeued with the cause, the node marked). Without this call (the simulated executor,
   // tests of the API alone) neither happens.
@@ -163,7 +163,7 @@ class DaemonCore {
   const Plan& last_plan() const { return last_plan_; }
   int64_t cycles() const { return cycles_; }
 
-  // --- snapshots (core_snapshot.cc; docs/design/daemon.md, "Snapshots") ---
+  // --- snapshots (control_plane_snapshot.cc; docs/design/daemon.md, "Snapshots") ---
   // The snapshot body's format: a start refuses a snapshot of another, saying so, rather than
   // misread it. Bump it with every change to the body's shape.
   static constexpr int kSnapshotFormat = 1;
@@ -183,7 +183,7 @@ class DaemonCore {
   Status SnapshotWritten(int64_t seq);
   Journal& journal() { return *journal_; }
 
-  // --- retention (core_archive.cc; docs/design/daemon.md, "Bounded memory") ---
+  // --- retention (control_plane_archive.cc; docs/design/daemon.md, "Bounded memory") ---
   // Finished jobs leave memory this long after they finished (default an hour); the API serves
   // them from the store's history after that.
   void SetRetention(Duration retention);
@@ -193,19 +193,19 @@ class DaemonCore {
   static constexpr size_t kArchiveBatch = 10000;
 
  private:
-  explicit DaemonCore(std::unique_ptr<Journal> journal, SchedulerConfig config);
-  DaemonCore& operator=(DaemonCore&&) = default;
+  explicit ControlPlane(std::unique_ptr<Journal> journal, SchedulerConfig config);
+  ControlPlane& operator=(ControlPlane&&) = default;
   // Loads the journal's newest snapshot and replays the records after it onto this core, which
   // must be new (Open, Rebuild).
   Status Load(Journal& journal);
-  // The snapshot's state onto this new core (core_snapshot.cc).
+  // The snapshot's state onto this new core (control_plane_snapshot.cc).
   Status LoadSnapshot(const Snapshot& snapshot);
   // Applies the journal's records to this core, in order.
   Status Replay(const std::vector<Record>& records);
   // After a failed append: this core becomes a new one replayed from the journal, keeping only
   // what the journal does not hold by design (the process's settings, agents' liveness).
   Status Rebuild();
-  // Every durable change goes through these (core_changes.cc): Commit encodes the change, applies
+  // Every durable change goes through these (control_plane_changes.cc): Commit encodes the change, applies
   // it (each applier checks before it mutates: a refused change leaves the core as it was) and
   // stages its record for the next Flush; ApplyRecord decodes a journal or snapshot record and
   // applies it the same way.
@@ -227,7 +227,7 @@ class DaemonCore {
   Status ApplyOne(const ReplicaExited& c);
   Status ApplyOne(const AuditEntry& c);
   Status ApplyOne(const JobArchived& c);
-  // Retention's parts (core_archive.cc): a job that finished at `at`, in finish order; the ticks'
+  // Retention's parts (control_plane_archive.cc): a job that finished at `at`, in finish order; the ticks'
   // archiving; the finish order rebuilt from a snapshot's
   // jobs; an archived job as the caller may see it (nullopt: none it may see); the archived
   // jobs' usage intervals that overlap [from, to).
@@ -278,14 +278,14 @@ class DaemonCore {
   // How long after its last heartbeat a silent node's replicas are surely stopped by their
   // shims: the lease (the heartbeat timeout), the longest grace of its jobs' classes, a margin.
   Duration FenceDeadline(NodeId id) const;
-  // With agents as the executor (core_starts.cc): ready nodes no agent registered for become
+  // With agents as the executor (control_plane_starts.cc): ready nodes no agent registered for become
   // not_ready; placements not started by their deadline are withdrawn.
   void MarkNodesWithoutAgents(Time now);
   void CheckStartDeadlines(Time now);
   // Why `node` has not started its replicas of `job`, for the job's events and the node.
   std::string WhyNotStarted(const Job& job, NodeId node) const;
   struct AgentState;
-  // Parts of AgentHeartbeat (core_agents.cc). Replica reports: job states, and the stop and
+  // Parts of AgentHeartbeat (control_plane_agents.cc). Replica reports: job states, and the stop and
   // forget lists; `occupied` gets the (job, replica) keys the agent holds for the current
   // attempt or still runs for an old one (no start for those).
   Status AgentReplicas(const CallContext& c, NodeId node, const nlohmann::json& reports, nlohmann::json& stop,
@@ -304,7 +304,7 @@ class DaemonCore {
   // Nodes the provider has ready join the cluster (journaled "burst_node"); what an
   // asynchronous provider failed at is handled as a synchronous one's errors are.
   void BurstJoin(Time now);
-  // The daemon's BurstSteps (burst/carry_out.h, core_burst.cc): journals the fleet's changes,
+  // The daemon's BurstSteps (burst/carry_out.h, control_plane_burst.cc): journals the fleet's changes,
   // logs them; a failed provisioning (at once, or later through Failures) backs the tenant off
   // 30 s and is said in the job's pending reason (in this tick's BurstTick, after the cycle).
   class Burst;
@@ -350,7 +350,7 @@ class DaemonCore {
     std::map<int, MigLayout> mig_layout;  // MIG GPUs: the layout the agent last reported
     std::map<int, std::string> mig_error;  // GPU -> the agent's refusal of its target (logged once)
   };
-  // Registration's parts (core_agents.cc): the reported GPUs (and their MIG layouts) as GPUs
+  // Registration's parts (control_plane_agents.cc): the reported GPUs (and their MIG layouts) as GPUs
   // of `model`; a node that registers for the first time.
   static Status ReadRegisteredGpus(const GpuModel& model, const nlohmann::json& gpus, AgentState& agent,
                                    std::vector<Gpu>& built);

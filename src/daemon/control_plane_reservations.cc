@@ -1,5 +1,5 @@
-// DaemonCore's reservation, availability, calendar and summary routes.
-#include "daemon/core.h"
+// ControlPlane's reservation, availability, calendar and summary routes.
+#include "daemon/control_plane.h"
 
 #include <algorithm>
 #include <charconv>
@@ -22,7 +22,7 @@ using namespace reply;
 }  // namespace
 
 // Pending and active jobs per tenant, in one pass.
-std::map<TenantId, std::pair<int, int>> DaemonCore::JobCounts(const State& s) {
+std::map<TenantId, std::pair<int, int>> ControlPlane::JobCounts(const State& s) {
   std::map<TenantId, std::pair<int, int>> out;
   for (JobId id : s.pending()) ++out[s.FindJob(id)->spec.tenant].first;
   for (JobId id : s.active()) ++out[s.FindJob(id)->spec.tenant].second;
@@ -32,7 +32,7 @@ std::map<TenantId, std::pair<int, int>> DaemonCore::JobCounts(const State& s) {
 // --- reservations -----------------------------------------------------------------------
 
 
-nlohmann::json DaemonCore::ReservationView(const Reservation& r) const {
+nlohmann::json ControlPlane::ReservationView(const Reservation& r) const {
   Json j = {{"id", std::to_string(r.id.value())},
             {"flavor", state_->catalogue().model(r.flavor).name},
             {"gpus", r.amount.ToGpus()},
@@ -44,7 +44,7 @@ nlohmann::json DaemonCore::ReservationView(const Reservation& r) const {
   return j;
 }
 
-const Reservation* DaemonCore::VisibleReservation(const CallContext& c, const std::string& id) const {
+const Reservation* ControlPlane::VisibleReservation(const CallContext& c, const std::string& id) const {
   uint64_t n = 0;
   const auto [end, ec] = std::from_chars(id.data(), id.data() + id.size(), n);
   if (id.empty() || ec != std::errc() || end != id.data() + id.size()) return nullptr;
@@ -54,7 +54,7 @@ const Reservation* DaemonCore::VisibleReservation(const CallContext& c, const st
   return r;
 }
 
-Reply DaemonCore::CreateReservation(const CallContext& c, const std::string& body) {
+Reply ControlPlane::CreateReservation(const CallContext& c, const std::string& body) {
   if (c.principal == nullptr) return Unauthenticated();
   Result<ReservationRequest> req = DecodeReservationRequest(*state_, *c.principal, body);
   if (!req.ok()) return Err(req.error());
@@ -78,7 +78,7 @@ Reply DaemonCore::CreateReservation(const CallContext& c, const std::string& bod
   return JsonReply(201, ReservationView(r));
 }
 
-Reply DaemonCore::ListReservations(const CallContext& c) {
+Reply ControlPlane::ListReservations(const CallContext& c) {
   if (c.principal == nullptr) return Unauthenticated();
   Json items = Json::array();
   for (const auto& [id, r] : state_->reservations()) {
@@ -87,14 +87,14 @@ Reply DaemonCore::ListReservations(const CallContext& c) {
   return JsonReply(200, {{"items", items}});
 }
 
-Reply DaemonCore::GetReservation(const CallContext& c, const std::string& id) {
+Reply ControlPlane::GetReservation(const CallContext& c, const std::string& id) {
   if (c.principal == nullptr) return Unauthenticated();
   const Reservation* r = VisibleReservation(c, id);
   if (r == nullptr) return Err(NotFound("no reservation '" + id + "'"));
   return JsonReply(200, ReservationView(*r));
 }
 
-Reply DaemonCore::CancelReservation(const CallContext& c, const std::string& id) {
+Reply ControlPlane::CancelReservation(const CallContext& c, const std::string& id) {
   if (c.principal == nullptr) return Unauthenticated();
   const Reservation* r = VisibleReservation(c, id);
   if (r == nullptr) return Err(NotFound("no reservation '" + id + "'"));
@@ -106,7 +106,7 @@ Reply DaemonCore::CancelReservation(const CallContext& c, const std::string& id)
   return JsonReply(200, {{"id", id}, {"state", "cancelled"}});
 }
 
-Reply DaemonCore::Availability(const CallContext& c, const std::map<std::string, std::string>& query) {
+Reply ControlPlane::Availability(const CallContext& c, const std::map<std::string, std::string>& query) {
   if (c.principal == nullptr) return Unauthenticated();
   Result<AvailabilityQuery> q = DecodeAvailabilityQuery(*state_, query);
   if (!q.ok()) return Err(q.error());
@@ -130,7 +130,7 @@ Reply DaemonCore::Availability(const CallContext& c, const std::map<std::string,
   return JsonReply(200, out);
 }
 
-Reply DaemonCore::CalendarView(const CallContext& c, const std::map<std::string, std::string>& query) {
+Reply ControlPlane::CalendarView(const CallContext& c, const std::map<std::string, std::string>& query) {
   if (c.principal == nullptr) return Unauthenticated();
   Result<CalendarQuery> q = DecodeCalendarQuery(*state_, query);
   if (!q.ok()) return Err(q.error());
@@ -149,7 +149,7 @@ Reply DaemonCore::CalendarView(const CallContext& c, const std::map<std::string,
   return JsonReply(200, {{"flavor", state_->catalogue().model(q->flavor).name}, {"step_s", q->step.seconds()}, {"items", items}});
 }
 
-Reply DaemonCore::Summary(const CallContext& c) {
+Reply ControlPlane::Summary(const CallContext& c) {
   if (c.principal == nullptr) return Unauthenticated();
   int pending = 0, running = 0;
   for (JobId id : state_->pending()) pending += c.principal->Sees(state_->FindJob(id)->spec.tenant);

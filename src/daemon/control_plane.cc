@@ -1,4 +1,4 @@
-#include "daemon/core.h"
+#include "daemon/control_plane.h"
 
 #include <algorithm>
 #include <charconv>
@@ -20,18 +20,18 @@ using namespace reply;
 
 }  // namespace
 
-DaemonCore::DaemonCore(std::unique_ptr<Journal> journal, SchedulerConfig config)
+ControlPlane::ControlPlane(std::unique_ptr<Journal> journal, SchedulerConfig config)
     : journal_(std::move(journal)), config_(std::move(config)), state_(std::make_unique<State>()) {}
 
-Result<std::unique_ptr<DaemonCore>> DaemonCore::Open(std::unique_ptr<Journal> journal,
+Result<std::unique_ptr<ControlPlane>> ControlPlane::Open(std::unique_ptr<Journal> journal,
                                                      SchedulerConfig config) {
   GP_RETURN_IF_ERROR(Validate(config));
-  std::unique_ptr<DaemonCore> core(new DaemonCore(std::move(journal), std::move(config)));
+  std::unique_ptr<ControlPlane> core(new ControlPlane(std::move(journal), std::move(config)));
   GP_RETURN_IF_ERROR(core->Load(*core->journal_));
   return core;
 }
 
-Status DaemonCore::Load(Journal& journal) {
+Status ControlPlane::Load(Journal& journal) {
   // Only ever onto a core just constructed (Open, Rebuild): nothing is reset by hand, so no
   // member can be forgotten.
   GP_CHECK(empty_ && state_->jobs().empty() && state_->nodes().empty() && staged_.empty());
@@ -53,7 +53,7 @@ Status DaemonCore::Load(Journal& journal) {
   return Ok();
 }
 
-Status DaemonCore::Replay(const std::vector<Record>& records) {
+Status ControlPlane::Replay(const std::vector<Record>& records) {
   for (const Record& r : records) {
     Status s = Ok();
     try {
@@ -74,7 +74,7 @@ Status DaemonCore::Replay(const std::vector<Record>& records) {
   return Ok();
 }
 
-Status DaemonCore::ApplyEvent(const Event& e) {
+Status ControlPlane::ApplyEvent(const Event& e) {
   GP_RETURN_IF_ERROR(ApplyMetered(*state_, ledger_, e));
   history_.Observe(*state_, e);
   // The exited replicas of an attempt are forgotten when it stops holding resources (the next
@@ -99,11 +99,11 @@ Status DaemonCore::ApplyEvent(const Event& e) {
   return Ok();
 }
 
-Status DaemonCore::ApplyAndStage(const Event& e, const std::string& idempotency) {
+Status ControlPlane::ApplyAndStage(const Event& e, const std::string& idempotency) {
   return Commit(EventChange{e, idempotency});
 }
 
-Status DaemonCore::Flush() {
+Status ControlPlane::Flush() {
   if (staged_.empty()) return Ok();
   uint64_t bytes = 0;
   for (const Record& r : staged_) bytes += r.kind.size() + r.body.size();
@@ -121,17 +121,17 @@ Status DaemonCore::Flush() {
   return s;
 }
 
-void DaemonCore::Abandon() {
+void ControlPlane::Abandon() {
   staged_.clear();
   const Status rebuilt = Rebuild();
   GP_CHECK(rebuilt.ok()) << "journal replay failed after an abandoned batch: " << rebuilt.error().message;
 }
 
-Status DaemonCore::Rebuild() {
+Status ControlPlane::Rebuild() {
   // A new core from the journal; what it takes from this one is listed here, and is what the
   // journal does not hold by design: how this process runs (set after Open by Serve), and what
   // it has heard or asked since it started. Everything else is the journal's.
-  std::unique_ptr<DaemonCore> fresh(new DaemonCore(nullptr, config_));
+  std::unique_ptr<ControlPlane> fresh(new ControlPlane(nullptr, config_));
   fresh->heartbeat_interval_ = heartbeat_interval_;
   fresh->heartbeat_timeout_ = heartbeat_timeout_;
   fresh->start_deadline_ = start_deadline_;
@@ -163,13 +163,13 @@ Status DaemonCore::Rebuild() {
   return Ok();
 }
 
-void DaemonCore::Audit(const CallContext& c, const std::string& action, const std::string& object) {
+void ControlPlane::Audit(const CallContext& c, const std::string& action, const std::string& object) {
   const std::string tenant =
       c.principal && c.principal->tenant.valid() ? state_->tenant(c.principal->tenant).name : "";
   (void)Commit(AuditEntry{c.now, c.principal ? c.principal->name : "", tenant, action, object, c.remote});
 }
 
-Result<std::string> DaemonCore::Bootstrap(const State& config, Time now, const PriceList& prices) {
+Result<std::string> ControlPlane::Bootstrap(const State& config, Time now, const PriceList& prices) {
   if (!empty_) return FailedPrecondition("the journal already holds a cluster");
   for (const Tenant& t : config.tenants()) GP_RETURN_IF_ERROR(Commit(TenantPut{t}));
   for (const PriorityClass& pc : config.priority_classes()) GP_RETURN_IF_ERROR(Commit(PriorityClassAdded{pc}));
@@ -179,25 +179,25 @@ Result<std::string> DaemonCore::Bootstrap(const State& config, Time now, const P
   return IssueToken(admin, now);
 }
 
-Result<std::string> DaemonCore::IssueToken(const Principal& p, Time now) {
+Result<std::string> ControlPlane::IssueToken(const Principal& p, Time now) {
   auto [record, secret] = tokens_.Create(p, now);
   GP_RETURN_IF_ERROR(Commit(TokenIssued{record}));
   return secret;
 }
 
-Status DaemonCore::SnapshotWritten(int64_t seq) {
+Status ControlPlane::SnapshotWritten(int64_t seq) {
   GP_RETURN_IF_ERROR(journal_->Compact(seq));
   snapshot_seq_ = seq;
   bytes_since_snapshot_ = 0;
   return Ok();
 }
 
-void DaemonCore::RememberIdempotency(const std::string& key, JobId job, Time at) {
+void ControlPlane::RememberIdempotency(const std::string& key, JobId job, Time at) {
   idempotency_[key] = {job, at};
   idempotency_order_.emplace_back(at, key);
 }
 
-void DaemonCore::ExpireIdempotency(Time now) {
+void ControlPlane::ExpireIdempotency(Time now) {
   while (!idempotency_order_.empty() && !(now < idempotency_order_.front().first + kIdempotencyWindow)) {
     // A key re-used after its day names a younger job, which stays.
     auto it = idempotency_.find(idempotency_order_.front().second);
@@ -206,7 +206,7 @@ void DaemonCore::ExpireIdempotency(Time now) {
   }
 }
 
-void DaemonCore::Tick(Time now, bool simulate_executor) {
+void ControlPlane::Tick(Time now, bool simulate_executor) {
   ExpireIdempotency(now);
   // Before jobs end below: a node whose last job ends now was busy until now.
   if (provider_) TrackBurstUse(*state_, fleet_, now);

@@ -1,5 +1,5 @@
-// DaemonCore's token and audit-log routes.
-#include "daemon/core.h"
+// ControlPlane's token and audit-log routes.
+#include "daemon/control_plane.h"
 
 #include <algorithm>
 #include <charconv>
@@ -21,7 +21,7 @@ using namespace reply;
 
 }  // namespace
 
-Reply DaemonCore::CreateToken(const CallContext& c, const std::string& body) {
+Reply ControlPlane::CreateToken(const CallContext& c, const std::string& body) {
   if (c.principal == nullptr) return Unauthenticated();
   Result<Json> parsed = ParseTokenRequest(body);
   if (!parsed.ok()) return Err(parsed.error());
@@ -59,7 +59,7 @@ Reply DaemonCore::CreateToken(const CallContext& c, const std::string& body) {
   return JsonReply(201, {{"id", id}, {"token", *secret}, {"name", p.name}, {"role", std::string(RoleName(p.role))}});
 }
 
-Reply DaemonCore::ListTokens(const CallContext& c) {
+Reply ControlPlane::ListTokens(const CallContext& c) {
   if (c.principal == nullptr) return Unauthenticated();
   Json items = Json::array();
   for (const auto& [id, t] : tokens_.tokens()) {
@@ -75,7 +75,7 @@ Reply DaemonCore::ListTokens(const CallContext& c) {
   return JsonReply(200, {{"items", items}});
 }
 
-Reply DaemonCore::RevokeToken(const CallContext& c, const std::string& id) {
+Reply ControlPlane::RevokeToken(const CallContext& c, const std::string& id) {
   if (c.principal == nullptr) return Unauthenticated();
   auto it = tokens_.tokens().find(id);
   const bool mine = it != tokens_.tokens().end() &&
@@ -87,7 +87,7 @@ Reply DaemonCore::RevokeToken(const CallContext& c, const std::string& id) {
   return JsonReply(200, {{"id", id}, {"revoked", true}});
 }
 
-Reply DaemonCore::ListAudit(const CallContext& c, const std::map<std::string, std::string>& query) {
+Reply ControlPlane::ListAudit(const CallContext& c, const std::map<std::string, std::string>& query) {
   if (c.principal == nullptr) return Unauthenticated();
   if (c.principal->role != Role::kClusterAdmin && c.principal->role != Role::kTenantAdmin) {
     return Forbidden("read the audit log");

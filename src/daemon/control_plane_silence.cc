@@ -1,25 +1,25 @@
-// DaemonCore and nodes that fall silent: a node whose agent has not been heard for the heartbeat
+// ControlPlane and nodes that fall silent: a node whose agent has not been heard for the heartbeat
 // timeout is unreachable, and its jobs are requeued once their replicas are surely fenced
 // (docs/design/agent.md, "Owning and fencing replicas").
 #include <algorithm>
 
-#include "daemon/core.h"
+#include "daemon/control_plane.h"
 #include "daemon/log.h"
 
 namespace gpupool {
 
-int DaemonCore::RequeueJobsOn(NodeId id, Time now, RequeueCause cause, const std::string& detail) {
+int ControlPlane::RequeueJobsOn(NodeId id, Time now, RequeueCause cause, const std::string& detail) {
   const std::vector<JobId> on_node = state_->node(id).Jobs();  // a copy: JobLost changes the index
   for (JobId jid : on_node) GP_CHECK(ApplyAndStage(JobLost{jid, now, cause, detail}).ok());
   return static_cast<int>(on_node.size());
 }
 
-void DaemonCore::RequeueNode(NodeId id, NodeCondition to, Time now, RequeueCause cause, const std::string& detail) {
+void ControlPlane::RequeueNode(NodeId id, NodeCondition to, Time now, RequeueCause cause, const std::string& detail) {
   if (state_->node(id).condition != to) GP_CHECK(ApplyAndStage(NodeConditionChanged{id, to, now, detail}).ok());
   RequeueJobsOn(id, now, cause, detail);
 }
 
-Duration DaemonCore::FenceDeadline(NodeId id) const {
+Duration ControlPlane::FenceDeadline(NodeId id) const {
   // The agent's lease runs from when it sent its last accepted heartbeat, before the daemon
   // received it; its shims then allow each replica its class's grace before SIGKILL. The margin
   // covers the shims' polling, the kill itself and the two clocks' drift.
@@ -31,7 +31,7 @@ Duration DaemonCore::FenceDeadline(NodeId id) const {
   return heartbeat_timeout_ + grace + margin;
 }
 
-void DaemonCore::CheckHeartbeats(Time now) {
+void ControlPlane::CheckHeartbeats(Time now) {
   for (auto& [id, a] : agents_) {
     // Known from the journal: the agent gets a whole timeout from the daemon's first tick.
     if (!a.last_heartbeat) a.last_heartbeat = now;

@@ -1,12 +1,12 @@
-// DaemonCore's side of the node-agent protocol (docs/design/agent.md, "Protocol between the
+// ControlPlane's side of the node-agent protocol (docs/design/agent.md, "Protocol between the
 // agent and the daemon"): registration and what the journal keeps of each agent. Heartbeats are
-// core_heartbeat.cc, the silence of a node core_silence.cc.
+// control_plane_heartbeat.cc, the silence of a node control_plane_silence.cc.
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "agent/health.h"
 #include "daemon/agent_fields.h"
-#include "daemon/core.h"
+#include "daemon/control_plane.h"
 #include "daemon/log.h"
 #include "daemon/reply.h"
 #include "store/codec.h"
@@ -39,12 +39,12 @@ Result<std::vector<std::string>> ReportedLabels(const Json& j) {
 
 }  // namespace
 
-void DaemonCore::SetHeartbeat(Duration interval, Duration timeout) {
+void ControlPlane::SetHeartbeat(Duration interval, Duration timeout) {
   heartbeat_interval_ = interval;
   heartbeat_timeout_ = timeout;
 }
 
-Status DaemonCore::ReadRegisteredGpus(const GpuModel& model, const Json& gpus, AgentState& agent,
+Status ControlPlane::ReadRegisteredGpus(const GpuModel& model, const Json& gpus, AgentState& agent,
                                       std::vector<Gpu>& built) {
   for (size_t i = 0; i < gpus.size(); ++i) {
     const Json& g = gpus[i];
@@ -70,7 +70,7 @@ Status DaemonCore::ReadRegisteredGpus(const GpuModel& model, const Json& gpus, A
 }
 
 // A node that registers for the first time joins with what its agent found (an admin's call).
-Status DaemonCore::AddRegisteredNode(const CallContext& c, const Json& j, const std::string& name, FlavorId flavor,
+Status ControlPlane::AddRegisteredNode(const CallContext& c, const Json& j, const std::string& name, FlavorId flavor,
                                      std::vector<Gpu> built) {
   Node n;
   n.name = name;
@@ -98,7 +98,7 @@ Status DaemonCore::AddRegisteredNode(const CallContext& c, const Json& j, const 
 
 // A registered node's condition after its acceptance test: unhealthy if it failed, ready if it
 // passed after being away; its GPUs back in service when it passed.
-Result<NodeCondition> DaemonCore::AfterAcceptance(const CallContext& c, NodeId id, bool passed, const std::string& output) {
+Result<NodeCondition> ControlPlane::AfterAcceptance(const CallContext& c, NodeId id, bool passed, const std::string& output) {
   const Node& n = state_->node(id);
   NodeCondition to = n.condition;
   if (!passed) {
@@ -123,7 +123,7 @@ Result<NodeCondition> DaemonCore::AfterAcceptance(const CallContext& c, NodeId i
 
 // A known node registering again must match what the daemon knows of it: flavor, GPU count and
 // each GPU's MIG mode; a retired node is not taken back.
-Status DaemonCore::CheckKnownNode(const Node& n, FlavorId flavor, const std::vector<Gpu>& built) const {
+Status ControlPlane::CheckKnownNode(const Node& n, FlavorId flavor, const std::vector<Gpu>& built) const {
   const std::string& name = n.name;
   const GpuModel& model = state_->catalogue().model(flavor);
   if (n.flavor != flavor || n.gpus.size() != built.size()) {
@@ -144,7 +144,7 @@ Status DaemonCore::CheckKnownNode(const Node& n, FlavorId flavor, const std::vec
   return Ok();
 }
 
-Reply DaemonCore::RegisterAgent(const CallContext& c, const std::string& body) {
+Reply ControlPlane::RegisterAgent(const CallContext& c, const std::string& body) {
   if (c.principal == nullptr) return Unauthenticated();
   if (!c.principal->admin() && c.principal->role != Role::kNodeAgent) return Forbidden("register node agents");
   const Json j = Json::parse(body, nullptr, false);
@@ -215,10 +215,10 @@ Reply DaemonCore::RegisterAgent(const CallContext& c, const std::string& body) {
                          {"lease_ms", heartbeat_timeout_.millis()}});
 }
 
-void DaemonCore::StageAgent(NodeId node) { (void)Commit(AgentChange(node)); }
+void ControlPlane::StageAgent(NodeId node) { (void)Commit(AgentChange(node)); }
 
 
-AgentRecorded DaemonCore::AgentChange(NodeId node) const {
+AgentRecorded ControlPlane::AgentChange(NodeId node) const {
   const AgentState& a = agents_.at(node);
   return AgentRecorded{node, a.gpu_uuid, a.mig_uuid, a.mig_layout};
 }

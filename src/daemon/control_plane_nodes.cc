@@ -1,5 +1,5 @@
-// DaemonCore's node routes: views scoped to the caller, cordon, drain, delete.
-#include "daemon/core.h"
+// ControlPlane's node routes: views scoped to the caller, cordon, drain, delete.
+#include "daemon/control_plane.h"
 
 #include <algorithm>
 #include <charconv>
@@ -21,7 +21,7 @@ using namespace reply;
 
 }  // namespace
 
-bool DaemonCore::SeesNode(const CallContext& c, const Node& n) const {
+bool ControlPlane::SeesNode(const CallContext& c, const Node& n) const {
   if (c.principal->admin()) return true;
   for (JobId id : n.Jobs()) {
     if (state_->FindJob(id)->spec.tenant == c.principal->tenant) return true;
@@ -29,7 +29,7 @@ bool DaemonCore::SeesNode(const CallContext& c, const Node& n) const {
   return false;
 }
 
-Json DaemonCore::NodeView(const CallContext& c, const Node& n, bool detail, bool devices) const {
+Json ControlPlane::NodeView(const CallContext& c, const Node& n, bool detail, bool devices) const {
   const GpuModel& m = state_->catalogue().model(n.flavor);
   int whole_free = 0, mig = 0, shared = 0, healthy = 0;
   for (const Gpu& g : n.gpus) {
@@ -62,14 +62,14 @@ Json DaemonCore::NodeView(const CallContext& c, const Node& n, bool detail, bool
   return out;
 }
 
-Json DaemonCore::OccupantView(const CallContext& c, JobId id) const {
+Json ControlPlane::OccupantView(const CallContext& c, JobId id) const {
   const Job& j = *state_->FindJob(id);
   // Another tenant's work shows as taken, never by whom.
   if (!c.principal->Sees(j.spec.tenant)) return {{"job", nullptr}, {"tenant", nullptr}};
   return {{"job", std::to_string(id.value())}, {"tenant", state_->tenant(j.spec.tenant).name}};
 }
 
-Json DaemonCore::DevicesView(const CallContext& c, const Node& n) const {
+Json ControlPlane::DevicesView(const CallContext& c, const Node& n) const {
   const GpuModel& m = state_->catalogue().model(n.flavor);
   Json devices = Json::array();
   for (size_t i = 0; i < n.gpus.size(); ++i) {
@@ -106,7 +106,7 @@ Json DaemonCore::DevicesView(const CallContext& c, const Node& n) const {
   return devices;
 }
 
-Reply DaemonCore::ListNodes(const CallContext& c, bool devices) {
+Reply ControlPlane::ListNodes(const CallContext& c, bool devices) {
   if (c.principal == nullptr) return Unauthenticated();
   Json items = Json::array();
   for (const Node& n : state_->nodes()) {
@@ -115,14 +115,14 @@ Reply DaemonCore::ListNodes(const CallContext& c, bool devices) {
   return JsonReply(200, {{"items", items}});
 }
 
-Reply DaemonCore::GetNode(const CallContext& c, const std::string& name) {
+Reply ControlPlane::GetNode(const CallContext& c, const std::string& name) {
   if (c.principal == nullptr) return Unauthenticated();
   Result<NodeId> id = state_->FindNode(name);
   if (!id.ok() || !SeesNode(c, state_->node(*id))) return Err(NotFound("no node '" + name + "'"));
   return JsonReply(200, NodeView(c, state_->node(*id), true));
 }
 
-Reply DaemonCore::NodeAction(const CallContext& c, const std::string& name, const std::string& action) {
+Reply ControlPlane::NodeAction(const CallContext& c, const std::string& name, const std::string& action) {
   if (c.principal == nullptr) return Unauthenticated();
   Result<NodeId> id = state_->FindNode(name);
   if (!id.ok() || !SeesNode(c, state_->node(*id))) return Err(NotFound("no node '" + name + "'"));
@@ -141,7 +141,7 @@ Reply DaemonCore::NodeAction(const CallContext& c, const std::string& name, cons
                          {"requeued_jobs", requeued}});
 }
 
-Reply DaemonCore::DeleteNode(const CallContext& c, const std::string& name) {
+Reply ControlPlane::DeleteNode(const CallContext& c, const std::string& name) {
   if (c.principal == nullptr) return Unauthenticated();
   Result<NodeId> id = state_->FindNode(name);
   if (!id.ok() || !SeesNode(c, state_->node(*id))) return Err(NotFound("no node '" + name + "'"));

@@ -1,5 +1,5 @@
-// DaemonCore's job routes: submit, get, list, cancel; the job as the API shows it.
-#include "daemon/core.h"
+// ControlPlane's job routes: submit, get, list, cancel; the job as the API shows it.
+#include "daemon/control_plane.h"
 
 #include <algorithm>
 #include <charconv>
@@ -98,7 +98,7 @@ Result<uint64_t> ParseId(const std::string& s) {
 
 }  // namespace
 
-Reply DaemonCore::SubmitJob(const CallContext& c, const std::string& body, const std::string& key) {
+Reply ControlPlane::SubmitJob(const CallContext& c, const std::string& body, const std::string& key) {
   if (c.principal == nullptr) return Unauthenticated();
   if (key.size() > 128) return Err(InvalidArgument("Idempotency-Key is longer than 128 characters"));
   if (!ValidUtf8(key)) return Err(InvalidArgument("Idempotency-Key is not valid UTF-8"));
@@ -145,7 +145,7 @@ Reply DaemonCore::SubmitJob(const CallContext& c, const std::string& body, const
   return JsonReply(201, {{"id", std::to_string(e.id.value())}, {"state", "pending"}});
 }
 
-const Job* DaemonCore::VisibleJob(const CallContext& c, const std::string& id) const {
+const Job* ControlPlane::VisibleJob(const CallContext& c, const std::string& id) const {
   Result<uint64_t> n = ParseId(id);
   if (!n.ok()) return nullptr;
   const Job* j = state_->FindJob(JobId(*n));
@@ -153,11 +153,11 @@ const Job* DaemonCore::VisibleJob(const CallContext& c, const std::string& id) c
   return j;
 }
 
-Json DaemonCore::JobView(const Principal& caller, const Job& j, bool events) const {
+Json ControlPlane::JobView(const Principal& caller, const Job& j, bool events) const {
   return JobJson(*state_, history_, caller, j, events);
 }
 
-Reply DaemonCore::GetJob(const CallContext& c, const std::string& id) {
+Reply ControlPlane::GetJob(const CallContext& c, const std::string& id) {
   if (c.principal == nullptr) return Unauthenticated();
   const Job* j = VisibleJob(c, id);
   if (j != nullptr) return JsonReply(200, JobJson(*state_, history_, *c.principal, *j, true));
@@ -168,7 +168,7 @@ Reply DaemonCore::GetJob(const CallContext& c, const std::string& id) {
   return Err(NotFound("no job '" + id + "'"));
 }
 
-Reply DaemonCore::ListJobs(const CallContext& c, const std::map<std::string, std::string>& query) {
+Reply ControlPlane::ListJobs(const CallContext& c, const std::map<std::string, std::string>& query) {
   if (c.principal == nullptr) return Unauthenticated();
   Result<PageQuery> page = DecodePageQuery(query, "jobs", {"tenant", "state"});
   if (!page.ok()) return Err(page.error());
@@ -233,7 +233,7 @@ Reply DaemonCore::ListJobs(const CallContext& c, const std::map<std::string, std
   return JsonReply(200, {{"items", items}, {"next_cursor", more ? Json(EncodeCursor("jobs", last)) : Json(nullptr)}});
 }
 
-Reply DaemonCore::CancelJob(const CallContext& c, const std::string& id) {
+Reply ControlPlane::CancelJob(const CallContext& c, const std::string& id) {
   if (c.principal == nullptr) return Unauthenticated();
   const Job* j = VisibleJob(c, id);
   if (j == nullptr) return Err(NotFound("no job '" + id + "'"));

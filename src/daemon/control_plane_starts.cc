@@ -1,20 +1,20 @@
-// DaemonCore with node agents as the executor (docs/design/agent.md, "Start deadline"): a node
+// ControlPlane with node agents as the executor (docs/design/agent.md, "Start deadline"): a node
 // no agent has registered for is not_ready, so nothing is placed there; a placement its node
 // does not start within the start deadline is withdrawn, the job requeued with the node and
 // the cause, and the node marked so the scheduler stops choosing it.
 #include <algorithm>
 
-#include "daemon/core.h"
+#include "daemon/control_plane.h"
 #include "daemon/log.h"
 
 namespace gpupool {
 
-void DaemonCore::SetAgentExecutor(Duration start_deadline) {
+void ControlPlane::SetAgentExecutor(Duration start_deadline) {
   GP_CHECK(start_deadline > Duration()) << "the start deadline must be positive";
   start_deadline_ = start_deadline;
 }
 
-void DaemonCore::MarkNodesWithoutAgents(Time now) {
+void ControlPlane::MarkNodesWithoutAgents(Time now) {
   for (const Node& n : state_->nodes()) {
     if (n.condition != NodeCondition::kReady || agents_.count(n.id)) continue;
     GP_CHECK(ApplyAndStage(NodeConditionChanged{n.id, NodeCondition::kNotReady, now,
@@ -23,7 +23,7 @@ void DaemonCore::MarkNodesWithoutAgents(Time now) {
   }
 }
 
-std::string DaemonCore::WhyNotStarted(const Job& job, NodeId node) const {
+std::string ControlPlane::WhyNotStarted(const Job& job, NodeId node) const {
   const std::string& name = state_->node(node).name;
   auto agent = agents_.find(node);
   if (agent == agents_.end()) return "node " + name + " has no agent";
@@ -38,7 +38,7 @@ std::string DaemonCore::WhyNotStarted(const Job& job, NodeId node) const {
   return "node " + name + "'s agent did not start it within " + ToString(*start_deadline_);
 }
 
-void DaemonCore::CheckStartDeadlines(Time now) {
+void ControlPlane::CheckStartDeadlines(Time now) {
   // A restarted daemon gives every placement a whole deadline from its first tick: agents
   // report what runs in their next heartbeat.
   if (!deadlines_from_) deadlines_from_ = now;

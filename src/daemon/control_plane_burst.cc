@@ -1,4 +1,4 @@
-// DaemonCore's burst to on-demand (DESIGN.md §6; docs/design/burst.md): the fleet of on-demand
+// ControlPlane's burst to on-demand (DESIGN.md §6; docs/design/burst.md): the fleet of on-demand
 // nodes, journaled as "burst_request" and "burst_node" records (a node leaves through the
 // NodeConditionChanged event to kRetired), and the per-tick loop that carries out PlanBurst's
 // decisions through the provider (burst/carry_out.h, shared with the simulator).
@@ -7,7 +7,7 @@
 #include <utility>
 
 #include "burst/carry_out.h"
-#include "daemon/core.h"
+#include "daemon/control_plane.h"
 #include "daemon/log.h"
 #include "daemon/reply.h"
 #include "policy/calendar/calendar.h"
@@ -19,9 +19,9 @@ using namespace reply;
 
 // What the daemon does at each step of carrying out a burst decision (burst/carry_out.h):
 // journals the fleet's changes, logs each, backs off a failing provider.
-class DaemonCore::Burst final : public BurstSteps {
+class ControlPlane::Burst final : public BurstSteps {
  public:
-  explicit Burst(DaemonCore& core) : c_(core) {}
+  explicit Burst(ControlPlane& core) : c_(core) {}
 
   Status Retire(NodeId id, Time now) override {
     // The planner releases idle nodes, and busy ones only when the budget is spent: their jobs
@@ -89,15 +89,15 @@ class DaemonCore::Burst final : public BurstSteps {
   }
 
  private:
-  DaemonCore& c_;
+  ControlPlane& c_;
 };
 
-void DaemonCore::BurstJoin(Time now) {
+void ControlPlane::BurstJoin(Time now) {
   Burst steps(*this);
   JoinBurstNodes(*provider_, fleet_, burst_offers_, state_->catalogue(), steps, now);
 }
 
-void DaemonCore::BurstTick(Time now) {
+void ControlPlane::BurstTick(Time now) {
   BurstJoin(now);
   TrackBurstUse(*state_, fleet_, now);
   // Releases the provider failed before are tried again.
@@ -125,7 +125,7 @@ void DaemonCore::BurstTick(Time now) {
   }
 }
 
-Reply DaemonCore::BurstView(const CallContext& c) {
+Reply ControlPlane::BurstView(const CallContext& c) {
   if (c.principal == nullptr) return Unauthenticated();
   Json nodes = Json::array();
   for (const BurstNode& b : fleet_) {

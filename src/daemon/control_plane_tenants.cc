@@ -1,5 +1,5 @@
-// DaemonCore's tenant and priority-class routes, and the guarantee check.
-#include "daemon/core.h"
+// ControlPlane's tenant and priority-class routes, and the guarantee check.
+#include "daemon/control_plane.h"
 
 #include <algorithm>
 #include <charconv>
@@ -21,7 +21,7 @@ using namespace reply;
 
 }  // namespace
 
-Reply DaemonCore::ListTenants(const CallContext& c) {
+Reply ControlPlane::ListTenants(const CallContext& c) {
   if (c.principal == nullptr) return Unauthenticated();
   Json items = Json::array();
   const QuotaBook book(*state_, c.now);  // one book and one pass over the jobs for the whole list
@@ -33,13 +33,13 @@ Reply DaemonCore::ListTenants(const CallContext& c) {
   return JsonReply(200, {{"items", items}});
 }
 
-const Tenant* DaemonCore::VisibleTenant(const CallContext& c, const std::string& name) const {
+const Tenant* ControlPlane::VisibleTenant(const CallContext& c, const std::string& name) const {
   Result<TenantId> t = state_->FindTenant(name);
   if (!t.ok() || deleted_.count(*t) || !c.principal->Sees(*t)) return nullptr;
   return &state_->tenant(*t);
 }
 
-Json DaemonCore::TenantView(const Tenant& t, Time now) const {
+Json ControlPlane::TenantView(const Tenant& t, Time now) const {
   return TenantView(t, QuotaBook(*state_, now), JobCounts(*state_), GuaranteeOvercommits(*state_, now));
 }
 
@@ -60,7 +60,7 @@ std::string OverrunText(const State& s, const GuaranteeCheck& c, bool would) {
 
 }  // namespace
 
-Status DaemonCore::CheckGuarantees(const CallContext& c, const Tenant& t, bool allow_overcommit) {
+Status ControlPlane::CheckGuarantees(const CallContext& c, const Tenant& t, bool allow_overcommit) {
   const std::vector<GuaranteeCheck> over = GuaranteeOverruns(*state_, t, c.now);
   if (over.empty()) return Ok();
   std::string text;
@@ -73,7 +73,7 @@ Status DaemonCore::CheckGuarantees(const CallContext& c, const Tenant& t, bool a
   return Ok();
 }
 
-Json DaemonCore::TenantView(const Tenant& t, const QuotaBook& book,
+Json ControlPlane::TenantView(const Tenant& t, const QuotaBook& book,
                             const std::map<TenantId, std::pair<int, int>>& counts,
                             const std::vector<GuaranteeCheck>& overcommits) const {
   const Catalogue& cat = state_->catalogue();
@@ -121,18 +121,18 @@ Json DaemonCore::TenantView(const Tenant& t, const QuotaBook& book,
   return out;
 }
 
-Status DaemonCore::StageTenant(const Tenant& t) {
+Status ControlPlane::StageTenant(const Tenant& t) {
   return Commit(TenantPut{t});
 }
 
-Reply DaemonCore::GetTenant(const CallContext& c, const std::string& name) {
+Reply ControlPlane::GetTenant(const CallContext& c, const std::string& name) {
   if (c.principal == nullptr) return Unauthenticated();
   const Tenant* t = VisibleTenant(c, name);
   if (t == nullptr) return Err(NotFound("no tenant '" + name + "'"));
   return JsonReply(200, TenantView(*t, c.now));
 }
 
-Reply DaemonCore::CreateTenant(const CallContext& c, const std::string& body) {
+Reply ControlPlane::CreateTenant(const CallContext& c, const std::string& body) {
   if (c.principal == nullptr) return Unauthenticated();
   if (!c.principal->admin()) return Forbidden("create tenants");
   bool allow_overcommit = false;
@@ -149,7 +149,7 @@ Reply DaemonCore::CreateTenant(const CallContext& c, const std::string& body) {
   return JsonReply(201, TenantView(state_->tenant(*state_->FindTenant(t->name)), c.now));
 }
 
-Reply DaemonCore::UpdateTenant(const CallContext& c, const std::string& name, const std::string& body) {
+Reply ControlPlane::UpdateTenant(const CallContext& c, const std::string& name, const std::string& body) {
   if (c.principal == nullptr) return Unauthenticated();
   const Tenant* t = VisibleTenant(c, name);
   if (t == nullptr) return Err(NotFound("no tenant '" + name + "'"));
@@ -163,7 +163,7 @@ Reply DaemonCore::UpdateTenant(const CallContext& c, const std::string& name, co
   return JsonReply(200, TenantView(state_->tenant(updated->id), c.now));
 }
 
-Reply DaemonCore::DeleteTenant(const CallContext& c, const std::string& name) {
+Reply ControlPlane::DeleteTenant(const CallContext& c, const std::string& name) {
   if (c.principal == nullptr) return Unauthenticated();
   const Tenant* t = VisibleTenant(c, name);
   if (t == nullptr) return Err(NotFound("no tenant '" + name + "'"));
@@ -188,7 +188,7 @@ Reply DaemonCore::DeleteTenant(const CallContext& c, const std::string& name) {
   return JsonReply(200, {{"name", name}, {"deleted", true}});
 }
 
-Reply DaemonCore::ListPriorityClasses(const CallContext& c) {
+Reply ControlPlane::ListPriorityClasses(const CallContext& c) {
   if (c.principal == nullptr) return Unauthenticated();
   Json items = Json::array();
   for (const PriorityClass& pc : state_->priority_classes()) {
@@ -202,7 +202,7 @@ Reply DaemonCore::ListPriorityClasses(const CallContext& c) {
   return JsonReply(200, {{"items", items}});
 }
 
-Reply DaemonCore::CreatePriorityClass(const CallContext& c, const std::string& body) {
+Reply ControlPlane::CreatePriorityClass(const CallContext& c, const std::string& body) {
   if (c.principal == nullptr) return Unauthenticated();
   if (!c.principal->admin()) return Forbidden("create priority classes");
   Result<PriorityClass> pc = DecodePriorityClassRequest(body);

@@ -4,11 +4,11 @@
 // core as it was.
 #include <algorithm>
 
-#include "daemon/core.h"
+#include "daemon/control_plane.h"
 
 namespace gpupool {
 
-Status DaemonCore::Commit(const Change& c) {
+Status ControlPlane::Commit(const Change& c) {
   Record r = ChangeCodec::Encode(*state_, c);  // names as they are before the change
   GP_RETURN_IF_ERROR(ApplyChange(c));
   staged_.push_back(std::move(r));
@@ -16,17 +16,17 @@ Status DaemonCore::Commit(const Change& c) {
   return Ok();
 }
 
-Status DaemonCore::ApplyRecord(const Record& r) {
+Status ControlPlane::ApplyRecord(const Record& r) {
   Result<Change> c = ChangeCodec::Decode(*state_, r);
   if (!c.ok()) return c.error();
   return ApplyChange(*c);
 }
 
-Status DaemonCore::ApplyChange(const Change& c) {
+Status ControlPlane::ApplyChange(const Change& c) {
   return std::visit([this](const auto& change) { return ApplyOne(change); }, c);
 }
 
-Status DaemonCore::ApplyOne(const EventChange& c) {
+Status ControlPlane::ApplyOne(const EventChange& c) {
   GP_RETURN_IF_ERROR(ApplyEvent(c.event));
   if (!c.idempotency.empty()) {
     const JobSubmitted& submitted = std::get<JobSubmitted>(c.event);
@@ -36,7 +36,7 @@ Status DaemonCore::ApplyOne(const EventChange& c) {
   return Ok();
 }
 
-Status DaemonCore::ApplyOne(const TenantPut& c) {
+Status ControlPlane::ApplyOne(const TenantPut& c) {
   Tenant t = c.tenant;
   if (Result<TenantId> id = state_->FindTenant(t.name); id.ok()) {
     t.id = *id;
@@ -48,7 +48,7 @@ Status DaemonCore::ApplyOne(const TenantPut& c) {
   return added.ok() ? Ok() : Status(added.error());
 }
 
-Status DaemonCore::ApplyOne(const TenantDeleted& c) {
+Status ControlPlane::ApplyOne(const TenantDeleted& c) {
   if (!c.tenant.valid() || c.tenant.value() >= state_->tenants().size()) return NotFound("tenant");
   Tenant t = state_->tenant(c.tenant);
   t.quotas.clear();
@@ -60,29 +60,29 @@ Status DaemonCore::ApplyOne(const TenantDeleted& c) {
   return Ok();
 }
 
-Status DaemonCore::ApplyOne(const PriorityClassAdded& c) {
+Status ControlPlane::ApplyOne(const PriorityClassAdded& c) {
   Result<PriorityClassId> id = state_->AddPriorityClass(c.cls);
   return id.ok() ? Ok() : Status(id.error());
 }
 
-Status DaemonCore::ApplyOne(const NodeAdded& c) {
+Status ControlPlane::ApplyOne(const NodeAdded& c) {
   Result<NodeId> id = state_->AddNode(c.node);
   return id.ok() ? Ok() : Status(id.error());
 }
 
-Status DaemonCore::ApplyOne(const TokenIssued& c) {
+Status ControlPlane::ApplyOne(const TokenIssued& c) {
   tokens_.Add(c.token);
   return Ok();
 }
 
-Status DaemonCore::ApplyOne(const TokenRevoked& c) { return tokens_.Revoke(c.id); }
+Status ControlPlane::ApplyOne(const TokenRevoked& c) { return tokens_.Revoke(c.id); }
 
-Status DaemonCore::ApplyOne(const PricesSet& c) {
+Status ControlPlane::ApplyOne(const PricesSet& c) {
   ApplyPrices(c.prices, c.from);
   return Ok();
 }
 
-Status DaemonCore::ApplyOne(const BurstRequested& c) {
+Status ControlPlane::ApplyOne(const BurstRequested& c) {
   for (const BurstNode& other : fleet_) {
     if (other.request_id == c.request_id) return AlreadyExists("burst request " + c.request_id + " recorded twice");
   }
@@ -99,7 +99,7 @@ Status DaemonCore::ApplyOne(const BurstRequested& c) {
   return Ok();
 }
 
-Status DaemonCore::ApplyOne(const BurstNodeJoined& c) {
+Status ControlPlane::ApplyOne(const BurstNodeJoined& c) {
   auto it = std::find_if(fleet_.begin(), fleet_.end(), [&](const BurstNode& b) { return b.request_id == c.request_id; });
   if (it == fleet_.end() || it->ready) return FailedPrecondition("burst node for unknown request " + c.request_id);
   if (!c.node.on_demand() || c.node.dedicated_to != it->tenant) {
@@ -115,7 +115,7 @@ Status DaemonCore::ApplyOne(const BurstNodeJoined& c) {
   return Ok();
 }
 
-Status DaemonCore::ApplyOne(const BurstSettingsChanged& c) {
+Status ControlPlane::ApplyOne(const BurstSettingsChanged& c) {
   if (!burst_changes_.empty() && c.at < burst_changes_.back().first) {
     return InvalidArgument("burst settings changed before the change recorded before them");
   }
@@ -123,7 +123,7 @@ Status DaemonCore::ApplyOne(const BurstSettingsChanged& c) {
   return Ok();  // in force once applied: by SetBurstSettings, or at the end of a replay
 }
 
-Status DaemonCore::ApplyOne(const AgentRecorded& c) {
+Status ControlPlane::ApplyOne(const AgentRecorded& c) {
   if (!c.node.valid() || c.node.value() >= state_->nodes().size()) return NotFound("node");
   AgentState a;  // last_heartbeat unset: not heard since this start
   a.gpu_uuid = c.gpu_uuid;
@@ -133,7 +133,7 @@ Status DaemonCore::ApplyOne(const AgentRecorded& c) {
   return Ok();
 }
 
-Status DaemonCore::ApplyOne(const ReplicaExited& c) {
+Status ControlPlane::ApplyOne(const ReplicaExited& c) {
   const Job* job = state_->FindJob(c.job);
   // Only while that attempt still holds its GPUs; JobFinished, JobLost and JobPreempted, later
   // in the journal, clear the entry again (ApplyEvent).
@@ -146,9 +146,9 @@ Status DaemonCore::ApplyOne(const ReplicaExited& c) {
 }
 
 // The audit log is the store's (Journal::AuditLines): memory keeps none of it.
-Status DaemonCore::ApplyOne(const AuditEntry&) { return Ok(); }
+Status ControlPlane::ApplyOne(const AuditEntry&) { return Ok(); }
 
-Status DaemonCore::ApplyOne(const JobArchived& c) {
+Status ControlPlane::ApplyOne(const JobArchived& c) {
   const Job* job = state_->FindJob(c.id);
   if (job == nullptr || !IsTerminal(job->state)) {
     return InvalidArgument("archived_job: job " + std::to_string(c.id.value()) + " is not a finished job in memory");

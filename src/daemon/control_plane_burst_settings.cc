@@ -1,4 +1,4 @@
-// DaemonCore's burst settings (docs/design/burst.md, "Settings through the API"): the
+// ControlPlane's burst settings (docs/design/burst.md, "Settings through the API"): the
 // configuration file's burst: section gives the provider and the first offers and policies;
 // GET/PUT /v1/burst/settings read and replace the offers and policies without a restart,
 // journaled as "burst_settings" records, so the last one is in force after a restart too.
@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
-#include "daemon/core.h"
+#include "daemon/control_plane.h"
 #include "daemon/log.h"
 #include "daemon/reply.h"
 #include "policy/calendar/calendar.h"
@@ -26,7 +26,7 @@ Json OffersAndTenants(const Catalogue& cat, const BurstSettings& s) {
 
 }  // namespace
 
-Status DaemonCore::EnableBurst(const BurstSettings& settings, std::unique_ptr<Provider> provider) {
+Status ControlPlane::EnableBurst(const BurstSettings& settings, std::unique_ptr<Provider> provider) {
   burst_file_ = settings;
   provider_ = std::move(provider);
   if (!burst_changes_.empty()) {
@@ -40,7 +40,7 @@ Status DaemonCore::EnableBurst(const BurstSettings& settings, std::unique_ptr<Pr
   return UseBurstInForce();
 }
 
-Status DaemonCore::UseBurstInForce() {
+Status ControlPlane::UseBurstInForce() {
   const BurstSettings& s = burst_changes_.empty() ? burst_file_ : burst_changes_.back().second;
   std::map<TenantId, BurstPolicy> policies;
   for (const auto& [name, p] : s.tenants) {
@@ -58,7 +58,7 @@ Status DaemonCore::UseBurstInForce() {
   return Ok();
 }
 
-PriceHistory DaemonCore::BillingPrices() const {
+PriceHistory ControlPlane::BillingPrices() const {
   // On-demand prices over time: the file's offers, then each change's from its time on, so a
   // change never re-prices what ran before it. Merged with the price lists' own periods.
   std::vector<std::pair<Time, const std::map<FlavorId, OnDemandOffer>*>> offers = {{Time(), &burst_file_.offers}};
@@ -85,7 +85,7 @@ PriceHistory DaemonCore::BillingPrices() const {
   return h;
 }
 
-Result<BurstSettings> DaemonCore::CheckBurstSettings(const std::string& body) const {
+Result<BurstSettings> ControlPlane::CheckBurstSettings(const std::string& body) const {
   const Json j = Json::parse(body, nullptr, false);
   if (j.is_discarded() || !j.is_object()) return InvalidArgument("burst settings must be a JSON object");
   BurstSettings s;
@@ -115,7 +115,7 @@ Result<BurstSettings> DaemonCore::CheckBurstSettings(const std::string& body) co
   return s;
 }
 
-Reply DaemonCore::GetBurstSettings(const CallContext& c) {
+Reply ControlPlane::GetBurstSettings(const CallContext& c) {
   if (c.principal == nullptr) return Unauthenticated();
   if (!c.principal->admin()) return Forbidden("read the burst settings");
   const BurstSettings& s = burst_changes_.empty() ? burst_file_ : burst_changes_.back().second;
@@ -132,7 +132,7 @@ Reply DaemonCore::GetBurstSettings(const CallContext& c) {
   return JsonReply(200, j);
 }
 
-Reply DaemonCore::SetBurstSettings(const CallContext& c, const std::string& body) {
+Reply ControlPlane::SetBurstSettings(const CallContext& c, const std::string& body) {
   if (c.principal == nullptr) return Unauthenticated();
   if (!c.principal->admin()) return Forbidden("change the burst settings");
   if (!provider_) {

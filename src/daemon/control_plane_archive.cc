@@ -1,4 +1,4 @@
-// Retention (core.h, "retention"; docs/design/daemon.md, "Bounded memory"): finished jobs older
+// Retention (control_plane.h, "retention"; docs/design/daemon.md, "Bounded memory"): finished jobs older
 // than the retention window leave memory (the state, the scheduler's view, the job history and
 // the ledger's closed intervals) for the store's history, from which the API still serves them.
 //
@@ -9,7 +9,7 @@
 // or in a replay) forgets the job; a restart therefore forgets the same jobs.
 #include <nlohmann/json.hpp>
 
-#include "daemon/core.h"
+#include "daemon/control_plane.h"
 #include "daemon/snapshot_codec.h"
 
 namespace gpupool {
@@ -19,11 +19,11 @@ using Json = nlohmann::json;
 
 }  // namespace
 
-void DaemonCore::SetRetention(Duration retention) { retention_ = retention; }
+void ControlPlane::SetRetention(Duration retention) { retention_ = retention; }
 
-void DaemonCore::NoteFinished(JobId id, Time at) { finished_.emplace_back(at, id); }
+void ControlPlane::NoteFinished(JobId id, Time at) { finished_.emplace_back(at, id); }
 
-void DaemonCore::ArchiveFinished(Time now) {
+void ControlPlane::ArchiveFinished(Time now) {
   std::vector<JobId> due;
   while (!finished_.empty() && due.size() < kArchiveBatch && finished_.front().first + retention_ <= now) {
     const JobId id = finished_.front().second;
@@ -61,13 +61,13 @@ void DaemonCore::ArchiveFinished(Time now) {
   ForgetArchivedUsage();
 }
 
-void DaemonCore::ForgetArchivedUsage() {
+void ControlPlane::ForgetArchivedUsage() {
   if (forget_usage_.empty()) return;
   ledger_.ForgetClosed(forget_usage_);
   forget_usage_.clear();
 }
 
-void DaemonCore::RebuildFinished() {
+void ControlPlane::RebuildFinished() {
   finished_.clear();
   for (const auto& [id, job] : state_->jobs()) {
     if (!IsTerminal(job.state)) continue;
@@ -80,7 +80,7 @@ void DaemonCore::RebuildFinished() {
                    [](const auto& a, const auto& b) { return a.first < b.first; });
 }
 
-std::optional<Json> DaemonCore::ArchivedJobView(const CallContext& c, uint64_t id, bool events) const {
+std::optional<Json> ControlPlane::ArchivedJobView(const CallContext& c, uint64_t id, bool events) const {
   Result<std::optional<std::string>> body = journal_->ArchivedJob(static_cast<int64_t>(id));
   if (!body.ok() || !*body) return std::nullopt;
   Json j = Json::parse(**body, nullptr, false);
@@ -92,7 +92,7 @@ std::optional<Json> DaemonCore::ArchivedJobView(const CallContext& c, uint64_t i
   return view;
 }
 
-Result<std::vector<UsageInterval>> DaemonCore::ArchivedUsage(Time from, Time to) const {
+Result<std::vector<UsageInterval>> ControlPlane::ArchivedUsage(Time from, Time to) const {
   Result<std::vector<std::string>> bodies = journal_->ArchivedUsage(from.millis(), to.millis());
   if (!bodies.ok()) return bodies.error();
   std::vector<UsageInterval> out;
