@@ -1217,9 +1217,12 @@ TEST_F(AgentAloneProtocolTest, ARestartedAgentReportsAndStopsWhatItsPredecessorS
 TEST_F(AgentAloneProtocolTest, AStartWaitsForTheStoppingReplicaOnItsGpu) {
   MakeAgent();
   const std::string gpu = "GPU-fake-n1-0";
-  daemon_.QueueHeartbeat(200, {{"start", {Start("1", 0, {"/bin/sh", "-c", "trap '' TERM; while :; do sleep 0.02; done"}, {gpu})}}});
+  daemon_.QueueHeartbeat(200, {{"start", {Start("1", 0, {"/bin/sh", "-c", "trap '' TERM; echo ready; while :; do sleep 0.02; done"}, {gpu})}}});
   ASSERT_TRUE(agent_->HeartbeatOnce(Time::FromSeconds(++clock_s_)).ok());
-  HeartbeatUntilState("1", 0, "running");
+  HeartbeatUntil([&](const Json& b) {  // running, with SIGTERM ignored once "ready" is printed
+    const Json* l = FindLog(b, "1", 0);
+    return l && (*l)["stdout"] == "ready\n";
+  });
   // Preempted: stop it (it ignores SIGTERM: 1 s grace) and start another job on its GPU.
   daemon_.QueueHeartbeat(200, {{"stop", {{{"job", "1"}, {"replica", 0}, {"attempt", 1}, {"grace_s", 1}}}},
                                {"start", {Start("2", 0, {"true"}, {gpu})}}});
