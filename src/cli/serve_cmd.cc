@@ -19,7 +19,7 @@ int Serve(const std::vector<std::string>& argv) {
   Result<Args> args = Args::Parse(argv, {"config", "data-dir", "listen", "demo", "no-demo-traffic", "http-threads", "agent-listen",
                                          "max-connections", "max-connections-per-source",
                                          "simulate-executor", "recover", "heartbeat-interval-ms", "heartbeat-timeout-ms",
-                                         "snapshot-every-records", "snapshot-every-mb", "retention-s", "help"},
+                                         "snapshot-every-records", "snapshot-every-mb", "retention-s", "max-finished-jobs", "help"},
                                   {"demo", "no-demo-traffic", "simulate-executor", "recover", "help"});
   if (!args.ok()) return UsageError(args.error().message);
   if (args->Has("help")) {
@@ -59,6 +59,9 @@ int Serve(const std::vector<std::string>& argv) {
   Result<int64_t> retention = args->Int("retention-s", o.retention_s, 0, int64_t{10} * 365 * 86400);
   if (!retention.ok()) return UsageError(retention.error().message);
   o.retention_s = *retention;
+  Result<int64_t> max_finished = args->Int("max-finished-jobs", o.max_finished_jobs, 1, int64_t{100'000'000});
+  if (!max_finished.ok()) return UsageError(max_finished.error().message);
+  o.max_finished_jobs = *max_finished;
   const Status s = gpupool::Serve(o);
   if (!s.ok()) {
     std::cerr << "gpupool serve: " << s.error().message << "\n";

@@ -145,6 +145,7 @@ Status ControlPlane::Rebuild() {
   fresh->cycles_ = cycles_;
   fresh->bytes_since_snapshot_ = bytes_since_snapshot_;
   fresh->retention_ = retention_;
+  fresh->max_finished_ = max_finished_;
   const Status replayed = fresh->Load(*journal_);
   if (!replayed.ok()) {
     provider_ = std::move(fresh->provider_);

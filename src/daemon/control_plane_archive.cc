@@ -21,11 +21,18 @@ using Json = nlohmann::json;
 
 void ControlPlane::SetRetention(Duration retention) { retention_ = retention; }
 
+void ControlPlane::SetMaxFinishedInMemory(size_t n) {
+  GP_CHECK(n >= 1) << "at least one finished job stays in memory";
+  max_finished_ = n;
+}
+
 void ControlPlane::NoteFinished(JobId id, Time at) { finished_.emplace_back(at, id); }
 
 void ControlPlane::ArchiveFinished(Time now) {
   std::vector<JobId> due;
-  while (!finished_.empty() && due.size() < kArchiveBatch && finished_.front().first + retention_ <= now) {
+  // Past the window, or over the count (finished_ is in finish order: the oldest go first).
+  while (!finished_.empty() && due.size() < kArchiveBatch &&
+         (finished_.front().first + retention_ <= now || finished_.size() > max_finished_)) {
     const JobId id = finished_.front().second;
     finished_.pop_front();
     const Job* j = state_->FindJob(id);

@@ -102,6 +102,25 @@ TEST_F(RetentionTest, OnlyJobsFinishedLongerAgoThanTheWindowLeave) {
   EXPECT_EQ(core_->state().jobs().begin()->second.state, JobState::kRunning);
 }
 
+// However young, finished jobs beyond the count leave memory, the oldest first: memory is
+// bounded at any rate of jobs, not only by rate x window.
+TEST_F(RetentionTest, AtMostTheCountOfFinishedJobsStaysInMemory) {
+  core_->SetMaxFinishedInMemory(3);
+  RunJobs(6);
+  const std::string before = Shown(*core_, 30000);
+  core_->Tick(Time::FromMillis(21000), true);  // well inside the 60 s window
+  ASSERT_TRUE(core_->Flush().ok());
+  size_t finished = 0;
+  for (const auto& [id, job] : core_->state().jobs()) finished += IsTerminal(job.state) ? 1 : 0;
+  EXPECT_EQ(finished, 3u);
+  EXPECT_EQ(core_->archived(), 4) << "7 finished, 3 stay";
+  // The oldest left first: the cancelled one (finished at 3.1 s) is in the history.
+  EXPECT_EQ(core_->state().FindJob(JobId(7)), nullptr);
+  EXPECT_EQ(Shown(*core_, 30000), before) << "the API shows the same jobs, from memory or the history";
+  core_ = Open();
+  EXPECT_EQ(Shown(*core_, 30000), before);
+}
+
 TEST_F(RetentionTest, AnIdempotentRetryOfAnArchivedJobIsAnsweredWithIt) {
   RunJobs(3);
   core_->Tick(Time::FromMillis(200000), true);

@@ -305,6 +305,7 @@ Status Serve(const ServeOptions& o) {
   Loop loop(core, metrics, config.tick_ms, o.demo || o.simulate_executor);
   loop.SetSnapshots(o.snapshots);
   core.SetRetention(Duration::Seconds(o.retention_s));
+  core.SetMaxFinishedInMemory(static_cast<size_t>(o.max_finished_jobs));
 
   http::Server* server = nullptr;  // set before the first request can reach /metrics
   Result<std::unique_ptr<http::Server>> started = StartFrontEnd(o, host, want_port, data_dir, loop, metrics, server);
