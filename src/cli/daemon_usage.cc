@@ -12,7 +12,7 @@ const char* const kServeUsage =
     "                     [--max-connections N (4096)] [--max-connections-per-source N (1024)]\n"
     "                     [--heartbeat-interval-ms N (1000)] [--heartbeat-timeout-ms N (10000)]\n"
     "                     [--snapshot-every-records N (20000)] [--snapshot-every-mb N (64)]\n"
-    "                     [--retention-s SECONDS (3600)] [--max-finished-jobs N (100000)]\n"
+    "                     [--retention-s SECONDS (3600)] [--max-finished-jobs N (20000)]\n"
     "  Runs the control-plane daemon: the REST API under /v1, /metrics, the web console at /, the\n"
     "  journal in SQLite under DIR. --listen with port 0 picks a free port, written to DIR/port.\n"
     "  A damaged journal stops the start; --recover keeps its records up to the last intact one\n"

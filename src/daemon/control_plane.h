@@ -187,8 +187,9 @@ class ControlPlane {
   // Finished jobs leave memory this long after they finished (default an hour); the API serves
   // them from the store's history after that.
   void SetRetention(Duration retention);
-  // And at most this many finished jobs stay in memory (default 100,000), the oldest leaving
-  // first whatever the window: memory is bounded at any rate of jobs, not only by rate x window.
+  // And at most this many finished jobs stay in memory (default 20,000), the oldest leaving
+  // first whatever the window: memory (and the snapshot a start loads) is bounded at any rate of
+  // jobs, not only by rate x window.
   // REQUIRES: n >= 1.
   void SetMaxFinishedInMemory(size_t n);
   // How many finished jobs this core has archived (since it was opened, replay included).
@@ -398,7 +399,7 @@ class ControlPlane {
   int64_t cycles_ = 0;
   bool empty_ = true;
   Duration retention_ = Duration::Hours(1);
-  size_t max_finished_ = 100000;  // finished jobs in memory at most (SetMaxFinishedInMemory)
+  size_t max_finished_ = 20000;  // finished jobs in memory at most (SetMaxFinishedInMemory)
   std::deque<std::pair<Time, JobId>> finished_;  // finished jobs in memory, in finish order
   std::set<JobId> forget_usage_;                 // archived; their closed intervals still in the ledger
   int64_t archived_ = 0;

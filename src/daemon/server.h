@@ -33,7 +33,7 @@ struct ServeOptions {
   int heartbeat_timeout_ms = 10000;  // a node silent this long is unreachable, its jobs requeued
   SnapshotPolicy snapshots;          // when the state is snapshot (daemon/snapshots.h)
   int64_t retention_s = 3600;        // finished jobs leave memory this long after (control_plane.h)
-  int64_t max_finished_jobs = 100000;  // and at most this many stay in memory
+  int64_t max_finished_jobs = 20000;  // and at most this many stay in memory
 };
 
 // Runs until SIGINT or SIGTERM. Returns an error if start-up fails.
