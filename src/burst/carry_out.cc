@@ -48,8 +48,7 @@ int JoinBurstNodes(Provider& provider, std::vector<BurstNode>& fleet, const std:
     if (Status s = steps.Joined(*it, node, std::max(p.ready, it->requested), now); !s.ok()) {
       steps.Note("on-demand node cannot join: giving it back", p.name, s.error().message);
       (void)provider.Release(p.name, now);
-      it = entry(p.request_id);  // Joined may have grown the fleet
-      if (it != fleet.end()) it->released = now;
+      it->released = now;
       continue;
     }
     ++joined;

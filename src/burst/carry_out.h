@@ -39,8 +39,9 @@ class BurstSteps {
   // The provider failed to give `node_name` back (the owner retries).
   virtual void ReleaseFailed(const std::string& node_name, const Error& error, Time now) = 0;
   // A node the provider made joins the state as `node` (MakeBurstNode, as built), ready (billed)
-  // from `ready`; the owner sets the fleet entry's node and ready. An error: the node is given
-  // back and the entry released.
+  // from `ready`; the owner sets the fleet entry's node and ready, and adds no entry (the
+  // caller holds a reference into the fleet). An error: the node is given back and the entry
+  // released.
   virtual Status Joined(const BurstNode& entry, const Node& node, Time ready, Time now) = 0;
   // Said of a node nobody waits for (given back) or that could not join. Default: nothing.
   virtual void Note(const std::string& what, const std::string& node_name, const std::string& detail);

@@ -35,6 +35,7 @@ class Recorder final : public BurstSteps {
   void ReleaseFailed(const std::string& name, const Error&, Time) override { log.push_back("release failed " + name); }
   Status Joined(const BurstNode& entry, const Node& node, Time ready, Time) override {
     log.push_back("joined " + node.name + " for " + entry.request_id);
+    if (refuse_join) return FailedPrecondition("refused");
     Result<NodeId> id = s_.AddNode(node);
     if (!id.ok()) return id.error();
     for (BurstNode& b : fleet_) {
@@ -49,7 +50,7 @@ class Recorder final : public BurstSteps {
     log.push_back(what + " " + node);
   }
   std::vector<std::string> log;
-  bool refuse_retire = false;
+  bool refuse_retire = false, refuse_join = false;
   TenantId backed_off;
 
  private:
@@ -134,6 +135,22 @@ TEST_F(CarryOutTest, ANodeNobodyWaitsForIsGivenBack) {
   EXPECT_EQ(steps.log[0].rfind("on-demand node nobody waits for: giving it back od-", 0), 0u) << steps.log[0];
   EXPECT_EQ(provider.in_use(flavor_), 0);
   EXPECT_TRUE(s_.nodes().empty());
+}
+
+// A node that cannot join is given back, and its request no longer counts as capacity.
+TEST_F(CarryOutTest, ANodeThatCannotJoinIsGivenBackAndItsRequestReleased) {
+  SimulatedProvider provider(s_.catalogue(), offers_);
+  Recorder steps(s_, fleet_);
+  BurstDecision d;
+  d.provision = {Request(1, 1)};
+  CarryOutBurst(d, s_, provider, steps, Time());
+  steps.refuse_join = true;
+  EXPECT_EQ(JoinBurstNodes(provider, fleet_, offers_, s_.catalogue(), steps, Time::FromSeconds(1)), 0);
+  ASSERT_EQ(fleet_.size(), 1u);
+  EXPECT_EQ(fleet_[0].released, Time::FromSeconds(1));
+  EXPECT_FALSE(fleet_[0].in_flight());
+  EXPECT_EQ(provider.in_use(flavor_), 0) << "given back";
+  EXPECT_EQ(steps.log.back().rfind("on-demand node cannot join: giving it back od-", 0), 0u) << steps.log.back();
 }
 
 }  // namespace
