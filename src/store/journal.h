@@ -11,6 +11,12 @@
 // lost its tail (a deleted or truncated WAL) is told apart from a shorter, intact one. ReadAll
 // returns every record or an error that says what is damaged and where, never fewer records.
 //
+// History (the rows of records with a HistoryKey) is written with its record into the journal's
+// file, and moved by Compact into a history file of its own before the record is dropped, so the
+// journal's file stays bounded by the snapshot interval however long the history grows. The
+// journal keeps its own count of what it moved there, so a lost or older history file is refused
+// at open like a lost tail of the journal (store/sqlite_history.h).
+//
 // Thread-safety: none; the daemon's event loop is the only user.
 #pragma once
 
@@ -101,6 +107,9 @@ struct SqliteJournalOptions {
   bool high_water_mark = true;
   // Where the snapshot files are; empty: the journal's directory.
   std::string snapshot_dir;
+  // The history file (what compaction keeps of the records it drops: archived jobs, audit
+  // lines); empty: beside the journal, its stem + "-history.db" (DATA_DIR/journal-history.db).
+  std::string history_path;
 };
 
 // SQLite file at `path`, created if missing (unless the high-water mark says records were
@@ -124,6 +133,8 @@ struct JournalRecovery {
 // left as it is. Running it again after an interruption finishes the job.
 Result<JournalRecovery> RecoverSqliteJournal(const std::string& path, const SqliteJournalOptions& options = {});
 
+// The history file's path for a journal at `path` under `options`.
+std::string HistoryPath(const std::string& path, const SqliteJournalOptions& options);
 // The high-water mark's path for a journal at `path` under `options`.
 std::string HighWaterMarkPath(const std::string& path, const SqliteJournalOptions& options);
 

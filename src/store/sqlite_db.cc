@@ -127,6 +127,32 @@ Status WriteBase(sqlite3* db, int64_t base) {
   return Exec(db, "INSERT INTO journal_base (through) VALUES (" + std::to_string(base) + ")");
 }
 
+namespace {
+int64_t PragmaInt(sqlite3* db, const char* pragma) {
+  sqlite3_stmt* st = nullptr;
+  int64_t v = -1;
+  if (sqlite3_prepare_v2(db, pragma, -1, &st, nullptr) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW) {
+    v = sqlite3_column_int64(st, 0);
+  }
+  sqlite3_finalize(st);
+  return v;
+}
+}  // namespace
+
+void ReleaseFreePages(sqlite3* db) {
+  const int64_t mode = PragmaInt(db, "PRAGMA main.auto_vacuum");
+  if (mode == 2) {
+    (void)Exec(db, "PRAGMA main.incremental_vacuum");
+    return;
+  }
+  const int64_t free_pages = PragmaInt(db, "PRAGMA main.freelist_count");
+  const int64_t pages = PragmaInt(db, "PRAGMA main.page_count");
+  const int64_t page_size = PragmaInt(db, "PRAGMA main.page_size");
+  if (mode != 0 || free_pages * 2 < pages || free_pages * page_size < (int64_t{64} << 20)) return;
+  // Failing is harmless: the file only stays as large as it was.
+  if (Exec(db, "PRAGMA main.auto_vacuum=INCREMENTAL").ok()) (void)Exec(db, "VACUUM main");
+}
+
 std::string QuickCheck(sqlite3* db) {
   sqlite3_stmt* st = nullptr;
   if (sqlite3_prepare_v2(db, "PRAGMA quick_check(journal)", -1, &st, nullptr) != SQLITE_OK) {
@@ -198,6 +224,20 @@ Error RecordsMissing(const std::string& path, const std::string& hwm_path, int64
   return FailedPrecondition(start + ", but its high-water mark " + hwm_path + " says " + std::to_string(mark) +
                             " records were acknowledged: " + missing + " (the file or its WAL " + path +
                             "-wal may have been deleted, truncated or damaged). " + Advice(last));
+}
+
+Error HistoryBehind(const std::string& history, const std::string& path, int64_t through, int64_t moved, int64_t last) {
+  const std::string holds = "the history file " + history + " holds the history of records 1.." + std::to_string(through);
+  if (through > last) {
+    return FailedPrecondition(holds + ", past the last record of the journal " + path + " (" + std::to_string(last) +
+                              "): the journal is older than its history (restored from another backup?). Restore "
+                              "both from the same backup, or start with `gpupool serve --recover`");
+  }
+  return FailedPrecondition(holds + ", but the journal " + path + " moved that of records 1.." + std::to_string(moved) +
+                            " into it: the archived jobs and audit lines of records " + std::to_string(through + 1) +
+                            ".." + std::to_string(moved) + " are missing (an older copy of the file, or its WAL " +
+                            history + "-wal lost). Restore the data directory from a backup, or start with "
+                            "`gpupool serve --recover` to accept the loss");
 }
 
 Error MarkMissing(const std::string& path, const std::string& hwm_path, int64_t last) {

@@ -37,6 +37,31 @@ void CheckpointOnClose(sqlite3* db);
 
 // Runs SQL; the error names the statement and SQLite's message.
 Status Exec(sqlite3* db, const std::string& sql);
+
+// A prepared statement, finalized when it goes; errors say `what` and SQLite's message.
+class Stmt {
+ public:
+  Stmt(sqlite3* db, const std::string& sql) : db_(db) {
+    ok_ = sqlite3_prepare_v2(db, sql.c_str(), -1, &st_, nullptr) == SQLITE_OK;
+  }
+  ~Stmt() { sqlite3_finalize(st_); }
+  Stmt(const Stmt&) = delete;
+  Stmt& operator=(const Stmt&) = delete;
+  bool ok() const { return ok_; }
+  sqlite3_stmt* get() { return st_; }
+  void Bind(int i, int64_t v) { sqlite3_bind_int64(st_, i, v); }
+  void Bind(int i, const std::string& v) {
+    sqlite3_bind_text(st_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
+  }
+  Error Fail(const std::string& what) const {
+    return Error{ErrorCode::kUnavailable, "history: " + what + ": " + sqlite3_errmsg(db_)};
+  }
+
+ private:
+  sqlite3* db_;
+  sqlite3_stmt* st_ = nullptr;
+  bool ok_ = false;
+};
 // Whether the journal table exists, and whether it has the crc column.
 Result<bool> HasTable(sqlite3* db);
 Result<bool> HasChecksums(sqlite3* db);
@@ -61,6 +86,11 @@ struct Scan {
 };
 Scan ScanJournal(sqlite3* db, bool has_crc, int64_t base = 0);
 
+// After a compaction: the pages it freed go back to the file system (incremental vacuum). A
+// journal created before auto_vacuum was set (all of its history once lived in it) is vacuumed
+// once, when most of it is free, and gains the setting.
+void ReleaseFreePages(sqlite3* db);
+
 // The refusals (kFailedPrecondition). Each says what is damaged and where, and what an operator
 // can do: restore a backup, or accept the loss with `gpupool serve --recover`.
 // A record or the file's structure, with records 1..kept intact.
@@ -69,6 +99,9 @@ Error JournalDamaged(const std::string& path, const std::string& what, int64_t k
 Error RecordsMissing(const std::string& path, const std::string& hwm_path, int64_t last, int64_t mark);
 // A journal written with a mark (its last record has a checksum) whose mark is gone.
 Error MarkMissing(const std::string& path, const std::string& hwm_path, int64_t last);
+// The history file at `history` holds the history of records 1..through, which is less than the
+// journal `path` moved into it (`moved`) or more than the journal has (`last`).
+Error HistoryBehind(const std::string& history, const std::string& path, int64_t through, int64_t moved, int64_t last);
 // The mark's file exists but no slot of it is valid (`why` from HighWaterMark::Read).
 Error MarkDamaged(const std::string& path, const std::string& why);
 

@@ -6,25 +6,6 @@
 namespace gpupool::sqlite_store {
 namespace {
 
-// A prepared statement, finalized when it goes.
-class Stmt {
- public:
-  Stmt(sqlite3* db, const char* sql) : db_(db) { ok_ = sqlite3_prepare_v2(db, sql, -1, &st_, nullptr) == SQLITE_OK; }
-  ~Stmt() { sqlite3_finalize(st_); }
-  Stmt(const Stmt&) = delete;
-  Stmt& operator=(const Stmt&) = delete;
-  bool ok() const { return ok_; }
-  sqlite3_stmt* get() { return st_; }
-  void Bind(int i, int64_t v) { sqlite3_bind_int64(st_, i, v); }
-  void Bind(int i, const std::string& v) { sqlite3_bind_text(st_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT); }
-  Error Fail(const std::string& what) const { return Error{ErrorCode::kUnavailable, "history: " + what + ": " + sqlite3_errmsg(db_)}; }
-
- private:
-  sqlite3* db_;
-  sqlite3_stmt* st_ = nullptr;
-  bool ok_ = false;
-};
-
 std::string Text(sqlite3_stmt* st, int col) {
   const unsigned char* p = sqlite3_column_text(st, col);
   return p ? std::string(reinterpret_cast<const char*>(p), static_cast<size_t>(sqlite3_column_bytes(st, col))) : "";
@@ -34,7 +15,7 @@ std::string Text(sqlite3_stmt* st, int col) {
 Result<std::string> Body(sqlite3_stmt* st, int col, int crc_col, const std::string& what) {
   std::string body = Text(st, col);
   if (sqlite3_column_int64(st, crc_col) != static_cast<int64_t>(Crc32c(body))) {
-    return FailedPrecondition("the journal's history is damaged: " + what + " fails its checksum");
+    return FailedPrecondition("the history is damaged: " + what + " fails its checksum");
   }
   return body;
 }
@@ -60,15 +41,7 @@ Status EnsureHistory(sqlite3* db) {
   if (!has.ok() || sqlite3_step(has.get()) != SQLITE_ROW) return has.Fail("read the schema");
   const bool had_audit = sqlite3_column_int64(has.get(), 0) > 0;
   GP_RETURN_IF_ERROR(Exec(db, "BEGIN IMMEDIATE"));
-  Status s = Exec(db,
-                  "CREATE TABLE IF NOT EXISTS archived_jobs (id INTEGER PRIMARY KEY, seq INTEGER NOT NULL, "
-                  "tenant TEXT NOT NULL, state TEXT NOT NULL, usage_from INTEGER NOT NULL, usage_to INTEGER NOT NULL, "
-                  "body TEXT NOT NULL, crc INTEGER NOT NULL)");
-  if (s.ok()) s = Exec(db, "CREATE INDEX IF NOT EXISTS archived_jobs_usage ON archived_jobs (usage_to)");
-  if (s.ok()) {
-    s = Exec(db, "CREATE TABLE IF NOT EXISTS audit_log (seq INTEGER PRIMARY KEY, tenant TEXT NOT NULL, "
-                 "body TEXT NOT NULL, crc INTEGER NOT NULL)");
-  }
+  Status s = CreateHistoryTables(db, "main");
   if (s.ok() && !had_audit) {
     // An older journal: its audit records become the audit log's rows.
     Stmt read(db, "SELECT seq, body FROM journal WHERE kind = 'audit' ORDER BY seq");
@@ -134,33 +107,45 @@ Status CopyHistory(sqlite3* db, const std::string& from, int64_t kept) {
   return s;
 }
 
-Result<std::optional<std::string>> ReadArchivedJob(sqlite3* db, int64_t id) {
-  Stmt s(db, "SELECT id, body, crc FROM archived_jobs WHERE id = ?");
+Result<std::optional<std::string>> ReadArchivedJob(sqlite3* db, int64_t through, int64_t id) {
+  Stmt s(db,
+         "SELECT id, body, crc FROM hist.archived_jobs WHERE id = ?1 UNION ALL "
+         "SELECT id, body, crc FROM main.archived_jobs WHERE id = ?1 AND seq > ?2 LIMIT 1");
   if (!s.ok()) return s.Fail("prepare");
   s.Bind(1, id);
+  s.Bind(2, through);
   Result<std::vector<std::pair<int64_t, std::string>>> rows = Rows(s, "archived job");
   if (!rows.ok()) return rows.error();
   if (rows->empty()) return std::optional<std::string>();
   return std::optional<std::string>(std::move(rows->front().second));
 }
 
-Result<std::vector<std::pair<int64_t, std::string>>> ReadArchivedJobs(sqlite3* db, const ArchiveQuery& q) {
-  Stmt s(db,
-         "SELECT id, body, crc FROM archived_jobs WHERE (?1 = 0 OR id < ?1) AND (?2 = '' OR tenant = ?2) "
-         "AND (?3 = '' OR state = ?3) ORDER BY id DESC LIMIT ?4");
+// Both places' rows, merged by the compound ORDER BY (each part is read in its key's order, so a
+// page reads about as many rows as it returns).
+Result<std::vector<std::pair<int64_t, std::string>>> ReadArchivedJobs(sqlite3* db, int64_t through,
+                                                                      const ArchiveQuery& q) {
+  const std::string where = "(?1 = 0 OR id < ?1) AND (?2 = '' OR tenant = ?2) AND (?3 = '' OR state = ?3)";
+  Stmt s(db, "SELECT id, body, crc FROM hist.archived_jobs WHERE " + where +
+                 " UNION ALL SELECT id, body, crc FROM main.archived_jobs WHERE seq > ?5 AND " + where +
+                 " ORDER BY 1 DESC LIMIT ?4");
   if (!s.ok()) return s.Fail("prepare");
   s.Bind(1, q.before);
   s.Bind(2, q.tenant);
   s.Bind(3, q.state);
   s.Bind(4, q.limit > 0 ? q.limit : int64_t{-1});
+  s.Bind(5, through);
   return Rows(s, "archived job");
 }
 
-Result<std::vector<std::string>> ReadArchivedUsage(sqlite3* db, int64_t from_ms, int64_t to_ms) {
-  Stmt s(db, "SELECT id, body, crc FROM archived_jobs WHERE usage_to > ?1 AND usage_from < ?2 ORDER BY id");
+Result<std::vector<std::string>> ReadArchivedUsage(sqlite3* db, int64_t through, int64_t from_ms, int64_t to_ms) {
+  Stmt s(db,
+         "SELECT id, body, crc FROM hist.archived_jobs WHERE usage_to > ?1 AND usage_from < ?2 UNION ALL "
+         "SELECT id, body, crc FROM main.archived_jobs WHERE seq > ?3 AND usage_to > ?1 AND usage_from < ?2 "
+         "ORDER BY 1");
   if (!s.ok()) return s.Fail("prepare");
   s.Bind(1, from_ms);
   s.Bind(2, to_ms);
+  s.Bind(3, through);
   Result<std::vector<std::pair<int64_t, std::string>>> rows = Rows(s, "archived job");
   if (!rows.ok()) return rows.error();
   std::vector<std::string> out;
@@ -169,15 +154,17 @@ Result<std::vector<std::string>> ReadArchivedUsage(sqlite3* db, int64_t from_ms,
   return out;
 }
 
-Result<std::vector<std::pair<int64_t, std::string>>> ReadAuditLines(sqlite3* db, int64_t before,
+Result<std::vector<std::pair<int64_t, std::string>>> ReadAuditLines(sqlite3* db, int64_t through, int64_t before,
                                                                     const std::string& tenant, int64_t limit) {
-  Stmt s(db,
-         "SELECT seq, body, crc FROM audit_log WHERE (?1 = 0 OR seq < ?1) AND (?2 = '' OR tenant = ?2) "
-         "ORDER BY seq DESC LIMIT ?3");
+  const std::string where = "(?1 = 0 OR seq < ?1) AND (?2 = '' OR tenant = ?2)";
+  Stmt s(db, "SELECT seq, body, crc FROM hist.audit_log WHERE " + where +
+                 " UNION ALL SELECT seq, body, crc FROM main.audit_log WHERE seq > ?4 AND " + where +
+                 " ORDER BY 1 DESC LIMIT ?3");
   if (!s.ok()) return s.Fail("prepare");
   s.Bind(1, before);
   s.Bind(2, tenant);
   s.Bind(3, limit > 0 ? limit : int64_t{-1});
+  s.Bind(4, through);
   return Rows(s, "audit line");
 }
 

@@ -16,9 +16,10 @@ using sqlite_store::Db;
 class SqliteJournal final : public Journal {
  public:
   SqliteJournal(std::string path, std::string snapshot_dir, Db db, bool has_crc, std::unique_ptr<HighWaterMark> hwm,
-                sqlite_store::Scan read)
+                sqlite_store::Scan read, int64_t history_through)
       : path_(std::move(path)), snapshot_dir_(std::move(snapshot_dir)), db_(std::move(db)), has_crc_(has_crc),
-        hwm_(std::move(hwm)), base_(read.base), next_(read.last() + 1), first_read_(std::move(read.intact)) {}
+        hwm_(std::move(hwm)), base_(read.base), next_(read.last() + 1), through_(history_through),
+        first_read_(std::move(read.intact)) {}
   ~SqliteJournal() override { sqlite3_finalize(insert_); }
 
   Status Append(std::vector<Record>& batch) override {
@@ -60,16 +61,18 @@ class SqliteJournal final : public Journal {
 
   int64_t last_seq() const override { return next_ - 1; }
 
-  Result<std::optional<std::string>> ArchivedJob(int64_t id) override { return sqlite_store::ReadArchivedJob(db_.get(), id); }
+  Result<std::optional<std::string>> ArchivedJob(int64_t id) override {
+    return sqlite_store::ReadArchivedJob(db_.get(), through_, id);
+  }
   Result<std::vector<std::pair<int64_t, std::string>>> ArchivedJobs(const ArchiveQuery& q) override {
-    return sqlite_store::ReadArchivedJobs(db_.get(), q);
+    return sqlite_store::ReadArchivedJobs(db_.get(), through_, q);
   }
   Result<std::vector<std::string>> ArchivedUsage(int64_t from_ms, int64_t to_ms) override {
-    return sqlite_store::ReadArchivedUsage(db_.get(), from_ms, to_ms);
+    return sqlite_store::ReadArchivedUsage(db_.get(), through_, from_ms, to_ms);
   }
   Result<std::vector<std::pair<int64_t, std::string>>> AuditLines(int64_t before, const std::string& tenant,
                                                                   int64_t limit) override {
-    return sqlite_store::ReadAuditLines(db_.get(), before, tenant, limit);
+    return sqlite_store::ReadAuditLines(db_.get(), through_, before, tenant, limit);
   }
 
   Status WriteSnapshot(const Snapshot& s) override { return WriteSnapshotFile(snapshot_dir_, s); }
@@ -99,8 +102,16 @@ class SqliteJournal final : public Journal {
     if (seq <= base_) return Ok();
     if (seq > last_seq()) return InvalidArgument("cannot compact past the last record");
     first_read_.reset();
+    // First the history of the records to drop goes to the history file (durable on its own),
+    // then the records and their rows leave the journal's file; between the two, a row is in
+    // both and counts once (store/sqlite_history.h).
+    if (seq > through_) {
+      GP_RETURN_IF_ERROR(sqlite_store::MoveHistory(db_.get(), seq));
+      through_ = seq;
+    }
     GP_RETURN_IF_ERROR(sqlite_store::Exec(db_.get(), "BEGIN IMMEDIATE"));
     Status s = sqlite_store::Exec(db_.get(), "DELETE FROM journal WHERE seq <= " + std::to_string(seq));
+    if (s.ok()) s = sqlite_store::DropMovedHistory(db_.get(), seq);
     if (s.ok()) s = sqlite_store::WriteBase(db_.get(), seq);
     if (s.ok()) s = sqlite_store::Exec(db_.get(), "COMMIT");
     if (!s.ok()) {
@@ -109,6 +120,7 @@ class SqliteJournal final : public Journal {
     }
     base_ = seq;
     RemoveSnapshotsBefore(snapshot_dir_, seq);
+    sqlite_store::ReleaseFreePages(db_.get());
     return Ok();
   }
 
@@ -146,8 +158,24 @@ class SqliteJournal final : public Journal {
   sqlite3_stmt* insert_ = nullptr;
   int64_t base_;  // records 1..base_ were compacted away
   int64_t next_;
+  int64_t through_;  // the history file holds the history of records 1..through_
   std::optional<std::vector<Record>> first_read_;  // read and checked by the open
 };
+
+// Attaches the history file and checks it against the journal: it must hold at least what the
+// journal moved into it (sqlite_store::ReadMoved), and nothing of records the journal lacks.
+// Returns its `through`.
+Result<int64_t> OpenHistory(sqlite3* raw, const std::string& path, const SqliteJournalOptions& options, int64_t last) {
+  Result<int64_t> moved = sqlite_store::ReadMoved(raw);
+  if (!moved.ok()) return sqlite_store::JournalDamaged(path, "SQLite cannot read its history mark: " + moved.error().message, 0);
+  const std::string history = HistoryPath(path, options);
+  Result<int64_t> through = sqlite_store::AttachHistory(raw, history, *moved == 0);
+  if (!through.ok()) return through.error();
+  if (*through < *moved || *through > last) {
+    return sqlite_store::HistoryBehind(history, path, *through, *moved, last);
+  }
+  return through;
+}
 
 // The checks of a journal being opened; `mark` is the high-water mark, if there is one.
 Result<std::unique_ptr<Journal>> Check(const std::string& path, Db db, std::optional<int64_t> mark,
@@ -161,6 +189,8 @@ Result<std::unique_ptr<Journal>> Check(const std::string& path, Db db, std::opti
   if (!has_table.ok()) return damaged("SQLite cannot read its schema: " + has_table.error().message);
   if (!*has_table) {
     if (mark.value_or(0) > 0) return sqlite_store::RecordsMissing(path, HighWaterMarkPath(path, options), 0, *mark);
+    // Before the first table: pages that compaction frees go back to the file system.
+    GP_RETURN_IF_ERROR(sqlite_store::Exec(raw, "PRAGMA auto_vacuum=INCREMENTAL"));
     GP_RETURN_IF_ERROR(sqlite_store::Exec(raw, "CREATE TABLE journal (seq INTEGER PRIMARY KEY, kind TEXT NOT NULL, "
                                                "body TEXT NOT NULL, crc INTEGER)"));
   }
@@ -177,6 +207,8 @@ Result<std::unique_ptr<Journal>> Check(const std::string& path, Db db, std::opti
   if (mark && scan.last() < *mark) return sqlite_store::RecordsMissing(path, hwm_path, scan.last(), *mark);
   if (options.high_water_mark && !mark && scan.checksummed) return sqlite_store::MarkMissing(path, hwm_path, scan.last());
   if (Status h = sqlite_store::EnsureHistory(raw); !h.ok()) return damaged("its history tables: " + h.error().message);
+  Result<int64_t> through = OpenHistory(raw, path, options, scan.last());
+  if (!through.ok()) return through.error();
   sqlite_store::CheckpointOnClose(raw);
   std::unique_ptr<HighWaterMark> hwm;
   if (options.high_water_mark) {
@@ -191,10 +223,16 @@ Result<std::unique_ptr<Journal>> Check(const std::string& path, Db db, std::opti
   if (snapshot_dir.empty()) snapshot_dir = std::filesystem::path(path).parent_path().string();
   if (snapshot_dir.empty()) snapshot_dir = ".";
   return std::unique_ptr<Journal>(
-      new SqliteJournal(path, std::move(snapshot_dir), std::move(db), *has_crc, std::move(hwm), std::move(scan)));
+      new SqliteJournal(path, std::move(snapshot_dir), std::move(db), *has_crc, std::move(hwm), std::move(scan), *through));
 }
 
 }  // namespace
+
+std::string HistoryPath(const std::string& path, const SqliteJournalOptions& options) {
+  if (!options.history_path.empty()) return options.history_path;
+  const std::filesystem::path p(path);
+  return (p.parent_path() / (p.stem().string() + "-history.db")).string();
+}
 
 std::string HighWaterMarkPath(const std::string& path, const SqliteJournalOptions& options) {
   if (!options.hwm_path.empty()) return options.hwm_path;

@@ -19,6 +19,7 @@ using sqlite_store::Db;
 struct Found {
   sqlite_store::Scan scan;
   std::string structure;  // QuickCheck's finding
+  int64_t moved = 0;      // records whose history the journal moved to the history file
 };
 
 Found Read(const std::string& path) {
@@ -44,6 +45,9 @@ Found Read(const std::string& path) {
     }
     f.scan = sqlite_store::ScanJournal(db->get(), *has_crc, *base);
     f.structure = sqlite_store::QuickCheck(db->get());
+    Result<int64_t> moved = sqlite_store::ReadMoved(db->get());
+    // Unreadable: the compaction point bounds it (a compaction moves before it drops).
+    f.moved = moved.ok() ? *moved : *base;
   }
   return f;
 }
@@ -51,8 +55,9 @@ Found Read(const std::string& path) {
 // A new journal at `staging` holding `records` after the compaction point `base`, each with its
 // checksum, and the history rows of records 1..kept from `source`; complete and durable when this
 // returns Ok.
-Status Build(const std::string& staging, int64_t base, const std::vector<Record>& records, const std::string& source,
-             int64_t kept, std::string* history_lost) {
+Status Build(const std::string& staging, const Found& found, const std::string& source, std::string* history_lost) {
+  const int64_t base = found.scan.base, kept = found.scan.last();
+  const std::vector<Record>& records = found.scan.intact;
   (void)fs::remove(staging);
   Result<Db> db = sqlite_store::OpenDb(staging, true);
   if (!db.ok()) return db.error();
@@ -85,6 +90,10 @@ Status Build(const std::string& staging, int64_t base, const std::vector<Record>
   // The history of the records kept (archived jobs, audit lines) comes along; if the old file's
   // history cannot be read, the journal is still recovered and the loss is said.
   if (Status h = sqlite_store::CopyHistory(raw, source, kept); !h.ok()) *history_lost = h.error().message;
+  GP_RETURN_IF_ERROR(sqlite_store::Exec(raw, "BEGIN"));
+  Status moved = sqlite_store::DropMovedHistory(raw, found.moved);
+  GP_RETURN_IF_ERROR(sqlite_store::Exec(raw, moved.ok() ? "COMMIT" : "ROLLBACK"));
+  GP_RETURN_IF_ERROR(moved);
   sqlite_store::CheckpointOnClose(raw);
   return Ok();
 }
@@ -109,18 +118,49 @@ Result<std::vector<std::string>> MoveAside(const std::string& path, const std::s
   };
   for (bool free = false; !free; ++k) {
     free = true;
-    for (size_t i = 0; i < files.size(); ++i) free = free && !fs::exists(target(i));
+    for (size_t i = 0; i < files.size(); ++i) free = free && (files[i].first.empty() || !fs::exists(target(i)));
     if (free) break;
   }
   std::vector<std::string> moved;
   for (size_t i = 0; i < files.size(); ++i) {
-    if (!fs::exists(files[i].first)) continue;
+    if (files[i].first.empty() || !fs::exists(files[i].first)) continue;
     std::error_code ec;
     fs::rename(files[i].first, target(i), ec);
     if (ec) return Error{ErrorCode::kUnavailable, "cannot move " + files[i].first + " aside: " + ec.message()};
     moved.push_back(target(i));
   }
   return moved;
+}
+
+// The history file against the journal's account (records 1..moved moved there, 1..kept kept):
+// a damaged, missing or older file is moved aside and replaced by an empty one that says `moved`;
+// rows of records past `kept` are dropped. What was lost is said in `said`; nothing if nothing was.
+Status RecoverHistory(const std::string& history, int64_t moved, int64_t kept, std::string* said,
+                      std::vector<std::string>* moved_aside) {
+  Result<Db> scratch = sqlite_store::OpenDb(":memory:", true);
+  if (!scratch.ok()) return scratch.error();
+  Result<int64_t> through = sqlite_store::AttachHistory(scratch->get(), history, moved == 0);
+  if (through.ok() && *through >= moved && *through <= kept) return Ok();
+  if (through.ok() && *through > kept) {
+    const std::string k = std::to_string(kept);
+    for (const std::string& sql : std::vector<std::string>{"BEGIN IMMEDIATE", "DELETE FROM hist.archived_jobs WHERE seq > " + k,
+                                  "DELETE FROM hist.audit_log WHERE seq > " + k,
+                                  "UPDATE hist.history_mark SET through = " + k, "COMMIT"}) {
+      GP_RETURN_IF_ERROR(sqlite_store::Exec(scratch->get(), sql));
+    }
+    *said = "the history of records past " + k + " was dropped from " + history;
+    return Ok();
+  }
+  scratch->reset();  // detaches the file before it moves
+  *said = (through.ok() ? "the history file " + history + " holds the history of records 1.." +
+                              std::to_string(*through) + " only"
+                        : through.error().message.substr(0, through.error().message.find(". Restore"))) +
+          "; it was replaced by an empty one: the archived jobs and audit lines of records 1.." + std::to_string(moved) +
+          " are lost";
+  Result<std::vector<std::string>> aside = MoveAside(history, "");
+  if (!aside.ok()) return aside.error();
+  moved_aside->insert(moved_aside->end(), aside->begin(), aside->end());
+  return sqlite_store::CreateHistory(history, moved);
 }
 
 std::string Describe(const Found& f, int64_t mark, const std::string& mark_fault) {
@@ -164,14 +204,20 @@ Result<JournalRecovery> RecoverSqliteJournal(const std::string& path, const Sqli
   // A legacy journal without a mark has nothing wrong with it.
   if (mark_fault.find("is missing") != std::string::npos && !scan.checksummed && !records_lost) mark_fault.clear();
   out.damage = Describe(found, mark, mark_fault);
-  if (out.damage.empty()) return out;
+  if (out.damage.empty()) {
+    // The records are whole; the history file may still be lost or damaged.
+    std::string history_lost;
+    GP_RETURN_IF_ERROR(RecoverHistory(HistoryPath(path, options), found.moved, out.kept, &history_lost, &out.moved_aside));
+    out.damage = history_lost;
+    return out;
+  }
   if (out.kept == 0) {
     return FailedPrecondition("--recover found no intact record in the journal " + path + " (" + out.damage +
                               "): restore the data directory from a backup, or move it away to start afresh");
   }
   if (records_lost) {
     std::string history_lost;
-    GP_RETURN_IF_ERROR(Build(staging, scan.base, scan.intact, path, out.kept, &history_lost));
+    GP_RETURN_IF_ERROR(Build(staging, found, path, &history_lost));
     if (!history_lost.empty()) out.damage += "; the history (archived jobs, audit log) was not copied: " + history_lost;
     Result<std::vector<std::string>> moved = MoveAside(path, hwm_path);
     if (!moved.ok()) return moved.error();
@@ -181,6 +227,9 @@ Result<JournalRecovery> RecoverSqliteJournal(const std::string& path, const Sqli
     if (ec) return Error{ErrorCode::kUnavailable, "cannot rename " + staging + " to " + path + ": " + ec.message()};
     GP_RETURN_IF_ERROR(SyncDir(path));
   }
+  std::string history_lost;
+  GP_RETURN_IF_ERROR(RecoverHistory(HistoryPath(path, options), found.moved, out.kept, &history_lost, &out.moved_aside));
+  if (!history_lost.empty()) out.damage += "; " + history_lost;
   if (options.high_water_mark) GP_RETURN_IF_ERROR(HighWaterMark::Reset(hwm_path, out.kept));
   return out;
 }
