@@ -145,6 +145,7 @@ TEST_F(HistoryFileTest, TheJournalsFileStaysBoundedWhileTheHistoryGrows) {
   // From the third round to the twelfth the history grows fourfold; the journal's file (and its
   // WAL) does not grow.
   EXPECT_GT(Size(HistPath()), 3 * history_early);
+  EXPECT_LT(2 * Size(JournalPath()), Size(HistPath()));
   EXPECT_LE(Size(JournalPath()), journal_early + journal_early / 4)
       << "journal " << Size(JournalPath()) << " (" << journal_early << " after round 3), history " << Size(HistPath());
 }
@@ -167,6 +168,27 @@ TEST_F(HistoryFileTest, ACompactionCutBetweenItsTransactionsCountsEachRowOnce) {
   ExpectAll(*j, 15);
   Compact(*j);
   ExpectAll(*j, 15);
+}
+
+TEST_F(HistoryFileTest, AFailedMoveDropsNothingAndTheNextCompactionMovesIt) {
+  std::unique_ptr<Journal> j = Open();
+  ArchiveJobs(*j, 6);
+  // Another writer holds the history file: the move fails as a failed write would.
+  sqlite3* other = nullptr;
+  ASSERT_EQ(sqlite3_open(HistPath().c_str(), &other), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(other, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr), SQLITE_OK);
+  ASSERT_TRUE(j->WriteSnapshot({j->last_seq(), 1, "state"}).ok());
+  EXPECT_FALSE(j->Compact(j->last_seq()).ok());
+  Result<std::vector<Record>> all = j->ReadAll();
+  ASSERT_TRUE(all.ok());
+  EXPECT_EQ(all->size(), 12u);  // no record dropped
+  ExpectAll(*j, 6);
+  sqlite3_exec(other, "ROLLBACK", nullptr, nullptr, nullptr);
+  sqlite3_close(other);
+  Compact(*j);
+  ExpectAll(*j, 6);
+  j.reset();
+  EXPECT_EQ(Rows(JournalPath(), "archived_jobs"), 0);
 }
 
 TEST_F(HistoryFileTest, ALostOrOlderHistoryFileIsRefusedAndRecoverReplacesIt) {

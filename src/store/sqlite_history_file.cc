@@ -41,11 +41,11 @@ Status WriteThrough(sqlite3* db, const std::string& schema, const std::string& t
   return Exec(db, "INSERT INTO " + t + " (through) VALUES (" + std::to_string(through) + ")");
 }
 
-// In one transaction: the tables, and the mark if the file has none.
-Status InitHistory(sqlite3* db, std::optional<int64_t> through) {
+// In one transaction: the tables and the mark.
+Status InitHistory(sqlite3* db, int64_t through) {
   GP_RETURN_IF_ERROR(Exec(db, "BEGIN IMMEDIATE"));
   Status s = CreateHistoryTables(db, "hist");
-  if (s.ok() && through) s = WriteThrough(db, "hist", "history_mark", *through);
+  if (s.ok()) s = WriteThrough(db, "hist", "history_mark", through);
   if (s.ok()) s = Exec(db, "COMMIT");
   if (!s.ok()) (void)Exec(db, "ROLLBACK");
   return s;
@@ -120,8 +120,9 @@ Result<int64_t> AttachHistory(sqlite3* db, const std::string& path, bool create)
   if (!mark.ok()) return HistoryDamaged(path, mark.error().message);
   // A file without a mark is new (or its creation was interrupted): nothing a compaction moved
   // is in it, and the journal's own account (ReadMoved) says whether something should be.
-  if (Status s = InitHistory(db, *mark ? std::nullopt : std::optional<int64_t>(0)); !s.ok()) {
-    return HistoryDamaged(path, s.error().message);
+  // The tables come with the mark (one transaction), so a marked file needs no write at open.
+  if (!*mark) {
+    if (Status s = InitHistory(db, 0); !s.ok()) return HistoryDamaged(path, s.error().message);
   }
   return mark->value_or(0);
 }
