@@ -52,7 +52,7 @@ std::string RandomHex(size_t bytes) {
   return out;
 }
 
-std::pair<TokenRecord, std::string> TokenStore::Create(Principal p, Time now) {
+std::pair<TokenRecord, std::string> TokenStore::Create(Principal p, Time now) const {
   TokenRecord r;
   do {
     r.id = RandomHex(6);

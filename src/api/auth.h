@@ -54,7 +54,7 @@ class TokenStore {
  public:
   // Makes a token for `p` (id chosen here); returns the record to journal and the secret to
   // hand out once.
-  std::pair<TokenRecord, std::string> Create(Principal p, Time now);
+  std::pair<TokenRecord, std::string> Create(Principal p, Time now) const;
   void Add(const TokenRecord& r);  // from Create or from the journal
   Status Revoke(const std::string& id);
   const Principal* Authenticate(const std::string& token) const;

@@ -1,8 +1,11 @@
 // ControlPlane: the daemon's state machine, single-threaded, free of HTTP and threads so tests can
-// drive it directly. Every change is applied in memory and staged as a journal record; Flush
-// appends the staged records in one durable transaction (group commit). The server answers a
-// request only after the Flush that covers it; if the journal fails, the core rebuilds itself
-// from the journal (so memory never runs ahead of disk) and those requests fail with 503.
+// drive it directly. It owns a JournaledState (everything the journal determines) and the
+// journal, and holds beside them only how this process runs and what it has heard since it
+// started. Every change is committed to the journaled state and staged as a journal record;
+// Flush appends the staged records in one durable transaction (group commit). The server
+// answers a request only after the Flush that covers it; if the journal fails, the journaled
+// state is loaded afresh from the journal (so memory never runs ahead of disk) and those
+// requests fail with 503.
 //
 // Scoping: every read and write goes through the caller's Principal; another tenant's job is
 // "not found", never "forbidden", so ids leak nothing.
@@ -24,6 +27,7 @@
 #include "daemon/change.h"
 #include "daemon/config.h"
 #include "daemon/job_history.h"
+#include "daemon/journaled_state.h"
 #include "policy/quota/quota.h"
 #include "scheduler/config.h"
 #include "scheduler/plan.h"
@@ -49,7 +53,7 @@ class ControlPlane {
   // journal, returns a core the caller bootstraps.
   static Result<std::unique_ptr<ControlPlane>> Open(std::unique_ptr<Journal> journal,
                                                   SchedulerConfig config);
-  bool empty() const { return empty_; }
+  bool empty() const { return js_->empty(); }
 
   // First start: tenants, classes and nodes, journaled as configuration; and the bootstrap
   // admin token, whose secret is returned once.
@@ -57,7 +61,7 @@ class ControlPlane {
   // A token for a named principal (the demo's tenant tokens).
   Result<std::string> IssueToken(const Principal& p, Time now);
 
-  const Principal* Authenticate(const std::string& token) const { return tokens_.Authenticate(token); }
+  const Principal* Authenticate(const std::string& token) const { return js_->tokens().Authenticate(token); }
 
   Reply SubmitJob(const CallContext& c, const std::string& body, const std::string& idempotency_key);
   Reply GetJob(const CallContext& c, const std::string& id);
@@ -118,10 +122,10 @@ class ControlPlane {
   // restart (journaled "burst_settings" record, audited). The provider stays the file's.
   Reply GetBurstSettings(const CallContext& c);
   Reply SetBurstSettings(const CallContext& c, const std::string& body);
-  const std::vector<BurstNode>& burst_fleet() const { return fleet_; }
+  const std::vector<BurstNode>& burst_fleet() const { return js_->fleet(); }
   // How many on-demand nodes were ever requested (journaled): a restarted simulated provider
   // numbers its requests after these.
-  uint64_t burst_requests_seen() const { return burst_requests_seen_; }
+  uint64_t burst_requests_seen() const { return js_->burst_requests_seen(); }
 
   // Node agents (docs/design/agent.md, "Protocol between the agent and the daemon"). POST
   // /v1/agents/register, POST /v1/agents/{node}/heartbeat, GET /v1/jobs/{id}/logs. Registered
@@ -149,24 +153,22 @@ class ControlPlane {
   // journal cannot be read back, as Flush does.
   void Abandon();
 
-  const State& state() const { return *state_; }
-  const Ledger& ledger() const { return ledger_; }
-  const JobHistory& history() const { return history_; }
+  const State& state() const { return js_->state(); }
+  const Ledger& ledger() const { return js_->ledger(); }
+  const JobHistory& history() const { return js_->history(); }
   // Price lists over time, oldest first (a price change takes effect from a time on, and never
   // re-prices what was used before it).
-  const PriceHistory& price_history() const { return prices_; }
+  const PriceHistory& price_history() const { return js_->prices(); }
   // Idempotency keys are remembered this long after their submit (as payment APIs keep theirs
   // for a day); a retry after that makes a new job.
-  static constexpr Duration kIdempotencyWindow = Duration::Hours(24);
-  size_t idempotency_keys() const { return idempotency_.size(); }
-  size_t staged() const { return staged_.size(); }
+  static constexpr Duration kIdempotencyWindow = JournaledState::kIdempotencyWindow;
+  size_t idempotency_keys() const { return js_->idempotency_keys(); }
+  size_t staged() const { return js_->staged(); }
   const Plan& last_plan() const { return last_plan_; }
   int64_t cycles() const { return cycles_; }
 
-  // --- snapshots (control_plane_snapshot.cc; docs/design/daemon.md, "Snapshots") ---
-  // The snapshot body's format: a start refuses a snapshot of another, saying so, rather than
-  // misread it. Bump it with every change to the body's shape.
-  static constexpr int kSnapshotFormat = 1;
+  // --- snapshots (control_plane.cc, journaled_state_snapshot.cc; docs/design/daemon.md, "Snapshots") ---
+  static constexpr int kSnapshotFormat = JournaledState::kSnapshotFormat;
   // A copy of everything a snapshot holds: taken on the loop (a memory copy, no encoding), then
   // encoded anywhere. REQUIRES: nothing staged (right after a Flush), so that the copy is the
   // state after the journal's last record.
@@ -193,61 +195,26 @@ class ControlPlane {
   // REQUIRES: n >= 1.
   void SetMaxFinishedInMemory(size_t n);
   // How many finished jobs this core has archived (since it was opened, replay included).
-  int64_t archived() const { return archived_; }
+  int64_t archived() const { return js_->archived(); }
   // At most this many jobs are archived per tick.
   static constexpr size_t kArchiveBatch = 10000;
 
  private:
   explicit ControlPlane(std::unique_ptr<Journal> journal, SchedulerConfig config);
-  ControlPlane& operator=(ControlPlane&&) = default;
-  // Loads the journal's newest snapshot and replays the records after it onto this core, which
-  // must be new (Open, Rebuild).
-  Status Load(Journal& journal);
-  // The snapshot's state onto this new core (control_plane_snapshot.cc).
-  Status LoadSnapshot(const Snapshot& snapshot);
-  // Applies the journal's records to this core, in order.
-  Status Replay(const std::vector<Record>& records);
-  // After a failed append: this core becomes a new one replayed from the journal, keeping only
-  // what the journal does not hold by design (the process's settings, agents' liveness).
+  // After a failed append: the journaled state is loaded afresh from the journal, and what this
+  // process remembers of what the journal no longer has is dropped.
   Status Rebuild();
-  // Every durable change goes through these (control_plane_changes.cc): Commit encodes the change, applies
-  // it (each applier checks before it mutates: a refused change leaves the core as it was) and
-  // stages its record for the next Flush; ApplyRecord decodes a journal or snapshot record and
-  // applies it the same way.
+  // Every durable change goes through here: JournaledState::Commit (checked, applied, staged),
+  // then what this process remembers of what the change ended is dropped.
   Status Commit(const Change& c);
-  Status ApplyRecord(const Record& r);
-  Status ApplyChange(const Change& c);
-  Status ApplyOne(const EventChange& c);
-  Status ApplyOne(const TenantPut& c);
-  Status ApplyOne(const TenantDeleted& c);
-  Status ApplyOne(const PriorityClassAdded& c);
-  Status ApplyOne(const NodeAdded& c);
-  Status ApplyOne(const TokenIssued& c);
-  Status ApplyOne(const TokenRevoked& c);
-  Status ApplyOne(const PricesSet& c);
-  Status ApplyOne(const BurstRequested& c);
-  Status ApplyOne(const BurstNodeJoined& c);
-  Status ApplyOne(const BurstSettingsChanged& c);
-  Status ApplyOne(const AgentRecorded& c);
-  Status ApplyOne(const ReplicaExited& c);
-  Status ApplyOne(const AuditEntry& c);
-  Status ApplyOne(const JobArchived& c);
-  // Retention's parts (control_plane_archive.cc): a job that finished at `at`, in finish order; the ticks'
-  // archiving; the finish order rebuilt from a snapshot's
-  // jobs; an archived job as the caller may see it (nullopt: none it may see); the archived
-  // jobs' usage intervals that overlap [from, to).
-  void NoteFinished(JobId id, Time at);
+  // Retention's parts (control_plane_archive.cc): the ticks' archiving; an archived job as the
+  // caller may see it (nullopt: none it may see); the archived jobs' usage intervals that
+  // overlap [from, to).
   void ArchiveFinished(Time now);
-  void RebuildFinished();
   std::optional<nlohmann::json> ArchivedJobView(const CallContext& c, uint64_t id, bool events) const;
   Result<std::vector<UsageInterval>> ArchivedUsage(Time from, Time to) const;
   // The job as the API shows it to `caller`, with its events or without (lists).
   nlohmann::json JobView(const Principal& caller, const Job& j, bool events) const;
-  // The closed usage intervals of jobs archived since the last call leave the ledger (one pass).
-  void ForgetArchivedUsage();
-  // Apply(state, e), with the ledger observing the state before it (prepared first, committed
-  // only if Apply succeeds).
-  Status ApplyEvent(const Event& e);
   Status ApplyAndStage(const Event& e, const std::string& meta = "");
   void Audit(const CallContext& c, const std::string& action, const std::string& object);
   const Job* VisibleJob(const CallContext& c, const std::string& id) const;
@@ -289,7 +256,6 @@ class ControlPlane {
   void CheckStartDeadlines(Time now);
   // Why `node` has not started its replicas of `job`, for the job's events and the node.
   std::string WhyNotStarted(const Job& job, NodeId node) const;
-  struct AgentState;
   // Parts of AgentHeartbeat (control_plane_agents.cc). Replica reports: job states, and the stop and
   // forget lists; `occupied` gets the (job, replica) keys the agent holds for the current
   // attempt or still runs for an old one (no start for those).
@@ -302,9 +268,9 @@ class ControlPlane {
   void AgentHealth(const CallContext& c, NodeId node, const nlohmann::json& events);
   // The target layouts of the node's MIG GPUs that differ from what the agent last reported;
   // `pending` gets those GPUs.
-  nlohmann::json MigTargets(NodeId node, const AgentState& a, std::set<int>& pending) const;
+  nlohmann::json MigTargets(NodeId node, const AgentRecorded& a, std::set<int>& pending) const;
   // What the node should run and has not reported, except replicas on a MIG GPU in `pending`.
-  nlohmann::json StartList(NodeId node, const AgentState& a, const std::set<std::pair<uint64_t, int>>& occupied,
+  nlohmann::json StartList(NodeId node, const AgentRecorded& a, const std::set<std::pair<uint64_t, int>>& occupied,
                            const std::set<int>& pending) const;
   // Nodes the provider has ready join the cluster (journaled "burst_node"); what an
   // asynchronous provider failed at is handled as a synchronous one's errors are.
@@ -322,42 +288,30 @@ class ControlPlane {
   Result<BurstSettings> CheckBurstSettings(const std::string& body) const;
   // The price list with each offered flavor's on-demand price filled in where the list has none.
   PriceHistory BillingPrices() const;
-  // A "prices" record: a list in force from `from` on (one with the same start is replaced, later
-  // ones stay scheduled), or,
-  // without `from` (bootstrap, and records written before price history), for all time.
-  void ApplyPrices(PriceList list, std::optional<Time> from);
 
   std::unique_ptr<Journal> journal_;
+  std::unique_ptr<JournaledState> js_;
   SchedulerConfig config_;
-  std::unique_ptr<State> state_;
-  Ledger ledger_;    // rebuilt from the journal's events on every replay
-  JobHistory history_;  // likewise: each job's events, for GET /v1/jobs/{id}
-  PriceHistory prices_;  // the "prices" records, applied in order
+  // The burst settings in force: the file's, with the journal's last change over them.
   std::map<TenantId, BurstPolicy> burst_policies_;
   std::map<FlavorId, OnDemandOffer> burst_offers_;
   BurstSettings burst_file_;  // EnableBurst's: the configuration file's burst: section
-  // Offers and tenants changed through the API, oldest first, from the journal.
-  std::vector<std::pair<Time, BurstSettings>> burst_changes_;
   std::unique_ptr<Provider> provider_;  // null: no burst
-  std::vector<BurstNode> fleet_;        // every on-demand node requested, in request order
-  uint64_t burst_requests_seen_ = 0;
   std::map<TenantId, Time> burst_retry_at_;   // after a failed provisioning: back off
   std::vector<std::string> release_retry_;    // nodes the provider failed to release
   // Failed provisionings since the last BurstTick, for their jobs' pending reasons (the cycle
   // rewrites the reasons, so they are added after it).
   std::vector<std::pair<JobId, std::string>> burst_errors_;
-  struct AgentState {
-    // Unset (nullopt) for an agent known from the journal and not heard since this daemon
-    // started: its silence counts from the first tick after the restart.
-    std::optional<Time> last_heartbeat;
-    std::vector<std::string> gpu_uuid;                     // by GPU index
-    std::map<std::pair<int, int>, std::string> mig_uuid;  // (GPU, MIG start slice) -> UUID
-    std::map<int, MigLayout> mig_layout;  // MIG GPUs: the layout the agent last reported
+  // What this process has heard from a registered agent (the journaled part is
+  // JournaledState::agents()). An agent known from the journal and not heard since this daemon
+  // started has none: its silence counts from the first tick after the restart.
+  struct AgentHeard {
+    Time last_heartbeat;
     std::map<int, std::string> mig_error;  // GPU -> the agent's refusal of its target (logged once)
   };
   // Registration's parts (control_plane_agents.cc): the reported GPUs (and their MIG layouts) as GPUs
   // of `model`; a node that registers for the first time.
-  static Status ReadRegisteredGpus(const GpuModel& model, const nlohmann::json& gpus, AgentState& agent,
+  static Status ReadRegisteredGpus(const GpuModel& model, const nlohmann::json& gpus, AgentRecorded& agent,
                                    std::vector<Gpu>& built);
   Status AddRegisteredNode(const CallContext& c, const nlohmann::json& j, const std::string& name, FlavorId flavor,
                            std::vector<Gpu> built);
@@ -366,43 +320,19 @@ class ControlPlane {
   struct ReplicaLogs {
     std::string out, err;  // the last 64 KiB the agent sent
   };
-  std::map<NodeId, AgentState> agents_;
-  // Journals what the daemon must remember of node's agent across a restart: its GPUs' and MIG
-  // slices' UUIDs and the MIG layouts it last reported ("agent" record).
-  void StageAgent(NodeId node);
-  AgentRecorded AgentChange(NodeId node) const;  // the "agent" record of the node's agent
-  // Replicas that exited 0, of attempts still holding GPUs; journaled ("replica_exit").
-  std::map<JobId, std::set<int>> exits_;
+  std::map<NodeId, AgentHeard> heard_;
   // Replicas of the current attempt an agent has reported running (memory only: every
-  // heartbeat reports them again); forgotten with exits_.
+  // heartbeat reports them again); forgotten when the attempt ends.
   std::map<JobId, std::set<int>> started_;
   std::optional<Duration> start_deadline_;  // set: agents are the executor
   std::optional<Time> deadlines_from_;      // the first tick with agents as the executor
   std::map<JobId, std::map<int, ReplicaLogs>> logs_;
   Duration heartbeat_interval_ = Duration::Seconds(1);
   Duration heartbeat_timeout_ = Duration::Seconds(10);
-  TokenStore tokens_;
-  std::set<TenantId> deleted_;                // tombstones: ids are never reused
-  // Idempotency keys (token id + key -> job), kept for kIdempotencyWindow after the job's
-  // submit time, in submit order in idempotency_order_.
-  void RememberIdempotency(const std::string& key, JobId job, Time at);
-  void ExpireIdempotency(Time now);
-  struct IdempotentSubmit {
-    JobId job;
-    Time at;  // the job's submit time (the job may have left memory since)
-  };
-  static bool IdempotencyLive(const IdempotentSubmit& s, Time now) { return now < s.at + kIdempotencyWindow; }
-  std::map<std::string, IdempotentSubmit> idempotency_;
-  std::deque<std::pair<Time, std::string>> idempotency_order_;
-  std::vector<Record> staged_;
   Plan last_plan_;
   int64_t cycles_ = 0;
-  bool empty_ = true;
   Duration retention_ = Duration::Hours(1);
-  size_t max_finished_ = 20000;  // finished jobs in memory at most (SetMaxFinishedInMemory)
-  std::deque<std::pair<Time, JobId>> finished_;  // finished jobs in memory, in finish order
-  std::set<JobId> forget_usage_;                 // archived; their closed intervals still in the ledger
-  int64_t archived_ = 0;
+  size_t max_finished_ = 20000;        // finished jobs in memory at most (SetMaxFinishedInMemory)
   int64_t snapshot_seq_ = 0;           // the snapshot loaded or last written
   uint64_t bytes_since_snapshot_ = 0;  // record bytes appended since (by this process)
 };

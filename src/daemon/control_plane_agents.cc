@@ -44,7 +44,7 @@ void ControlPlane::SetHeartbeat(Duration interval, Duration timeout) {
   heartbeat_timeout_ = timeout;
 }
 
-Status ControlPlane::ReadRegisteredGpus(const GpuModel& model, const Json& gpus, AgentState& agent,
+Status ControlPlane::ReadRegisteredGpus(const GpuModel& model, const Json& gpus, AgentRecorded& agent,
                                       std::vector<Gpu>& built) {
   for (size_t i = 0; i < gpus.size(); ++i) {
     const Json& g = gpus[i];
@@ -99,7 +99,7 @@ Status ControlPlane::AddRegisteredNode(const CallContext& c, const Json& j, cons
 // A registered node's condition after its acceptance test: unhealthy if it failed, ready if it
 // passed after being away; its GPUs back in service when it passed.
 Result<NodeCondition> ControlPlane::AfterAcceptance(const CallContext& c, NodeId id, bool passed, const std::string& output) {
-  const Node& n = state_->node(id);
+  const Node& n = state().node(id);
   NodeCondition to = n.condition;
   if (!passed) {
     to = NodeCondition::kUnhealthy;
@@ -114,8 +114,8 @@ Result<NodeCondition> ControlPlane::AfterAcceptance(const CallContext& c, NodeId
   }
   // A node that registers and passes its acceptance test (after a reset or a reboot) has its
   // GPUs back in service.
-  for (size_t i = 0; passed && i < state_->node(id).gpus.size(); ++i) {
-    if (state_->node(id).gpus[i].healthy) continue;
+  for (size_t i = 0; passed && i < state().node(id).gpus.size(); ++i) {
+    if (state().node(id).gpus[i].healthy) continue;
     if (Status s = ApplyAndStage(GpuHealthChanged{id, static_cast<uint16_t>(i), true, c.now}); !s.ok()) return s.error();
   }
   return to;
@@ -125,10 +125,10 @@ Result<NodeCondition> ControlPlane::AfterAcceptance(const CallContext& c, NodeId
 // each GPU's MIG mode; a retired node is not taken back.
 Status ControlPlane::CheckKnownNode(const Node& n, FlavorId flavor, const std::vector<Gpu>& built) const {
   const std::string& name = n.name;
-  const GpuModel& model = state_->catalogue().model(flavor);
+  const GpuModel& model = state().catalogue().model(flavor);
   if (n.flavor != flavor || n.gpus.size() != built.size()) {
     return FailedPrecondition("node " + name + " is known with " + std::to_string(n.gpus.size()) + " x " +
-                              state_->catalogue().model(n.flavor).name + "; the agent reports " +
+                              state().catalogue().model(n.flavor).name + "; the agent reports " +
                               std::to_string(built.size()) + " x " + model.name);
   }
   for (size_t i = 0; i < built.size(); ++i) {
@@ -160,19 +160,19 @@ Reply ControlPlane::RegisterAgent(const CallContext& c, const std::string& body)
   // A node-agent token speaks for a node that exists (declared in the configuration, or
   // registered before by a cluster admin); only a cluster admin may add one, choosing its
   // flavor, size and labels.
-  if (!c.principal->admin() && !state_->FindNode(name).ok()) {
+  if (!c.principal->admin() && !state().FindNode(name).ok()) {
     return Forbidden("register a new node (" + name + " is not a node of this cluster): a node-agent token may only "
                      "register a node that already exists; a cluster admin must register it first, or declare it in "
                      "the configuration");
   }
-  Result<FlavorId> flavor = state_->catalogue().Find(StrField(j, "flavor"));
+  Result<FlavorId> flavor = state().catalogue().Find(StrField(j, "flavor"));
   if (!flavor.ok()) return Err(InvalidArgument("unknown flavor '" + StrField(j, "flavor") + "'"));
-  const GpuModel& model = state_->catalogue().model(*flavor);
+  const GpuModel& model = state().catalogue().model(*flavor);
   auto gpus = j.find("gpus");
   if (gpus == j.end() || !gpus->is_array() || gpus->empty() || gpus->size() > 16) {
     return Err(InvalidArgument("'gpus' must list 1 to 16 GPUs"));
   }
-  AgentState agent;
+  AgentRecorded agent;
   std::vector<Gpu> built;
   if (Status st = ReadRegisteredGpus(model, *gpus, agent, built); !st.ok()) return Err(st.error());
   bool passed = true;
@@ -187,16 +187,16 @@ Reply ControlPlane::RegisterAgent(const CallContext& c, const std::string& body)
   // What the agent reports of its node (driver, CUDA, GPU product), under kAgentLabelPrefix.
   Result<std::vector<std::string>> reported = ReportedLabels(j);
   if (!reported.ok()) return Err(reported.error());
-  Result<NodeId> id = state_->FindNode(name);
+  Result<NodeId> id = state().FindNode(name);
   if (!id.ok()) {
     if (Status st = AddRegisteredNode(c, j, name, *flavor, std::move(built)); !st.ok()) return Err(st.error());
-    id = state_->FindNode(name);
-  } else if (Status st = CheckKnownNode(state_->node(*id), *flavor, built); !st.ok()) {
+    id = state().FindNode(name);
+  } else if (Status st = CheckKnownNode(state().node(*id), *flavor, built); !st.ok()) {
     return Err(st.error());
   }
   if (j.contains("reported_labels")) {
     std::vector<std::string> now;
-    for (const std::string& l : state_->node(*id).labels) {
+    for (const std::string& l : state().node(*id).labels) {
       if (l.rfind(kAgentLabelPrefix, 0) == 0) now.push_back(l);
     }
     if (now != *reported) {
@@ -205,22 +205,14 @@ Reply ControlPlane::RegisterAgent(const CallContext& c, const std::string& body)
   }
   Result<NodeCondition> to = AfterAcceptance(c, *id, passed, output);
   if (!to.ok()) return Err(to.error());
-  agent.last_heartbeat = c.now;
-  agents_[*id] = std::move(agent);
-  StageAgent(*id);
+  agent.node = *id;
+  if (Status s = Commit(agent); !s.ok()) return Err(s.error());
+  heard_[*id] = AgentHeard{c.now, {}};
   return JsonReply(200, {{"node", name},
                          {"condition", std::string(NodeConditionName(*to))},
                          {"heartbeat_interval_ms", heartbeat_interval_.millis()},
                          {"heartbeat_timeout_ms", heartbeat_timeout_.millis()},
                          {"lease_ms", heartbeat_timeout_.millis()}});
-}
-
-void ControlPlane::StageAgent(NodeId node) { (void)Commit(AgentChange(node)); }
-
-
-AgentRecorded ControlPlane::AgentChange(NodeId node) const {
-  const AgentState& a = agents_.at(node);
-  return AgentRecorded{node, a.gpu_uuid, a.mig_uuid, a.mig_layout};
 }
 
 }  // namespace gpupool

@@ -26,30 +26,20 @@ void ControlPlane::SetMaxFinishedInMemory(size_t n) {
   max_finished_ = n;
 }
 
-void ControlPlane::NoteFinished(JobId id, Time at) { finished_.emplace_back(at, id); }
-
 void ControlPlane::ArchiveFinished(Time now) {
-  std::vector<JobId> due;
-  // Past the window, or over the count (finished_ is in finish order: the oldest go first).
-  while (!finished_.empty() && due.size() < kArchiveBatch &&
-         (finished_.front().first + retention_ <= now || finished_.size() > max_finished_)) {
-    const JobId id = finished_.front().second;
-    finished_.pop_front();
-    const Job* j = state_->FindJob(id);
-    if (j != nullptr && IsTerminal(j->state)) due.push_back(id);
-  }
+  const std::vector<JobId> due = js_->DueForArchive(now, retention_, max_finished_, kArchiveBatch);
   if (due.empty()) return;
   // The usage intervals of the jobs leaving, in one pass over the closed ones.
   std::map<JobId, std::vector<const UsageInterval*>> usage;
   for (JobId id : due) usage[id];
-  for (const UsageInterval& u : ledger_.closed()) {
+  for (const UsageInterval& u : ledger().closed()) {
     if (auto it = usage.find(u.job); it != usage.end()) it->second.push_back(&u);
   }
   const Principal admin{"", Role::kClusterAdmin, TenantId(), ""};
   for (JobId id : due) {
-    const Job& j = *state_->FindJob(id);
+    const Job& j = *state().FindJob(id);
     const Principal own{"", Role::kMember, j.spec.tenant, ""};
-    HistoryKey key{HistoryKey::Kind::kJob, static_cast<int64_t>(id.value()), state_->tenant(j.spec.tenant).name,
+    HistoryKey key{HistoryKey::Kind::kJob, static_cast<int64_t>(id.value()), state().tenant(j.spec.tenant).name,
                    std::string(JobStateName(j.state))};
     Json intervals = Json::array();
     const std::vector<const UsageInterval*>& mine = usage[id];
@@ -61,30 +51,11 @@ void ControlPlane::ArchiveFinished(Time now) {
     }
     const Json body = {{"id", id.value()},
                        {"view", JobView(admin, j, false)},
-                       {"events", {{"admin", history_.View(*state_, admin, id)}, {"own", history_.View(*state_, own, id)}}},
+                       {"events", {{"admin", history().View(state(), admin, id)}, {"own", history().View(state(), own, id)}}},
                        {"usage", std::move(intervals)}};
     GP_CHECK(Commit(JobArchived{id, body.dump(), std::move(key)}).ok());
   }
-  ForgetArchivedUsage();
-}
-
-void ControlPlane::ForgetArchivedUsage() {
-  if (forget_usage_.empty()) return;
-  ledger_.ForgetClosed(forget_usage_);
-  forget_usage_.clear();
-}
-
-void ControlPlane::RebuildFinished() {
-  finished_.clear();
-  for (const auto& [id, job] : state_->jobs()) {
-    if (!IsTerminal(job.state)) continue;
-    Time at = job.submitted;
-    const std::vector<HistoryEntry>& entries = history_.Of(id);
-    if (!entries.empty() && entries.back().type == HistoryType::kFinished) at = entries.back().at;
-    finished_.emplace_back(at, id);
-  }
-  std::stable_sort(finished_.begin(), finished_.end(),
-                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  js_->ForgetArchivedUsage();
 }
 
 std::optional<Json> ControlPlane::ArchivedJobView(const CallContext& c, uint64_t id, bool events) const {
@@ -93,7 +64,7 @@ std::optional<Json> ControlPlane::ArchivedJobView(const CallContext& c, uint64_t
   Json j = Json::parse(**body, nullptr, false);
   if (j.is_discarded() || !j.contains("view")) return std::nullopt;
   Json view = std::move(j["view"]);
-  Result<TenantId> tenant = state_->FindTenant(view.value("tenant", ""));
+  Result<TenantId> tenant = state().FindTenant(view.value("tenant", ""));
   if (!tenant.ok() || !c.principal->Sees(*tenant)) return std::nullopt;
   if (events) view["events"] = j["events"][c.principal->admin() ? "admin" : "own"];
   return view;

@@ -26,7 +26,7 @@ class ControlPlane::Burst final : public BurstSteps {
   Status Retire(NodeId id, Time now) override {
     // The planner releases idle nodes, and busy ones only when the budget is spent: their jobs
     // go back to the queue (recorded like a node loss, so the cut-short run is not billed).
-    const Node& n = c_.state_->node(id);
+    const Node& n = c_.state().node(id);
     const std::string name = n.name;
     const bool busy = std::any_of(n.gpus.begin(), n.gpus.end(), [](const Gpu& g) { return !g.idle(); });
     const int requeued = c_.RequeueJobsOn(id, now, RequeueCause::kBudget,
@@ -35,13 +35,13 @@ class ControlPlane::Burst final : public BurstSteps {
       Log("error", "cannot retire on-demand node", {{"node", name}, {"error", s.error().message}});
       return s;
     }
-    auto b = std::find_if(c_.fleet_.begin(), c_.fleet_.end(), [&](const BurstNode& f) { return f.node == id; });
+    auto b = std::find_if(c_.js_->fleet().begin(), c_.js_->fleet().end(), [&](const BurstNode& f) { return f.node == id; });
     Log("info", "on-demand node released",
         {{"node", name},
-         {"tenant", b == c_.fleet_.end() ? "" : c_.state_->tenant(b->tenant).name},
+         {"tenant", b == c_.js_->fleet().end() ? "" : c_.state().tenant(b->tenant).name},
          {"why", busy ? "budget spent" : "idle"},
          {"requeued_jobs", std::to_string(requeued)},
-         {"cost", b == c_.fleet_.end() ? "" : MicrosToDecimal(NodeCostMicros(*b, now))}});
+         {"cost", b == c_.js_->fleet().end() ? "" : MicrosToDecimal(NodeCostMicros(*b, now))}});
     return Ok();
   }
 
@@ -58,7 +58,7 @@ class ControlPlane::Burst final : public BurstSteps {
       return s;
     }
     Log("info", "on-demand node requested",
-        {{"request", rid}, {"tenant", req.tenant_name}, {"flavor", c_.state_->catalogue().model(req.flavor).name},
+        {{"request", rid}, {"tenant", req.tenant_name}, {"flavor", c_.state().catalogue().model(req.flavor).name},
          {"gpus", std::to_string(req.gpus_per_node)}, {"for_job", std::to_string(req.for_job.value())},
          {"price_per_gpu_hour", MicrosToDecimal(price)}});
     return Ok();
@@ -69,7 +69,7 @@ class ControlPlane::Burst final : public BurstSteps {
     // drops every request that did not become a node (Replay), so it agrees.
     c_.burst_retry_at_[tenant] = now + Duration::Seconds(30);
     Log("warn", "on-demand provisioning failed; retrying in 30 s",
-        {{"tenant", c_.state_->tenant(tenant).name}, {"error", error.message}});
+        {{"tenant", c_.state().tenant(tenant).name}, {"error", error.message}});
     c_.burst_errors_.emplace_back(for_job, error.message);
   }
 
@@ -80,7 +80,7 @@ class ControlPlane::Burst final : public BurstSteps {
 
   Status Joined(const BurstNode& entry, const Node& node, Time ready, Time now) override {
     GP_RETURN_IF_ERROR(c_.Commit(BurstNodeJoined{entry.request_id, node, ready, now}));
-    Log("info", "on-demand node joined", {{"node", node.name}, {"tenant", c_.state_->tenant(entry.tenant).name}});
+    Log("info", "on-demand node joined", {{"node", node.name}, {"tenant", c_.state().tenant(entry.tenant).name}});
     return Ok();
   }
 
@@ -94,33 +94,33 @@ class ControlPlane::Burst final : public BurstSteps {
 
 void ControlPlane::BurstJoin(Time now) {
   Burst steps(*this);
-  JoinBurstNodes(*provider_, fleet_, burst_offers_, state_->catalogue(), steps, now);
+  JoinBurstNodes(*provider_, js_->fleet_upkeep(), burst_offers_, state().catalogue(), steps, now);
 }
 
 void ControlPlane::BurstTick(Time now) {
   BurstJoin(now);
-  TrackBurstUse(*state_, fleet_, now);
+  TrackBurstUse(state(), js_->fleet_upkeep(), now);
   // Releases the provider failed before are tried again.
   std::erase_if(release_retry_, [&](const std::string& name) { return provider_->Release(name, now).ok(); });
-  BurstDecision d = PlanBurst(*state_, burst_policies_, burst_offers_, fleet_, now);
+  BurstDecision d = PlanBurst(state(), burst_policies_, burst_offers_, js_->fleet(), now);
   // The tenant's name is resolved here, on the loop: a provider's thread must not read the state.
-  for (ProvisionRequest& req : d.provision) req.tenant_name = state_->tenant(req.tenant).name;
+  for (ProvisionRequest& req : d.provision) req.tenant_name = state().tenant(req.tenant).name;
   Burst steps(*this);
-  CarryOutBurst(d, *state_, *provider_, steps, now);
+  CarryOutBurst(d, state(), *provider_, steps, now);
   // A synchronous provider (the simulated one with no delay, or a command provider used
   // directly) may have a node ready now: it joins in this batch, journaled with its request.
   BurstJoin(now);
   // Failed provisionings, from the calls above or reported since the last tick.
   for (const auto& [jid, error] : std::exchange(burst_errors_, {})) {
-    const Job* j = state_->FindJob(jid);
+    const Job* j = state().FindJob(jid);
     if (j && j->state == JobState::kPending) {
-      (void)state_->SetPendingReason(jid, {j->reason.code, j->reason.message + "; on-demand capacity: " + error});
+      (void)js_->reasons_upkeep().SetPendingReason(jid, {j->reason.code, j->reason.message + "; on-demand capacity: " + error});
     }
   }
   for (const auto& [jid, why] : d.reasons) {
-    const Job* j = state_->FindJob(jid);
+    const Job* j = state().FindJob(jid);
     if (j && j->state == JobState::kPending) {
-      (void)state_->SetPendingReason(jid, {j->reason.code, j->reason.message + "; on-demand: " + why});
+      (void)js_->reasons_upkeep().SetPendingReason(jid, {j->reason.code, j->reason.message + "; on-demand: " + why});
     }
   }
 }
@@ -128,17 +128,17 @@ void ControlPlane::BurstTick(Time now) {
 Reply ControlPlane::BurstView(const CallContext& c) {
   if (c.principal == nullptr) return Unauthenticated();
   Json nodes = Json::array();
-  for (const BurstNode& b : fleet_) {
+  for (const BurstNode& b : js_->fleet()) {
     if (!c.principal->Sees(b.tenant)) continue;
     Json n = {{"request_id", b.request_id},
-              {"tenant", state_->tenant(b.tenant).name},
-              {"flavor", state_->catalogue().model(b.flavor).name},
+              {"tenant", state().tenant(b.tenant).name},
+              {"flavor", state().catalogue().model(b.flavor).name},
               {"gpus", b.gpus},
               {"price_per_gpu_hour", MicrosToDecimal(b.micros_per_gpu_hour)},
               {"requested", Rfc3339(b.requested)},
               {"state", b.released ? "released" : b.live() ? "ready" : "provisioning"},
               {"cost", MicrosToDecimal(NodeCostMicros(b, c.now))}};
-    if (b.node.valid()) n["node"] = state_->node(b.node).name;
+    if (b.node.valid()) n["node"] = state().node(b.node).name;
     if (b.ready) n["ready"] = Rfc3339(*b.ready);
     if (b.released) n["released"] = Rfc3339(*b.released);
     nodes.push_back(std::move(n));
@@ -148,13 +148,13 @@ Reply ControlPlane::BurstView(const CallContext& c) {
     if (!c.principal->Sees(t)) continue;
     const Time window = BudgetWindowStart(c.now, p.period);
     Json flavors = Json::array();
-    for (FlavorId f : p.flavors) flavors.push_back(state_->catalogue().model(f).name);
-    tenants.push_back({{"tenant", state_->tenant(t).name},
+    for (FlavorId f : p.flavors) flavors.push_back(state().catalogue().model(f).name);
+    tenants.push_back({{"tenant", state().tenant(t).name},
                        {"flavors", flavors},
                        {"max_gpus", p.max_gpus},
                        {"budget", MicrosToDecimal(p.budget_micros)},
                        {"window_start", Rfc3339(window)},
-                       {"spent", MicrosToDecimal(SpentMicros(fleet_, t, window, c.now))},
+                       {"spent", MicrosToDecimal(SpentMicros(js_->fleet(), t, window, c.now))},
                        {"max_wait_s", p.max_wait.seconds()},
                        {"idle_timeout_s", p.idle_timeout.seconds()}});
   }

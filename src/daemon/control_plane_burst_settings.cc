@@ -29,9 +29,9 @@ Json OffersAndTenants(const Catalogue& cat, const BurstSettings& s) {
 Status ControlPlane::EnableBurst(const BurstSettings& settings, std::unique_ptr<Provider> provider) {
   burst_file_ = settings;
   provider_ = std::move(provider);
-  if (!burst_changes_.empty()) {
-    const auto& [at, last] = burst_changes_.back();
-    const Catalogue& cat = state_->catalogue();
+  if (!js_->burst_changes().empty()) {
+    const auto& [at, last] = js_->burst_changes().back();
+    const Catalogue& cat = state().catalogue();
     if (OffersAndTenants(cat, last) != OffersAndTenants(cat, settings)) {
       Log("warn", "burst offers and policies changed through the API are in force, not the configuration file's",
           {{"changed_at", Rfc3339(at)}});
@@ -41,12 +41,12 @@ Status ControlPlane::EnableBurst(const BurstSettings& settings, std::unique_ptr<
 }
 
 Status ControlPlane::UseBurstInForce() {
-  const BurstSettings& s = burst_changes_.empty() ? burst_file_ : burst_changes_.back().second;
+  const BurstSettings& s = js_->burst_changes().empty() ? burst_file_ : js_->burst_changes().back().second;
   std::map<TenantId, BurstPolicy> policies;
   for (const auto& [name, p] : s.tenants) {
-    Result<TenantId> t = state_->FindTenant(name);
+    Result<TenantId> t = state().FindTenant(name);
     if (!t.ok()) return InvalidArgument("burst.tenants: unknown tenant '" + name + "'");
-    if (deleted_.count(*t)) {  // deleted through the API since the settings were written
+    if (js_->deleted().count(*t)) {  // deleted through the API since the settings were written
       Log("warn", "burst policy of a deleted tenant ignored", {{"tenant", name}});
       continue;
     }
@@ -62,8 +62,8 @@ PriceHistory ControlPlane::BillingPrices() const {
   // On-demand prices over time: the file's offers, then each change's from its time on, so a
   // change never re-prices what ran before it. Merged with the price lists' own periods.
   std::vector<std::pair<Time, const std::map<FlavorId, OnDemandOffer>*>> offers = {{Time(), &burst_file_.offers}};
-  for (const auto& [at, s] : burst_changes_) offers.emplace_back(at, &s.offers);
-  const PriceHistory lists = prices_.empty() ? PriceHistory{{Time(), PriceList()}} : prices_;
+  for (const auto& [at, s] : js_->burst_changes()) offers.emplace_back(at, &s.offers);
+  const PriceHistory lists = js_->prices().empty() ? PriceHistory{{Time(), PriceList()}} : js_->prices();
   std::vector<Time> starts;
   for (const PricedPeriod& p : lists) starts.push_back(p.from);
   for (const auto& [at, o] : offers) starts.push_back(at);
@@ -89,7 +89,7 @@ Result<BurstSettings> ControlPlane::CheckBurstSettings(const std::string& body) 
   const Json j = Json::parse(body, nullptr, false);
   if (j.is_discarded() || !j.is_object()) return InvalidArgument("burst settings must be a JSON object");
   BurstSettings s;
-  GP_RETURN_IF_ERROR(DecodeBurstSettings(state_->catalogue(), j, &s));
+  GP_RETURN_IF_ERROR(DecodeBurstSettings(state().catalogue(), j, &s));
   // The provider runs the operator's scripts: it is set where the operator sets them, in the
   // configuration file, and the nodes it made stay its own.
   const bool names_provider = j.contains("provider") || j.contains("create_command") ||
@@ -103,12 +103,12 @@ Result<BurstSettings> ControlPlane::CheckBurstSettings(const std::string& body) 
                            ") is set in the configuration file; change it there and restart");
   }
   for (const auto& [name, p] : s.tenants) {
-    Result<TenantId> t = state_->FindTenant(name);
-    if (!t.ok() || deleted_.count(*t)) return InvalidArgument("burst.tenants: unknown tenant '" + name + "'");
+    Result<TenantId> t = state().FindTenant(name);
+    if (!t.ok() || js_->deleted().count(*t)) return InvalidArgument("burst.tenants: unknown tenant '" + name + "'");
   }
-  for (const BurstNode& b : fleet_) {
+  for (const BurstNode& b : js_->fleet()) {
     if (!b.released && !s.offers.count(b.flavor)) {
-      return FailedPrecondition("burst.offers: " + state_->catalogue().model(b.flavor).name +
+      return FailedPrecondition("burst.offers: " + state().catalogue().model(b.flavor).name +
                                 " has on-demand nodes live or on their way; keep its offer until they are released");
     }
   }
@@ -118,17 +118,17 @@ Result<BurstSettings> ControlPlane::CheckBurstSettings(const std::string& body) 
 Reply ControlPlane::GetBurstSettings(const CallContext& c) {
   if (c.principal == nullptr) return Unauthenticated();
   if (!c.principal->admin()) return Forbidden("read the burst settings");
-  const BurstSettings& s = burst_changes_.empty() ? burst_file_ : burst_changes_.back().second;
-  Json j = BurstSettingsToJson(state_->catalogue(), s);
+  const BurstSettings& s = js_->burst_changes().empty() ? burst_file_ : js_->burst_changes().back().second;
+  Json j = BurstSettingsToJson(state().catalogue(), s);
   // The provider is the file's, whatever changed since.
-  Json file = BurstSettingsToJson(state_->catalogue(), burst_file_);
+  Json file = BurstSettingsToJson(state().catalogue(), burst_file_);
   for (const char* key : {"provider", "create_command", "delete_command", "command_timeout_s"}) {
     j.erase(key);
     if (file.contains(key)) j[key] = file[key];
   }
   if (!provider_) j["provider"] = nullptr;
   j["configured"] = provider_ != nullptr;
-  j["changed_at"] = burst_changes_.empty() ? Json(nullptr) : Json(Rfc3339(burst_changes_.back().first));
+  j["changed_at"] = js_->burst_changes().empty() ? Json(nullptr) : Json(Rfc3339(js_->burst_changes().back().first));
   return JsonReply(200, j);
 }
 

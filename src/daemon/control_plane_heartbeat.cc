@@ -82,20 +82,21 @@ bool RecordMig(const std::string& node, std::map<int, ReportedMig> gpus, const J
 Reply ControlPlane::AgentHeartbeat(const CallContext& c, const std::string& name, const std::string& body) {
   if (c.principal == nullptr) return Unauthenticated();
   if (!c.principal->ActsForNode(name)) return Forbidden("send heartbeats for node " + name);
-  Result<NodeId> id = state_->FindNode(name);
-  auto agent = id.ok() ? agents_.find(*id) : agents_.end();
-  if (agent == agents_.end()) return Err(NotFound("node " + name + " is not registered: register again"));
+  Result<NodeId> id = state().FindNode(name);
+  if (!id.ok() || js_->agent(*id) == nullptr) {
+    return Err(NotFound("node " + name + " is not registered: register again"));
+  }
   const Json j = Json::parse(body, nullptr, false);
   if (j.is_discarded() || !j.is_object()) return Err(InvalidArgument("request body must be a JSON object"));
   for (const char* key : {"replicas", "logs", "health", "gpus", "mig_errors"}) {
     if (j.contains(key) && !j[key].is_array()) return Err(InvalidArgument(std::string("'") + key + "' must be a list"));
   }
   const NodeId node = *id;
-  const Node& n = state_->node(node);
-  Result<std::map<int, ReportedMig>> gpus = ReadHeartbeatGpus(state_->catalogue().model(n.flavor), n.gpus.size(), j);
+  const Node& n = state().node(node);
+  Result<std::map<int, ReportedMig>> gpus = ReadHeartbeatGpus(state().catalogue().model(n.flavor), n.gpus.size(), j);
   if (!gpus.ok()) return Err(gpus.error());
-  AgentState& a = agent->second;
-  a.last_heartbeat = c.now;
+  AgentHeard& heard = heard_[node];
+  heard.last_heartbeat = c.now;
   Json stop = Json::array(), forget = Json::array();
   std::set<std::pair<uint64_t, int>> occupied;
   // Log tails are judged before the replica reports: a replica's final tails come in the
@@ -107,9 +108,12 @@ Reply ControlPlane::AgentHeartbeat(const CallContext& c, const std::string& name
     return Err(s.error());
   }
   for (auto& [key, tail] : tails) logs_[key.first][key.second] = std::move(tail);
-  if (RecordMig(name, std::move(*gpus), j.value("mig_errors", Json::array()), a.mig_uuid, a.mig_layout, a.mig_error)) {
-    StageAgent(node);
+  AgentRecorded recorded = *js_->agent(node);
+  if (RecordMig(name, std::move(*gpus), j.value("mig_errors", Json::array()), recorded.mig_uuid, recorded.mig_layout,
+                heard.mig_error)) {
+    (void)Commit(recorded);
   }
+  const AgentRecorded& a = *js_->agent(node);
   AgentHealth(c, node, j.value("health", Json::array()));
   std::set<int> pending;
   const Json mig = MigTargets(node, a, pending);
@@ -118,7 +122,7 @@ Reply ControlPlane::AgentHeartbeat(const CallContext& c, const std::string& name
                          {"forget", forget},
                          {"mig", mig},
                          {"lease_ms", heartbeat_timeout_.millis()},
-                         {"condition", std::string(NodeConditionName(state_->node(node).condition))}});
+                         {"condition", std::string(NodeConditionName(state().node(node).condition))}});
 }
 
 Status ControlPlane::AgentReplicas(const CallContext& c, NodeId node, const Json& reports, Json& stop, Json& forget,
@@ -144,7 +148,7 @@ Status ControlPlane::AgentReplicas(const CallContext& c, NodeId node, const Json
     const std::string st = StrField(r, "state");
     if (st != "running" && st != "exited") return InvalidArgument("replicas: 'state' must be running or exited");
     const int ri = static_cast<int>(*replica);
-    const Job* job = state_->FindJob(*jid);
+    const Job* job = state().FindJob(*jid);
     const bool placed = job && HoldsResources(job->state) && ri < static_cast<int>(job->placement.size()) &&
                         job->placement[ri].node == node;
     const bool here = placed && *attempt == AttemptOf(*job);
@@ -154,7 +158,7 @@ Status ControlPlane::AgentReplicas(const CallContext& c, NodeId node, const Json
       // exit. A stale replica that still runs keeps the new attempt from starting; a forgotten
       // one does not (the agent applies forgets before starts).
       if (st == "running") {
-        const Duration grace = job ? state_->priority_class(job->spec.priority_class).grace_period : Duration::Seconds(30);
+        const Duration grace = job ? state().priority_class(job->spec.priority_class).grace_period : Duration::Seconds(30);
         Json entry = key;
         entry["grace_s"] = grace.seconds();
         stop.push_back(std::move(entry));
@@ -178,21 +182,22 @@ Status ControlPlane::AgentReplicas(const CallContext& c, NodeId node, const Json
       // Its shim stopped it when the agent's lease ran out (or the shim was lost): the node's
       // doing, not the job's. Requeued, as a silent node's jobs are.
       GP_CHECK(ApplyAndStage(JobLost{*jid, c.now, RequeueCause::kNodeLost,
-                                     "replica " + std::to_string(ri) + " on " + state_->node(node).name +
+                                     "replica " + std::to_string(ri) + " on " + state().node(node).name +
                                          " was stopped when its agent's lease expired"}).ok());
       continue;
     }
     if (!ok) {  // one failed replica fails the job; the others are told to stop
-      const std::string why = "replica " + std::to_string(ri) + " on " + state_->node(node).name +
+      const std::string why = "replica " + std::to_string(ri) + " on " + state().node(node).name +
                               (signal ? " was killed by signal " + std::to_string(signal)
                                       : " exited with code " + (code.ok() ? std::to_string(*code) : std::string("?")));
       GP_CHECK(ApplyAndStage(JobFinished{*jid, JobState::kFailed, c.now, why}).ok());
       Log("info", "job failed", {{"job", key["job"].get<std::string>()}, {"replica", std::to_string(ri)},
                                  {"exit_code", code.ok() ? std::to_string(*code) : "?"}, {"signal", std::to_string(signal)}});
     } else {
-      std::set<int>& done = exits_[*jid];
-      const bool fresh = done.insert(ri).second;
-      if (done.size() == job->placement.size()) {
+      const bool fresh = !js_->Exited(*jid, ri);
+      const auto done = js_->exits().find(*jid);
+      const size_t exited = (done == js_->exits().end() ? 0 : done->second.size()) + (fresh ? 1 : 0);
+      if (exited == job->placement.size()) {
         GP_CHECK(ApplyAndStage(JobFinished{*jid, JobState::kSucceeded, c.now}).ok());
       } else if (fresh) {
         // Durable before the agent is told to forget it (the reply waits for the Flush), so a
@@ -212,7 +217,7 @@ std::map<std::pair<JobId, int>, ControlPlane::ReplicaLogs> ControlPlane::AgentLo
     Result<int64_t> replica = IntField(l, "replica", 0, 65535);
     Result<int64_t> attempt = IntField(l, "attempt", 0, kMaxAttempt);
     if (!jid.ok() || !replica.ok() || !attempt.ok()) continue;
-    const Job* job = state_->FindJob(*jid);
+    const Job* job = state().FindJob(*jid);
     const int r = static_cast<int>(*replica);
     // Only the tails of a replica placed on this node now, for the attempt placed now: another
     // node's agent, a job placed elsewhere, an earlier attempt, a finished job or an entry
@@ -274,11 +279,11 @@ void ControlPlane::AgentHealth(const CallContext& c, NodeId node, const Json& ev
     }
     const HealthVerdict v = Classify(e);
     worst = Worse(worst, v);
-    if (e.gpu < state_->node(node).gpus.size()) by_gpu[static_cast<uint16_t>(e.gpu)] = Worse(by_gpu[static_cast<uint16_t>(e.gpu)], v);
+    if (e.gpu < state().node(node).gpus.size()) by_gpu[static_cast<uint16_t>(e.gpu)] = Worse(by_gpu[static_cast<uint16_t>(e.gpu)], v);
   }
-  const std::string& name = state_->node(node).name;
+  const std::string& name = state().node(node).name;
   for (const auto& [gpu, v] : by_gpu) {
-    const Gpu& g = state_->node(node).gpus[gpu];
+    const Gpu& g = state().node(node).gpus[gpu];
     if (v.action < HealthAction::kDrain || (!g.healthy && g.health_reason == v.reason)) continue;
     GP_CHECK(ApplyAndStage(GpuHealthChanged{node, gpu, false, c.now,
                                             v.reason + " (" + std::string(HealthActionName(v.action)) + ")"}).ok());
@@ -290,14 +295,14 @@ void ControlPlane::AgentHealth(const CallContext& c, NodeId node, const Json& ev
   if (worst.action >= HealthAction::kDrain) {
     RequeueNode(node, NodeCondition::kDraining, c.now, RequeueCause::kNodeUnhealthy, "node " + name + ": " + worst.reason);
     Audit(c, "node.drain", name + ": " + worst.reason);
-  } else if (worst.action == HealthAction::kCordon && state_->node(node).condition == NodeCondition::kReady) {
+  } else if (worst.action == HealthAction::kCordon && state().node(node).condition == NodeCondition::kReady) {
     GP_CHECK(ApplyAndStage(NodeConditionChanged{node, NodeCondition::kCordoned, c.now, worst.reason}).ok());
   }
 }
 
-Json ControlPlane::MigTargets(NodeId node, const AgentState& a, std::set<int>& pending) const {
-  const Node& n = state_->node(node);
-  const GpuModel& model = state_->catalogue().model(n.flavor);
+Json ControlPlane::MigTargets(NodeId node, const AgentRecorded& a, std::set<int>& pending) const {
+  const Node& n = state().node(node);
+  const GpuModel& model = state().catalogue().model(n.flavor);
   Json out = Json::array();
   for (size_t i = 0; i < n.gpus.size(); ++i) {
     if (n.gpus[i].mode != GpuMode::kMig) continue;
@@ -309,14 +314,14 @@ Json ControlPlane::MigTargets(NodeId node, const AgentState& a, std::set<int>& p
   return out;
 }
 
-Json ControlPlane::StartList(NodeId node, const AgentState& a, const std::set<std::pair<uint64_t, int>>& occupied,
+Json ControlPlane::StartList(NodeId node, const AgentRecorded& a, const std::set<std::pair<uint64_t, int>>& occupied,
                            const std::set<int>& pending) const {
   Json start = Json::array();
-  for (JobId jid : state_->node(node).Jobs()) {
-    const Job& job = *state_->FindJob(jid);
+  for (JobId jid : state().node(node).Jobs()) {
+    const Job& job = *state().FindJob(jid);
     for (int r : ReplicasOn(job, node)) {
       if (occupied.count({jid.value(), r})) continue;
-      if (auto e = exits_.find(jid); e != exits_.end() && e->second.count(r)) continue;  // ran, exited 0
+      if (auto e = js_->exits().find(jid); e != js_->exits().end() && e->second.count(r)) continue;  // ran, exited 0
       const std::vector<GpuGrant>& grants = job.placement[r].grants;
       // A slice of a layout the agent has not applied yet does not exist on the device: wait.
       if (std::any_of(grants.begin(), grants.end(),
@@ -326,8 +331,8 @@ Json ControlPlane::StartList(NodeId node, const AgentState& a, const std::set<st
       Json devices = Json::array();
       Json entry = {{"job", std::to_string(jid.value())}, {"replica", r}, {"attempt", AttemptOf(job)},
                     {"command", job.spec.command},
-                    {"tenant", state_->tenant(job.spec.tenant).name},
-                    {"grace_s", state_->priority_class(job.spec.priority_class).grace_period.seconds()}};
+                    {"tenant", state().tenant(job.spec.tenant).name},
+                    {"grace_s", state().priority_class(job.spec.priority_class).grace_period.seconds()}};
       if (job.spec.shape.cpu_milli > 0) entry["cpu_milli"] = job.spec.shape.cpu_milli;
       if (job.spec.shape.memory_mib > 0) entry["memory_mib"] = job.spec.shape.memory_mib;
       bool known = true;
@@ -354,7 +359,7 @@ Json ControlPlane::StartList(NodeId node, const AgentState& a, const std::set<st
       entry["devices"] = devices;
       entry["env"] = {{"GPUPOOL_JOB", std::to_string(jid.value())},
                       {"GPUPOOL_JOB_NAME", job.spec.name},
-                      {"GPUPOOL_TENANT", state_->tenant(job.spec.tenant).name},
+                      {"GPUPOOL_TENANT", state().tenant(job.spec.tenant).name},
                       {"GPUPOOL_REPLICAS", std::to_string(job.spec.replicas)},
                       {"GPUPOOL_ATTEMPT", std::to_string(AttemptOf(job))}};
       start.push_back(std::move(entry));

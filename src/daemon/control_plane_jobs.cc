@@ -104,42 +104,38 @@ Reply ControlPlane::SubmitJob(const CallContext& c, const std::string& body, con
   if (!ValidUtf8(key)) return Err(InvalidArgument("Idempotency-Key is not valid UTF-8"));
   // Keys are scoped to the token (as payment APIs scope them to the API key).
   const std::string idem = key.empty() ? "" : c.principal->token_id + "\n" + key;
-  ExpireIdempotency(c.now);
-  if (!idem.empty()) {
-    auto it = idempotency_.find(idem);
-    // The queue is in submit order; with a clock that stepped back it may hold an entry past
-    // its day behind a younger one, so the day is checked here too.
-    if (it != idempotency_.end() && IdempotencyLive(it->second, c.now)) {
-      const JobId id = it->second.job;
-      std::string state = "succeeded";
-      if (const Job* j = state_->FindJob(id)) {
-        state = JobStateName(j->state);
-      } else if (std::optional<Json> archived = ArchivedJobView(c, id.value(), false)) {
-        state = archived->value("state", state);  // finished, and out of memory since
-      }
-      return JsonReply(201, {{"id", std::to_string(id.value())}, {"state", state}, {"replayed", true}});
+  js_->ExpireIdempotency(c.now);
+  // The day is checked at lookup too: with a clock that stepped back, the queue may hold an
+  // entry past its day behind a younger one.
+  if (std::optional<JobId> id = idem.empty() ? std::nullopt : js_->IdempotentJob(idem, c.now)) {
+    std::string shown = "succeeded";
+    if (const Job* j = state().FindJob(*id)) {
+      shown = JobStateName(j->state);
+    } else if (std::optional<Json> archived = ArchivedJobView(c, id->value(), false)) {
+      shown = archived->value("state", shown);  // finished, and out of memory since
     }
+    return JsonReply(201, {{"id", std::to_string(id->value())}, {"state", shown}, {"replayed", true}});
   }
-  Result<JobSpec> spec = DecodeJobRequest(*state_, *c.principal, body);
+  Result<JobSpec> spec = DecodeJobRequest(state(), *c.principal, body);
   if (!spec.ok()) return Err(spec.error());
   if (!c.principal->Writes()) return Forbidden("submit jobs");
-  if (deleted_.count(spec->tenant)) return Err(NotFound("unknown tenant"));
-  if (const uint32_t most = state_->tenant(spec->tenant).limits.max_pending_jobs;
-      most > 0 && state_->pending_jobs(spec->tenant) >= most) {
+  if (js_->deleted().count(spec->tenant)) return Err(NotFound("unknown tenant"));
+  if (const uint32_t most = state().tenant(spec->tenant).limits.max_pending_jobs;
+      most > 0 && state().pending_jobs(spec->tenant) >= most) {
     // 429, as for any rate the caller must slow down to (the body says which limit).
     return Reply{429, ErrorBody(Error{ErrorCode::kResourceExhausted,
-                                      "tenant " + state_->tenant(spec->tenant).name + " has " + std::to_string(most) +
+                                      "tenant " + state().tenant(spec->tenant).name + " has " + std::to_string(most) +
                                           " jobs pending, its maximum (limits.max_pending_jobs): wait for some to "
                                           "start or cancel some"})};
   }
   if (spec->reservation.valid()) {
-    const Reservation& r = *state_->FindReservation(spec->reservation);  // ValidateSpec checked
+    const Reservation& r = *state().FindReservation(spec->reservation);  // ValidateSpec checked
     if (r.end <= c.now) {
       return Err(FailedPrecondition("reservation " + std::to_string(r.id.value()) + " ended at " +
                                     Rfc3339(r.end)));
     }
   }
-  const JobSubmitted e{state_->NextJobId(), *spec, c.now};
+  const JobSubmitted e{state().NextJobId(), *spec, c.now};
   if (Status s = ApplyAndStage(e, idem); !s.ok()) return Err(s.error());
   Audit(c, "job.submit", std::to_string(e.id.value()));
   return JsonReply(201, {{"id", std::to_string(e.id.value())}, {"state", "pending"}});
@@ -148,19 +144,19 @@ Reply ControlPlane::SubmitJob(const CallContext& c, const std::string& body, con
 const Job* ControlPlane::VisibleJob(const CallContext& c, const std::string& id) const {
   Result<uint64_t> n = ParseId(id);
   if (!n.ok()) return nullptr;
-  const Job* j = state_->FindJob(JobId(*n));
+  const Job* j = state().FindJob(JobId(*n));
   if (j == nullptr || !c.principal->Sees(j->spec.tenant)) return nullptr;
   return j;
 }
 
 Json ControlPlane::JobView(const Principal& caller, const Job& j, bool events) const {
-  return JobJson(*state_, history_, caller, j, events);
+  return JobJson(state(), history(), caller, j, events);
 }
 
 Reply ControlPlane::GetJob(const CallContext& c, const std::string& id) {
   if (c.principal == nullptr) return Unauthenticated();
   const Job* j = VisibleJob(c, id);
-  if (j != nullptr) return JsonReply(200, JobJson(*state_, history_, *c.principal, *j, true));
+  if (j != nullptr) return JsonReply(200, JobJson(state(), history(), *c.principal, *j, true));
   // Out of memory: a finished job past the retention window, from the store's history.
   if (Result<uint64_t> n = ParseId(id); n.ok()) {
     if (std::optional<Json> archived = ArchivedJobView(c, *n, true)) return JsonReply(200, *archived);
@@ -182,14 +178,14 @@ Reply ControlPlane::ListJobs(const CallContext& c, const std::map<std::string, s
   }
   TenantId filter;
   if (!tenant.empty()) {
-    Result<TenantId> t = state_->FindTenant(tenant);
+    Result<TenantId> t = state().FindTenant(tenant);
     if (!t.ok() || !c.principal->Sees(*t)) return Err(NotFound("unknown tenant '" + tenant + "'"));
     filter = *t;
   }
   // Newest first, merging memory and the store's history (finished jobs past the retention
   // window) by id. Ids only grow, so the jobs older than the cursor are the map's entries before
   // it: walk back from there until the page is full and one more match shows there is a next.
-  const std::map<JobId, Job>& jobs = state_->jobs();
+  const std::map<JobId, Job>& jobs = state().jobs();
   auto it = page->before ? jobs.lower_bound(JobId(*page->before)) : jobs.end();
   const auto next_in_memory = [&]() -> const Job* {
     while (it != jobs.begin()) {
@@ -204,7 +200,7 @@ Reply ControlPlane::ListJobs(const CallContext& c, const std::map<std::string, s
   std::vector<std::pair<int64_t, std::string>> archived;
   if (st.empty() || IsTerminal(*ParseJobState(st))) {
     ArchiveQuery q{static_cast<int64_t>(page->before.value_or(0)), tenant, st, page->limit ? *page->limit + 1 : 0};
-    if (!c.principal->admin()) q.tenant = state_->tenant(c.principal->tenant).name;
+    if (!c.principal->admin()) q.tenant = state().tenant(c.principal->tenant).name;
     Result<std::vector<std::pair<int64_t, std::string>>> read = journal_->ArchivedJobs(q);
     if (!read.ok()) return Err(read.error());
     archived = std::move(read).value();
@@ -220,7 +216,7 @@ Reply ControlPlane::ListJobs(const CallContext& c, const std::map<std::string, s
       break;
     }
     if (mem != nullptr && (ai == archived.size() || mem->id.value() > static_cast<uint64_t>(archived[ai].first))) {
-      items.push_back(JobJson(*state_, history_, *c.principal, *mem, false));
+      items.push_back(JobJson(state(), history(), *c.principal, *mem, false));
       last = mem->id.value();
       mem = next_in_memory();
       continue;

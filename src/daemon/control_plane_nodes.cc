@@ -24,13 +24,13 @@ using namespace reply;
 bool ControlPlane::SeesNode(const CallContext& c, const Node& n) const {
   if (c.principal->admin()) return true;
   for (JobId id : n.Jobs()) {
-    if (state_->FindJob(id)->spec.tenant == c.principal->tenant) return true;
+    if (state().FindJob(id)->spec.tenant == c.principal->tenant) return true;
   }
   return false;
 }
 
 Json ControlPlane::NodeView(const CallContext& c, const Node& n, bool detail, bool devices) const {
-  const GpuModel& m = state_->catalogue().model(n.flavor);
+  const GpuModel& m = state().catalogue().model(n.flavor);
   int whole_free = 0, mig = 0, shared = 0, healthy = 0;
   for (const Gpu& g : n.gpus) {
     healthy += g.healthy;
@@ -49,12 +49,12 @@ Json ControlPlane::NodeView(const CallContext& c, const Node& n, bool detail, bo
               {"block", n.block},
               {"nvlink_domain", n.nvlink_domain},
               {"labels", n.labels},
-              {"dedicated_to", n.dedicated_to.valid() ? Json(state_->tenant(n.dedicated_to).name) : Json(nullptr)}};
+              {"dedicated_to", n.dedicated_to.valid() ? Json(state().tenant(n.dedicated_to).name) : Json(nullptr)}};
   if (!n.condition_reason.empty()) out["condition_reason"] = n.condition_reason;
   if (detail) {
     Json jobs = Json::array();
     for (JobId id : n.Jobs()) {
-      if (c.principal->Sees(state_->FindJob(id)->spec.tenant)) jobs.push_back(std::to_string(id.value()));
+      if (c.principal->Sees(state().FindJob(id)->spec.tenant)) jobs.push_back(std::to_string(id.value()));
     }
     out["jobs"] = jobs;
   }
@@ -63,21 +63,21 @@ Json ControlPlane::NodeView(const CallContext& c, const Node& n, bool detail, bo
 }
 
 Json ControlPlane::OccupantView(const CallContext& c, JobId id) const {
-  const Job& j = *state_->FindJob(id);
+  const Job& j = *state().FindJob(id);
   // Another tenant's work shows as taken, never by whom.
   if (!c.principal->Sees(j.spec.tenant)) return {{"job", nullptr}, {"tenant", nullptr}};
-  return {{"job", std::to_string(id.value())}, {"tenant", state_->tenant(j.spec.tenant).name}};
+  return {{"job", std::to_string(id.value())}, {"tenant", state().tenant(j.spec.tenant).name}};
 }
 
 Json ControlPlane::DevicesView(const CallContext& c, const Node& n) const {
-  const GpuModel& m = state_->catalogue().model(n.flavor);
+  const GpuModel& m = state().catalogue().model(n.flavor);
   Json devices = Json::array();
   for (size_t i = 0; i < n.gpus.size(); ++i) {
     const Gpu& g = n.gpus[i];
     Json d = {{"index", i}, {"mode", std::string(GpuModeName(g.mode))}, {"healthy", g.healthy}};
     if (!g.healthy && !g.health_reason.empty()) d["health_reason"] = g.health_reason;
     // The node agent's refusal of the MIG layout the scheduler chose (operators only).
-    if (auto a = agents_.find(n.id); a != agents_.end() && c.principal->admin()) {
+    if (auto a = heard_.find(n.id); a != heard_.end() && c.principal->admin()) {
       if (auto e = a->second.mig_error.find(static_cast<int>(i)); e != a->second.mig_error.end()) d["mig_error"] = e->second;
     }
     if (g.mode == GpuMode::kWhole) {
@@ -109,7 +109,7 @@ Json ControlPlane::DevicesView(const CallContext& c, const Node& n) const {
 Reply ControlPlane::ListNodes(const CallContext& c, bool devices) {
   if (c.principal == nullptr) return Unauthenticated();
   Json items = Json::array();
-  for (const Node& n : state_->nodes()) {
+  for (const Node& n : state().nodes()) {
     if (!n.removed && SeesNode(c, n)) items.push_back(NodeView(c, n, false, devices));
   }
   return JsonReply(200, {{"items", items}});
@@ -117,17 +117,17 @@ Reply ControlPlane::ListNodes(const CallContext& c, bool devices) {
 
 Reply ControlPlane::GetNode(const CallContext& c, const std::string& name) {
   if (c.principal == nullptr) return Unauthenticated();
-  Result<NodeId> id = state_->FindNode(name);
-  if (!id.ok() || !SeesNode(c, state_->node(*id))) return Err(NotFound("no node '" + name + "'"));
-  return JsonReply(200, NodeView(c, state_->node(*id), true));
+  Result<NodeId> id = state().FindNode(name);
+  if (!id.ok() || !SeesNode(c, state().node(*id))) return Err(NotFound("no node '" + name + "'"));
+  return JsonReply(200, NodeView(c, state().node(*id), true));
 }
 
 Reply ControlPlane::NodeAction(const CallContext& c, const std::string& name, const std::string& action) {
   if (c.principal == nullptr) return Unauthenticated();
-  Result<NodeId> id = state_->FindNode(name);
-  if (!id.ok() || !SeesNode(c, state_->node(*id))) return Err(NotFound("no node '" + name + "'"));
+  Result<NodeId> id = state().FindNode(name);
+  if (!id.ok() || !SeesNode(c, state().node(*id))) return Err(NotFound("no node '" + name + "'"));
   if (!c.principal->admin()) return Forbidden(action + " nodes");
-  if (state_->node(*id).condition == NodeCondition::kRetired) {
+  if (state().node(*id).condition == NodeCondition::kRetired) {
     return Err(FailedPrecondition("node " + name + " is retired"));
   }
   const NodeCondition to = action == "uncordon" ? NodeCondition::kReady
@@ -143,10 +143,10 @@ Reply ControlPlane::NodeAction(const CallContext& c, const std::string& name, co
 
 Reply ControlPlane::DeleteNode(const CallContext& c, const std::string& name) {
   if (c.principal == nullptr) return Unauthenticated();
-  Result<NodeId> id = state_->FindNode(name);
-  if (!id.ok() || !SeesNode(c, state_->node(*id))) return Err(NotFound("no node '" + name + "'"));
+  Result<NodeId> id = state().FindNode(name);
+  if (!id.ok() || !SeesNode(c, state().node(*id))) return Err(NotFound("no node '" + name + "'"));
   if (!c.principal->admin()) return Forbidden("delete nodes");
-  const Node& n = state_->node(*id);
+  const Node& n = state().node(*id);
   if (n.condition != NodeCondition::kDraining) {
     return Err(FailedPrecondition("node " + name + " is " + std::string(NodeConditionName(n.condition)) +
                                   ": drain it first (gpupool drain " + name + "), then delete it once it is empty"));

@@ -34,13 +34,13 @@ std::map<TenantId, std::pair<int, int>> ControlPlane::JobCounts(const State& s) 
 
 nlohmann::json ControlPlane::ReservationView(const Reservation& r) const {
   Json j = {{"id", std::to_string(r.id.value())},
-            {"flavor", state_->catalogue().model(r.flavor).name},
+            {"flavor", state().catalogue().model(r.flavor).name},
             {"gpus", r.amount.ToGpus()},
             {"start", Rfc3339(r.start)},
             {"end", Rfc3339(r.end)},
             {"maintenance", r.maintenance},
             {"created", Rfc3339(r.created)}};
-  if (r.tenant.valid()) j["tenant"] = state_->tenant(r.tenant).name;
+  if (r.tenant.valid()) j["tenant"] = state().tenant(r.tenant).name;
   return j;
 }
 
@@ -48,7 +48,7 @@ const Reservation* ControlPlane::VisibleReservation(const CallContext& c, const 
   uint64_t n = 0;
   const auto [end, ec] = std::from_chars(id.data(), id.data() + id.size(), n);
   if (id.empty() || ec != std::errc() || end != id.data() + id.size()) return nullptr;
-  const Reservation* r = state_->FindReservation(ReservationId(n));
+  const Reservation* r = state().FindReservation(ReservationId(n));
   if (r == nullptr) return nullptr;
   if (!r->maintenance && !c.principal->Sees(r->tenant)) return nullptr;
   return r;
@@ -56,13 +56,13 @@ const Reservation* ControlPlane::VisibleReservation(const CallContext& c, const 
 
 Reply ControlPlane::CreateReservation(const CallContext& c, const std::string& body) {
   if (c.principal == nullptr) return Unauthenticated();
-  Result<ReservationRequest> req = DecodeReservationRequest(*state_, *c.principal, body);
+  Result<ReservationRequest> req = DecodeReservationRequest(state(), *c.principal, body);
   if (!req.ok()) return Err(req.error());
   if (req->maintenance && !c.principal->admin()) return Forbidden("book maintenance windows");
   if (!c.principal->Writes()) return Forbidden("reserve capacity");
-  if (req->tenant.valid() && deleted_.count(req->tenant)) return Err(NotFound("unknown tenant"));
+  if (req->tenant.valid() && js_->deleted().count(req->tenant)) return Err(NotFound("unknown tenant"));
   Reservation r;
-  r.id = state_->NextReservationId();
+  r.id = state().NextReservationId();
   r.tenant = req->tenant;
   r.flavor = req->flavor;
   r.amount = req->amount;
@@ -71,7 +71,7 @@ Reply ControlPlane::CreateReservation(const CallContext& c, const std::string& b
   r.maintenance = req->maintenance;
   r.created = c.now;
   // Check and book in one loop turn: nothing else runs between the calendar and the event.
-  Calendar cal = BuildCalendar(*state_, r.flavor);
+  Calendar cal = BuildCalendar(state(), r.flavor);
   if (Status booked = cal.Book(ToBooking(r)); !booked.ok()) return Err(booked.error());
   if (Status s = ApplyAndStage(ReservationCreated{r}); !s.ok()) return Err(s.error());
   Audit(c, r.maintenance ? "maintenance.create" : "reservation.create", std::to_string(r.id.value()));
@@ -81,7 +81,7 @@ Reply ControlPlane::CreateReservation(const CallContext& c, const std::string& b
 Reply ControlPlane::ListReservations(const CallContext& c) {
   if (c.principal == nullptr) return Unauthenticated();
   Json items = Json::array();
-  for (const auto& [id, r] : state_->reservations()) {
+  for (const auto& [id, r] : state().reservations()) {
     if (r.maintenance || c.principal->Sees(r.tenant)) items.push_back(ReservationView(r));
   }
   return JsonReply(200, {{"items", items}});
@@ -108,10 +108,10 @@ Reply ControlPlane::CancelReservation(const CallContext& c, const std::string& i
 
 Reply ControlPlane::Availability(const CallContext& c, const std::map<std::string, std::string>& query) {
   if (c.principal == nullptr) return Unauthenticated();
-  Result<AvailabilityQuery> q = DecodeAvailabilityQuery(*state_, query);
+  Result<AvailabilityQuery> q = DecodeAvailabilityQuery(state(), query);
   if (!q.ok()) return Err(q.error());
-  const Calendar cal = BuildCalendar(*state_, q->flavor);
-  Json out = {{"flavor", state_->catalogue().model(q->flavor).name}};
+  const Calendar cal = BuildCalendar(state(), q->flavor);
+  Json out = {{"flavor", state().catalogue().model(q->flavor).name}};
   if (q->earliest) {
     const Time after = std::max(q->after.value_or(c.now), c.now);
     const Time horizon = Time::FromMillis(after.millis() + Duration::Hours(24 * 366).millis());
@@ -132,9 +132,9 @@ Reply ControlPlane::Availability(const CallContext& c, const std::map<std::strin
 
 Reply ControlPlane::CalendarView(const CallContext& c, const std::map<std::string, std::string>& query) {
   if (c.principal == nullptr) return Unauthenticated();
-  Result<CalendarQuery> q = DecodeCalendarQuery(*state_, query);
+  Result<CalendarQuery> q = DecodeCalendarQuery(state(), query);
   if (!q.ok()) return Err(q.error());
-  Result<std::vector<Calendar::Bucket>> buckets = BuildCalendar(*state_, q->flavor).Buckets(q->start, q->end, q->step);
+  Result<std::vector<Calendar::Bucket>> buckets = BuildCalendar(state(), q->flavor).Buckets(q->start, q->end, q->step);
   if (!buckets.ok()) return Err(buckets.error());
   Json items = Json::array();
   for (const Calendar::Bucket& k : *buckets) {
@@ -146,23 +146,23 @@ Reply ControlPlane::CalendarView(const CallContext& c, const std::map<std::strin
                      {"maintenance", k.maintenance.ToGpus()},
                      {"free", k.free.ToGpus()}});
   }
-  return JsonReply(200, {{"flavor", state_->catalogue().model(q->flavor).name}, {"step_s", q->step.seconds()}, {"items", items}});
+  return JsonReply(200, {{"flavor", state().catalogue().model(q->flavor).name}, {"step_s", q->step.seconds()}, {"items", items}});
 }
 
 Reply ControlPlane::Summary(const CallContext& c) {
   if (c.principal == nullptr) return Unauthenticated();
   int pending = 0, running = 0;
-  for (JobId id : state_->pending()) pending += c.principal->Sees(state_->FindJob(id)->spec.tenant);
-  for (JobId id : state_->active()) running += c.principal->Sees(state_->FindJob(id)->spec.tenant);
+  for (JobId id : state().pending()) pending += c.principal->Sees(state().FindJob(id)->spec.tenant);
+  for (JobId id : state().active()) running += c.principal->Sees(state().FindJob(id)->spec.tenant);
   int nodes = 0, gpus = 0;  // retired on-demand nodes are gone
-  for (const Node& n : state_->nodes()) {
+  for (const Node& n : state().nodes()) {
     if (n.condition == NodeCondition::kRetired) continue;
     ++nodes;
     gpus += static_cast<int>(n.gpus.size());
   }
   // Who the caller is, so a client (the console) can pick its views without a second call.
   Json me = {{"name", c.principal->name}, {"role", std::string(RoleName(c.principal->role))}};
-  me["tenant"] = c.principal->tenant.valid() ? Json(state_->tenant(c.principal->tenant).name) : Json(nullptr);
+  me["tenant"] = c.principal->tenant.valid() ? Json(state().tenant(c.principal->tenant).name) : Json(nullptr);
   return JsonReply(200, {{"nodes", nodes}, {"gpus", gpus},
                          {"pending_jobs", pending}, {"active_jobs", running},
                          {"scheduling_cycles", cycles_}, {"me", me}});

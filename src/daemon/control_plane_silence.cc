@@ -9,13 +9,13 @@
 namespace gpupool {
 
 int ControlPlane::RequeueJobsOn(NodeId id, Time now, RequeueCause cause, const std::string& detail) {
-  const std::vector<JobId> on_node = state_->node(id).Jobs();  // a copy: JobLost changes the index
+  const std::vector<JobId> on_node = state().node(id).Jobs();  // a copy: JobLost changes the index
   for (JobId jid : on_node) GP_CHECK(ApplyAndStage(JobLost{jid, now, cause, detail}).ok());
   return static_cast<int>(on_node.size());
 }
 
 void ControlPlane::RequeueNode(NodeId id, NodeCondition to, Time now, RequeueCause cause, const std::string& detail) {
-  if (state_->node(id).condition != to) GP_CHECK(ApplyAndStage(NodeConditionChanged{id, to, now, detail}).ok());
+  if (state().node(id).condition != to) GP_CHECK(ApplyAndStage(NodeConditionChanged{id, to, now, detail}).ok());
   RequeueJobsOn(id, now, cause, detail);
 }
 
@@ -24,19 +24,20 @@ Duration ControlPlane::FenceDeadline(NodeId id) const {
   // received it; its shims then allow each replica its class's grace before SIGKILL. The margin
   // covers the shims' polling, the kill itself and the two clocks' drift.
   Duration grace = Duration::Seconds(0);
-  for (JobId jid : state_->node(id).Jobs()) {
-    grace = std::max(grace, state_->priority_class(state_->FindJob(jid)->spec.priority_class).grace_period);
+  for (JobId jid : state().node(id).Jobs()) {
+    grace = std::max(grace, state().priority_class(state().FindJob(jid)->spec.priority_class).grace_period);
   }
   const Duration margin = std::max(Duration::Seconds(1), Duration::Millis(heartbeat_timeout_.millis() / 10));
   return heartbeat_timeout_ + grace + margin;
 }
 
 void ControlPlane::CheckHeartbeats(Time now) {
-  for (auto& [id, a] : agents_) {
-    // Known from the journal: the agent gets a whole timeout from the daemon's first tick.
-    if (!a.last_heartbeat) a.last_heartbeat = now;
-    const Node& n = state_->node(id);
-    const Duration silent = now - *a.last_heartbeat;
+  for (const auto& [id, registered] : js_->agents()) {
+    // Known from the journal, not heard since this start: the agent gets a whole timeout from
+    // the daemon's first tick.
+    const AgentHeard& a = heard_.try_emplace(id, AgentHeard{now, {}}).first->second;
+    const Node& n = state().node(id);
+    const Duration silent = now - a.last_heartbeat;
     if (silent <= heartbeat_timeout_ || n.condition == NodeCondition::kRetired) continue;
     if (n.condition != NodeCondition::kUnreachable) {
       // Its lease is over: nothing new goes there. What runs there is given away only once

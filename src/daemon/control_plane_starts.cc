@@ -15,8 +15,8 @@ void ControlPlane::SetAgentExecutor(Duration start_deadline) {
 }
 
 void ControlPlane::MarkNodesWithoutAgents(Time now) {
-  for (const Node& n : state_->nodes()) {
-    if (n.condition != NodeCondition::kReady || agents_.count(n.id)) continue;
+  for (const Node& n : state().nodes()) {
+    if (n.condition != NodeCondition::kReady || js_->agent(n.id) != nullptr) continue;
     GP_CHECK(ApplyAndStage(NodeConditionChanged{n.id, NodeCondition::kNotReady, now,
                                                 "no node agent has registered for it"})
                  .ok());
@@ -24,13 +24,14 @@ void ControlPlane::MarkNodesWithoutAgents(Time now) {
 }
 
 std::string ControlPlane::WhyNotStarted(const Job& job, NodeId node) const {
-  const std::string& name = state_->node(node).name;
-  auto agent = agents_.find(node);
-  if (agent == agents_.end()) return "node " + name + " has no agent";
+  const std::string& name = state().node(node).name;
+  if (js_->agent(node) == nullptr) return "node " + name + " has no agent";
+  const auto heard = heard_.find(node);
   for (const ReplicaPlacement& rp : job.placement) {
     if (rp.node != node) continue;
     for (const GpuGrant& g : rp.grants) {
-      if (auto e = agent->second.mig_error.find(g.gpu); e != agent->second.mig_error.end()) {
+      if (heard == heard_.end()) continue;
+      if (auto e = heard->second.mig_error.find(g.gpu); e != heard->second.mig_error.end()) {
         return "MIG layout refused by the agent of node " + name + ": " + e->second;
       }
     }
@@ -43,15 +44,15 @@ void ControlPlane::CheckStartDeadlines(Time now) {
   // report what runs in their next heartbeat.
   if (!deadlines_from_) deadlines_from_ = now;
   std::vector<std::pair<JobId, NodeId>> late;
-  for (JobId id : state_->active()) {
-    const Job& j = *state_->FindJob(id);
+  for (JobId id : state().active()) {
+    const Job& j = *state().FindJob(id);
     if (now - std::max(j.admitted, *deadlines_from_) < *start_deadline_) continue;
     const auto started = started_.find(id);
-    const auto exited = exits_.find(id);
+    const auto exited = js_->exits().find(id);
     for (size_t r = 0; r < j.placement.size(); ++r) {
       const int ri = static_cast<int>(r);
       const bool ran = (started != started_.end() && started->second.count(ri)) ||
-                       (exited != exits_.end() && exited->second.count(ri));
+                       (exited != js_->exits().end() && exited->second.count(ri));
       if (!ran) {
         late.push_back({id, j.placement[r].node});
         break;
@@ -59,14 +60,14 @@ void ControlPlane::CheckStartDeadlines(Time now) {
     }
   }
   for (const auto& [id, node] : late) {
-    const Job& j = *state_->FindJob(id);
+    const Job& j = *state().FindJob(id);
     const std::string why = WhyNotStarted(j, node);
-    const Node& n = state_->node(node);
+    const Node& n = state().node(node);
     Log("warn", "placement not started in time: job requeued, node taken out of scheduling",
         {{"job", std::to_string(id.value())}, {"node", n.name}, {"reason", why}});
     // No agent: not_ready until one registers. An agent that refuses or stalls: cordoned, for an
     // operator to look at (uncordon after the fix).
-    const NodeCondition mark = agents_.count(node) ? NodeCondition::kCordoned : NodeCondition::kNotReady;
+    const NodeCondition mark = js_->agent(node) != nullptr ? NodeCondition::kCordoned : NodeCondition::kNotReady;
     if (n.condition == NodeCondition::kReady) {
       GP_CHECK(ApplyAndStage(NodeConditionChanged{node, mark, now, why}).ok());
     }

@@ -24,23 +24,23 @@ using namespace reply;
 Reply ControlPlane::ListTenants(const CallContext& c) {
   if (c.principal == nullptr) return Unauthenticated();
   Json items = Json::array();
-  const QuotaBook book(*state_, c.now);  // one book and one pass over the jobs for the whole list
-  const auto counts = JobCounts(*state_);
-  const std::vector<GuaranteeCheck> over = GuaranteeOvercommits(*state_, c.now);
-  for (const Tenant& t : state_->tenants()) {
-    if (c.principal->Sees(t.id) && !deleted_.count(t.id)) items.push_back(TenantView(t, book, counts, over));
+  const QuotaBook book(state(), c.now);  // one book and one pass over the jobs for the whole list
+  const auto counts = JobCounts(state());
+  const std::vector<GuaranteeCheck> over = GuaranteeOvercommits(state(), c.now);
+  for (const Tenant& t : state().tenants()) {
+    if (c.principal->Sees(t.id) && !js_->deleted().count(t.id)) items.push_back(TenantView(t, book, counts, over));
   }
   return JsonReply(200, {{"items", items}});
 }
 
 const Tenant* ControlPlane::VisibleTenant(const CallContext& c, const std::string& name) const {
-  Result<TenantId> t = state_->FindTenant(name);
-  if (!t.ok() || deleted_.count(*t) || !c.principal->Sees(*t)) return nullptr;
-  return &state_->tenant(*t);
+  Result<TenantId> t = state().FindTenant(name);
+  if (!t.ok() || js_->deleted().count(*t) || !c.principal->Sees(*t)) return nullptr;
+  return &state().tenant(*t);
 }
 
 Json ControlPlane::TenantView(const Tenant& t, Time now) const {
-  return TenantView(t, QuotaBook(*state_, now), JobCounts(*state_), GuaranteeOvercommits(*state_, now));
+  return TenantView(t, QuotaBook(state(), now), JobCounts(state()), GuaranteeOvercommits(state(), now));
 }
 
 namespace {
@@ -61,10 +61,10 @@ std::string OverrunText(const State& s, const GuaranteeCheck& c, bool would) {
 }  // namespace
 
 Status ControlPlane::CheckGuarantees(const CallContext& c, const Tenant& t, bool allow_overcommit) {
-  const std::vector<GuaranteeCheck> over = GuaranteeOverruns(*state_, t, c.now);
+  const std::vector<GuaranteeCheck> over = GuaranteeOverruns(state(), t, c.now);
   if (over.empty()) return Ok();
   std::string text;
-  for (const GuaranteeCheck& g : over) text += (text.empty() ? "" : "; ") + OverrunText(*state_, g, true);
+  for (const GuaranteeCheck& g : over) text += (text.empty() ? "" : "; ") + OverrunText(state(), g, true);
   if (!allow_overcommit) {
     return Error{ErrorCode::kConflict, text + "; to promise more than the pool holds, send \"allow_overcommit\": true"};
   }
@@ -76,7 +76,7 @@ Status ControlPlane::CheckGuarantees(const CallContext& c, const Tenant& t, bool
 Json ControlPlane::TenantView(const Tenant& t, const QuotaBook& book,
                             const std::map<TenantId, std::pair<int, int>>& counts,
                             const std::vector<GuaranteeCheck>& overcommits) const {
-  const Catalogue& cat = state_->catalogue();
+  const Catalogue& cat = state().catalogue();
   auto gpus = [](GpuEq q) { return q.ToGpus(); };
   Json quotas = Json::object();
   for (const auto& [f, q] : t.quotas) {
@@ -105,7 +105,7 @@ Json ControlPlane::TenantView(const Tenant& t, const QuotaBook& book,
   // or health took capacity away): its guarantee may not be honoured in full.
   Json over = Json::array();
   for (const GuaranteeCheck& g : overcommits) {
-    if (const FlavorQuota* q = t.quota(g.flavor); q && q->guaranteed > GpuEq()) over.push_back(OverrunText(*state_, g, false));
+    if (const FlavorQuota* q = t.quota(g.flavor); q && q->guaranteed > GpuEq()) over.push_back(OverrunText(state(), g, false));
   }
   Json out = {{"name", t.name},
               {"weight", t.weight_milli / 1000.0},
@@ -136,17 +136,17 @@ Reply ControlPlane::CreateTenant(const CallContext& c, const std::string& body) 
   if (c.principal == nullptr) return Unauthenticated();
   if (!c.principal->admin()) return Forbidden("create tenants");
   bool allow_overcommit = false;
-  Result<Tenant> t = DecodeTenantRequest(*state_, body, nullptr, &allow_overcommit);
+  Result<Tenant> t = DecodeTenantRequest(state(), body, nullptr, &allow_overcommit);
   if (!t.ok()) return Err(t.error());
-  Result<TenantId> existing = state_->FindTenant(t->name);
-  if (existing.ok() && !deleted_.count(*existing)) {
+  Result<TenantId> existing = state().FindTenant(t->name);
+  if (existing.ok() && !js_->deleted().count(*existing)) {
     return Err({ErrorCode::kAlreadyExists, "tenant '" + t->name + "' exists"});
   }
   if (existing.ok()) t->id = *existing;
   if (Status s = CheckGuarantees(c, *t, allow_overcommit); !s.ok()) return Err(s.error());
   if (Status s = StageTenant(*t); !s.ok()) return Err(s.error());
   Audit(c, "tenant.create", t->name);
-  return JsonReply(201, TenantView(state_->tenant(*state_->FindTenant(t->name)), c.now));
+  return JsonReply(201, TenantView(state().tenant(*state().FindTenant(t->name)), c.now));
 }
 
 Reply ControlPlane::UpdateTenant(const CallContext& c, const std::string& name, const std::string& body) {
@@ -155,12 +155,12 @@ Reply ControlPlane::UpdateTenant(const CallContext& c, const std::string& name, 
   if (t == nullptr) return Err(NotFound("no tenant '" + name + "'"));
   if (!c.principal->admin()) return Forbidden("change tenants");
   bool allow_overcommit = false;
-  Result<Tenant> updated = DecodeTenantRequest(*state_, body, t, &allow_overcommit);
+  Result<Tenant> updated = DecodeTenantRequest(state(), body, t, &allow_overcommit);
   if (!updated.ok()) return Err(updated.error());
   if (Status s = CheckGuarantees(c, *updated, allow_overcommit); !s.ok()) return Err(s.error());
   if (Status s = StageTenant(*updated); !s.ok()) return Err(s.error());
   Audit(c, "tenant.update", name);
-  return JsonReply(200, TenantView(state_->tenant(updated->id), c.now));
+  return JsonReply(200, TenantView(state().tenant(updated->id), c.now));
 }
 
 Reply ControlPlane::DeleteTenant(const CallContext& c, const std::string& name) {
@@ -168,15 +168,15 @@ Reply ControlPlane::DeleteTenant(const CallContext& c, const std::string& name) 
   const Tenant* t = VisibleTenant(c, name);
   if (t == nullptr) return Err(NotFound("no tenant '" + name + "'"));
   if (!c.principal->admin()) return Forbidden("delete tenants");
-  for (const auto* ids : {&state_->pending(), &state_->active()}) {
+  for (const auto* ids : {&state().pending(), &state().active()}) {
     for (JobId id : *ids) {
-      if (state_->FindJob(id)->spec.tenant == t->id) {
+      if (state().FindJob(id)->spec.tenant == t->id) {
         return Err(FailedPrecondition("tenant '" + name + "' has pending or active jobs; cancel them first"));
       }
     }
   }
   // Its reservations would go on counting as guarantee: they are cancelled first, by the caller.
-  for (const auto& [rid, res] : state_->reservations()) {
+  for (const auto& [rid, res] : state().reservations()) {
     if (res.tenant == t->id && c.now < res.end) {
       return Err(FailedPrecondition("tenant '" + name + "' holds reservation " + std::to_string(rid.value()) +
                                     " (until " + Rfc3339(res.end) + "); cancel it first"));
@@ -191,7 +191,7 @@ Reply ControlPlane::DeleteTenant(const CallContext& c, const std::string& name) 
 Reply ControlPlane::ListPriorityClasses(const CallContext& c) {
   if (c.principal == nullptr) return Unauthenticated();
   Json items = Json::array();
-  for (const PriorityClass& pc : state_->priority_classes()) {
+  for (const PriorityClass& pc : state().priority_classes()) {
     Json item = {{"name", pc.name}, {"value", pc.value}, {"preemptible", pc.preemptible},
                  {"may_borrow", pc.may_borrow}, {"grace_period_s", pc.grace_period.seconds()},
                  {"default", pc.is_default}};
@@ -207,7 +207,7 @@ Reply ControlPlane::CreatePriorityClass(const CallContext& c, const std::string&
   if (!c.principal->admin()) return Forbidden("create priority classes");
   Result<PriorityClass> pc = DecodePriorityClassRequest(body);
   if (!pc.ok()) return Err(pc.error());
-  if (state_->FindPriorityClass(pc->name).ok()) {
+  if (state().FindPriorityClass(pc->name).ok()) {
     return Err({ErrorCode::kAlreadyExists, "priority class '" + pc->name + "' exists"});
   }
   if (Status s = Commit(PriorityClassAdded{*pc}); !s.ok()) return Err(s.error());

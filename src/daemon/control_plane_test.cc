@@ -1514,6 +1514,20 @@ TEST_F(AgentProtocolTest, AppliedMigLayoutsSurviveADaemonRestart) {
   EXPECT_EQ(start["devices"], Json({"MIG-new-" + std::to_string(placed.slice)}));
 }
 
+// A heartbeat that changes what is journaled of its agent (here the MIG layout) still counts as
+// heard: the journaled part and what this daemon heard are kept apart, so the record does not
+// reset the node's silence (it used to, and the node looked alive one tick longer).
+TEST_F(AgentProtocolTest, AHeartbeatThatChangesTheAgentRecordStillCountsAsHeard) {
+  const MigPlacement placed = PlaceMigJob();
+  ASSERT_FALSE(::testing::Test::HasFailure());
+  const Json reply =
+      Beat("m1", 4, {{"gpus", {{{"index", 0}, {"mig", true}, {"instances", MigInstances(placed.target, "MIG-new-")}}}}});
+  ASSERT_EQ(reply["mig"], Json::array()) << "the new layout was recorded";
+  core_->Tick(At(5), false);
+  core_->Tick(At(15), false);  // 11 s after the last heartbeat, timeout 10 s
+  EXPECT_EQ(Json::parse(core_->GetNode({&admin_, "", At(15)}, "m1").body)["condition"], "unreachable");
+}
+
 // A MIG grant is started with its slice's MIG UUID and never with the whole GPU's: while the
 // agent reports the target layout but no UUID for the slice, the start is held.
 TEST_F(AgentProtocolTest, AMigGrantWithoutAKnownMigUuidIsHeld) {

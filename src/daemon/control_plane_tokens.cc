@@ -42,8 +42,8 @@ Reply ControlPlane::CreateToken(const CallContext& c, const std::string& body) {
   }
   if (*role != Role::kClusterAdmin && *role != Role::kNodeAgent) {
     if (!j.contains("tenant") || !j["tenant"].is_string()) return Err(InvalidArgument("'tenant' is required"));
-    Result<TenantId> t = state_->FindTenant(j["tenant"].get<std::string>());
-    if (!t.ok() || !c.principal->Sees(*t) || deleted_.count(*t)) return Err(NotFound("unknown tenant"));
+    Result<TenantId> t = state().FindTenant(j["tenant"].get<std::string>());
+    if (!t.ok() || !c.principal->Sees(*t) || js_->deleted().count(*t)) return Err(NotFound("unknown tenant"));
     p.tenant = *t;
   }
   // Cluster admins make any token (node-agent ones too); tenant admins make member and viewer
@@ -62,14 +62,14 @@ Reply ControlPlane::CreateToken(const CallContext& c, const std::string& body) {
 Reply ControlPlane::ListTokens(const CallContext& c) {
   if (c.principal == nullptr) return Unauthenticated();
   Json items = Json::array();
-  for (const auto& [id, t] : tokens_.tokens()) {
+  for (const auto& [id, t] : js_->tokens().tokens()) {
     const bool mine = c.principal->admin() ||
                       (c.principal->role == Role::kTenantAdmin && t.principal.tenant == c.principal->tenant);
     if (!mine) continue;
     items.push_back({{"id", id},
                      {"name", t.principal.name},
                      {"role", std::string(RoleName(t.principal.role))},
-                     {"tenant", t.principal.tenant.valid() ? state_->tenant(t.principal.tenant).name : ""},
+                     {"tenant", t.principal.tenant.valid() ? state().tenant(t.principal.tenant).name : ""},
                      {"revoked", t.revoked}});
   }
   return JsonReply(200, {{"items", items}});
@@ -77,8 +77,8 @@ Reply ControlPlane::ListTokens(const CallContext& c) {
 
 Reply ControlPlane::RevokeToken(const CallContext& c, const std::string& id) {
   if (c.principal == nullptr) return Unauthenticated();
-  auto it = tokens_.tokens().find(id);
-  const bool mine = it != tokens_.tokens().end() &&
+  auto it = js_->tokens().tokens().find(id);
+  const bool mine = it != js_->tokens().tokens().end() &&
                     (c.principal->admin() || (c.principal->role == Role::kTenantAdmin &&
                                               it->second.principal.tenant == c.principal->tenant));
   if (!mine) return Err(NotFound("no token '" + id + "'"));
@@ -96,7 +96,7 @@ Reply ControlPlane::ListAudit(const CallContext& c, const std::map<std::string, 
   if (!page.ok()) return Err(page.error());
   // The audit log is the store's (every "audit" record, kept past compaction), newest first; a
   // tenant admin reads its tenant's entries. An entry's id is its record's seq.
-  const std::string tenant = c.principal->admin() ? "" : state_->tenant(c.principal->tenant).name;
+  const std::string tenant = c.principal->admin() ? "" : state().tenant(c.principal->tenant).name;
   Result<std::vector<std::pair<int64_t, std::string>>> lines = journal_->AuditLines(
       static_cast<int64_t>(page->before.value_or(0)), tenant, page->limit ? *page->limit + 1 : 0);
   if (!lines.ok()) return Err(lines.error());

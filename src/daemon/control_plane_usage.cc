@@ -67,7 +67,7 @@ Json PeriodJson(const State& state, const PricedPeriod& p) {
 
 Reply ControlPlane::Usage(const CallContext& c, const std::map<std::string, std::string>& query) {
   if (c.principal == nullptr) return Unauthenticated();
-  Result<UsageQuery> q = DecodeUsageQuery(*state_, *c.principal, query);
+  Result<UsageQuery> q = DecodeUsageQuery(state(), *c.principal, query);
   if (!q.ok()) return Err(q.error());
   const Time to = q->to.value_or(c.now);
   // Usage up to now: a window reaching past now shows no future (open intervals and
@@ -76,45 +76,29 @@ Reply ControlPlane::Usage(const CallContext& c, const std::map<std::string, std:
   ReportQuery rq{.from = q->from, .to = until, .by_flavor = q->by_flavor, .by_kind = q->by_kind, .tenant = q->tenant};
   // A flavor without a price is reported as unpriced, never refused (docs/design/accounting.md).
   // The ledger in memory, and the intervals of jobs archived since (retention) that overlap.
-  std::vector<UsageInterval> intervals = ledger_.Snapshot(until);
+  std::vector<UsageInterval> intervals = ledger().Snapshot(until);
   Result<std::vector<UsageInterval>> archived = ArchivedUsage(q->from, until);
   if (!archived.ok()) return Err(archived.error());
   intervals.insert(intervals.end(), archived->begin(), archived->end());
-  Result<UsageReport> report = Report(intervals, ledger_.Reservations(), rq, BillingPrices());
+  Result<UsageReport> report = Report(intervals, ledger().Reservations(), rq, BillingPrices());
   if (!report.ok()) return Err(report.error());
-  if (q->csv) return {200, RenderCsv(report->rows, *state_), "text/csv; charset=utf-8"};
-  Result<Json> body = UsageJson(*state_, *report);
+  if (q->csv) return {200, RenderCsv(report->rows, state()), "text/csv; charset=utf-8"};
+  Result<Json> body = UsageJson(state(), *report);
   if (!body.ok()) return Err(body.error());
   (*body)["from"] = Rfc3339(q->from);
   (*body)["to"] = Rfc3339(to);
   return JsonReply(200, *body);
 }
 
-void ControlPlane::ApplyPrices(PriceList list, std::optional<Time> from) {
-  if (!from) {
-    prices_ = {{Time(), std::move(list)}};
-    return;
-  }
-  // In order of `from`; a list with the same start replaces the one there, and changes
-  // scheduled later stay scheduled.
-  auto at = std::lower_bound(prices_.begin(), prices_.end(), *from,
-                             [](const PricedPeriod& p, Time t) { return p.from < t; });
-  if (at != prices_.end() && at->from == *from) {
-    at->prices = std::move(list);
-  } else {
-    prices_.insert(at, {*from, std::move(list)});
-  }
-}
-
 Reply ControlPlane::GetPrices(const CallContext& c) {
   if (c.principal == nullptr) return Unauthenticated();
   // The list in force now, as reports price now (before the first list's start, the first
   // list), and every list with when it takes effect (null: since the start).
-  Json now = prices_.empty() ? PeriodJson(*state_, {Time(), PriceList()}) : Json();
+  Json now = js_->prices().empty() ? PeriodJson(state(), {Time(), PriceList()}) : Json();
   Json history = Json::array();
-  for (size_t i = 0; i < prices_.size(); ++i) {
-    Json p = PeriodJson(*state_, prices_[i]);
-    if (i == 0 || !(c.now < prices_[i].from)) now = p;
+  for (size_t i = 0; i < js_->prices().size(); ++i) {
+    Json p = PeriodJson(state(), js_->prices()[i]);
+    if (i == 0 || !(c.now < js_->prices()[i].from)) now = p;
     history.push_back(std::move(p));
   }
   now["history"] = std::move(history);
@@ -125,7 +109,7 @@ Reply ControlPlane::SetPrices(const CallContext& c, const std::string& body) {
   if (c.principal == nullptr) return Unauthenticated();
   if (!c.principal->admin()) return Forbidden("set prices");
   std::optional<Time> from;
-  Result<PriceList> p = DecodePriceList(*state_, body, &from);
+  Result<PriceList> p = DecodePriceList(state(), body, &from);
   if (!p.ok()) return Err(p.error());
   if (from && *from < c.now) {
     return Err(InvalidArgument("'effective_from' is in the past (" + Rfc3339(*from) +
@@ -134,12 +118,12 @@ Reply ControlPlane::SetPrices(const CallContext& c, const std::string& body) {
   // Without effective_from the change takes effect now; usage before now keeps its prices.
   const PricedPeriod period{from.value_or(c.now), std::move(p).value()};
   if (Status s = Commit(PricesSet{period.prices, period.from}); !s.ok()) return Err(s.error());
-  Json record = PeriodJson(*state_, period);  // the reply
+  Json record = PeriodJson(state(), period);  // the reply
   Audit(c, "prices.set", "prices from " + Rfc3339(period.from));
   // A list that leaves out a flavor the cluster has is allowed (that usage shows as unpriced),
   // but said.
   std::set<FlavorId> unpriced;
-  for (const Node& n : state_->nodes()) {
+  for (const Node& n : state().nodes()) {
     if (n.condition != NodeCondition::kRetired && !n.on_demand() &&
         !period.prices.micros_per_gpu_hour.count(n.flavor)) {
       unpriced.insert(n.flavor);
@@ -147,7 +131,7 @@ Reply ControlPlane::SetPrices(const CallContext& c, const std::string& body) {
   }
   Json warnings = Json::array();
   for (FlavorId f : unpriced) {
-    warnings.push_back("no price for " + state_->catalogue().model(f).name + " from " + Rfc3339(period.from) +
+    warnings.push_back("no price for " + state().catalogue().model(f).name + " from " + Rfc3339(period.from) +
                        ": its usage will be reported as unpriced");
   }
   record["warnings"] = std::move(warnings);

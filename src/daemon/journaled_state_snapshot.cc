@@ -1,6 +1,6 @@
-// Snapshots of the core (control_plane.h, "snapshots"; docs/design/daemon.md, "Snapshots"): a copy of
-// the journaled state taken on the loop, its encoding on a worker thread, and a start from the
-// newest snapshot plus the journal's tail.
+// Snapshots of the journaled state (journaled_state.h; docs/design/daemon.md, "Snapshots"): a copy
+// taken on the loop, its encoding on a worker thread, and a start from the newest snapshot plus
+// the journal's tail.
 //
 // The body is one JSON object: the model, the ledger and the job history in SnapshotCodec's
 // encoding; the members that have journal records of their own as those records (tokens, agents,
@@ -10,7 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "api/decode.h"
-#include "daemon/control_plane.h"
+#include "daemon/journaled_state.h"
 #include "daemon/snapshot_codec.h"
 #include "policy/calendar/calendar.h"
 
@@ -63,93 +63,58 @@ Result<std::vector<BurstNode>> FleetFrom(const State& s, const Json& j) {
 
 }  // namespace
 
-// Everything a snapshot holds, as of journal record `seq`: copies, so the loop goes on changing
-// the core while a worker encodes this.
-struct ControlPlane::SnapshotCopy {
-  int64_t seq = 0;
-  State state;
-  Ledger ledger;
-  JobHistory history;
-  PriceHistory prices;
-  std::vector<std::pair<Time, BurstSettings>> burst_changes;
-  std::vector<BurstNode> fleet;
-  uint64_t burst_requests_seen = 0;
-  std::vector<AgentRecorded> agents;
-  std::map<JobId, std::set<int>> exits;
-  std::map<std::string, TokenRecord> tokens;
-  std::set<TenantId> deleted;
-  std::deque<std::pair<Time, std::string>> idempotency_order;
-  std::map<std::string, IdempotentSubmit> idempotency;
-};
-
-std::shared_ptr<const ControlPlane::SnapshotCopy> ControlPlane::CopyForSnapshot() const {
+JournaledState JournaledState::ForSnapshot() const {
   GP_CHECK(staged_.empty()) << "a snapshot is of what is durable";
-  auto copy = std::make_shared<SnapshotCopy>();
-  copy->seq = journal_->last_seq();
-  copy->state = *state_;
+  JournaledState copy = *this;
   // Pending reasons are derived: the next cycle recomputes them. A start from the snapshot shows
   // what a fresh submit shows until then, so that the snapshot holds only what is journaled.
-  for (JobId id : copy->state.pending()) {
-    (void)copy->state.SetPendingReason(id, {ReasonCode::kNotYetConsidered, "not yet considered by the scheduler"});
+  for (JobId id : copy.state_.pending()) {
+    (void)copy.state_.SetPendingReason(id, {ReasonCode::kNotYetConsidered, "not yet considered by the scheduler"});
   }
-  copy->ledger = ledger_;
-  copy->history = history_;
-  copy->prices = prices_;
-  copy->burst_changes = burst_changes_;
-  copy->fleet = fleet_;
-  copy->burst_requests_seen = burst_requests_seen_;
-  for (const auto& [node, a] : agents_) copy->agents.push_back(AgentChange(node));
-  copy->exits = exits_;
-  copy->tokens = tokens_.tokens();
-  copy->deleted = deleted_;
-  copy->idempotency_order = idempotency_order_;
-  copy->idempotency = idempotency_;
   return copy;
 }
 
-int64_t ControlPlane::SnapshotSeq(const SnapshotCopy& copy) { return copy.seq; }
-
-Snapshot ControlPlane::EncodeSnapshot(const SnapshotCopy& c) {
-  const State& s = c.state;
+Snapshot JournaledState::EncodeSnapshot(int64_t seq) const {
+  const State& s = state_;
   Json records = Json::array();
   const auto record = [&](const Change& change) {
     Record r = ChangeCodec::Encode(s, change);
     records.push_back({std::move(r.kind), std::move(r.body)});
   };
-  for (const auto& [id, t] : c.tokens) {
+  for (const auto& [id, t] : tokens_.tokens()) {
     TokenRecord issued = t;
     issued.revoked = false;
     record(TokenIssued{issued});
     if (t.revoked) record(TokenRevoked{id});
   }
-  for (const AgentRecorded& a : c.agents) record(a);
-  for (const auto& [job, replicas] : c.exits) {
+  for (const auto& [node, a] : agents_) record(a);
+  for (const auto& [job, replicas] : exits_) {
     for (int r : replicas) record(ReplicaExited{job, s.FindJob(job)->attempt, r});
   }
-  for (const PricedPeriod& p : c.prices) {
+  for (const PricedPeriod& p : prices_) {
     record(PricesSet{p.prices, p.from == Time() ? std::nullopt : std::optional<Time>(p.from)});
   }
-  for (const auto& [at, settings] : c.burst_changes) record(BurstSettingsChanged{at, settings});
+  for (const auto& [at, settings] : burst_changes_) record(BurstSettingsChanged{at, settings});
   Json deleted = Json::array(), idempotency = Json::array();
-  for (TenantId t : c.deleted) deleted.push_back(t.value());
-  for (const auto& [at, key] : c.idempotency_order) {
-    const auto it = c.idempotency.find(key);
-    idempotency.push_back({key, it == c.idempotency.end() ? Json(nullptr) : Json(it->second.job.value()), at.millis()});
+  for (TenantId t : deleted_) deleted.push_back(t.value());
+  for (const auto& [at, key] : idempotency_order_) {
+    const auto it = idempotency_.find(key);
+    idempotency.push_back({key, it == idempotency_.end() ? Json(nullptr) : Json(it->second.job.value()), at.millis()});
   }
   const Json body = {{"format", kSnapshotFormat},
-                     {"seq", c.seq},
+                     {"seq", seq},
                      {"state", SnapshotCodec::EncodeState(s)},
-                     {"ledger", SnapshotCodec::EncodeLedger(c.ledger)},
-                     {"history", SnapshotCodec::EncodeHistory(c.history)},
+                     {"ledger", SnapshotCodec::EncodeLedger(ledger_)},
+                     {"history", SnapshotCodec::EncodeHistory(history_)},
                      {"records", std::move(records)},
                      {"deleted", std::move(deleted)},
                      {"idempotency", std::move(idempotency)},
-                     {"fleet", FleetJson(c.fleet)},
-                     {"burst_requests_seen", c.burst_requests_seen}};
-  return Snapshot{c.seq, kSnapshotFormat, body.dump()};
+                     {"fleet", FleetJson(fleet_)},
+                     {"burst_requests_seen", burst_requests_seen_}};
+  return Snapshot{seq, kSnapshotFormat, body.dump()};
 }
 
-Status ControlPlane::LoadSnapshot(const Snapshot& snap) {
+Status JournaledState::LoadSnapshot(const Snapshot& snap) {
   const auto bad = [&](const std::string& what) {
     return FailedPrecondition("the snapshot of record " + std::to_string(snap.seq) + " cannot be loaded: " + what);
   };
@@ -163,7 +128,7 @@ Status ControlPlane::LoadSnapshot(const Snapshot& snap) {
     if (j.at("seq").get<int64_t>() != snap.seq) return bad("its body is of another record");
     Result<State> state = SnapshotCodec::DecodeState(j.at("state"));
     if (!state.ok()) return bad("the model: " + state.error().message);
-    *state_ = std::move(state).value();
+    state_ = std::move(state).value();
     Result<Ledger> ledger = SnapshotCodec::DecodeLedger(j.at("ledger"));
     if (!ledger.ok()) return bad("the ledger: " + ledger.error().message);
     ledger_ = std::move(ledger).value();
@@ -177,7 +142,7 @@ Status ControlPlane::LoadSnapshot(const Snapshot& snap) {
     }
     for (const Json& t : j.at("deleted")) {
       const TenantId id(t.get<uint32_t>());
-      if (id.value() >= state_->tenants().size()) return bad("a deleted tenant that does not exist");
+      if (id.value() >= state_.tenants().size()) return bad("a deleted tenant that does not exist");
       deleted_.insert(id);
     }
     for (const Json& e : j.at("idempotency")) {
@@ -186,7 +151,7 @@ Status ControlPlane::LoadSnapshot(const Snapshot& snap) {
       if (!e.at(1).is_null()) idempotency_[key] = {JobId(e.at(1).get<uint64_t>()), at};
       idempotency_order_.emplace_back(at, key);
     }
-    Result<std::vector<BurstNode>> fleet = FleetFrom(*state_, j.at("fleet"));
+    Result<std::vector<BurstNode>> fleet = FleetFrom(state_, j.at("fleet"));
     if (!fleet.ok()) return bad(fleet.error().message);
     fleet_ = std::move(fleet).value();
     burst_requests_seen_ = j.at("burst_requests_seen").get<uint64_t>();
