@@ -2,7 +2,8 @@
 # Every file of a data directory damaged in turn (a byte flipped in the middle and near the end,
 # truncation to half, deletion), each on a fresh copy: each start either refuses, naming what is
 # damaged, or has every acknowledged job (issue 16 item 7). Then --recover on a damaged WAL
-# starts and says how many records it dropped. Usage: daemon_journal_damage_test.sh GPUPOOL_BINARY
+# starts and says how many records it dropped. Then the history file (journal-history.db), damaged the same
+# way. Usage: daemon_journal_damage_test.sh GPUPOOL_BINARY
 set -u
 bin=${1:?usage: daemon_journal_damage_test.sh GPUPOOL_BINARY}
 . "$(dirname "$0")/lib/e2e.sh"
@@ -15,6 +16,9 @@ EOF2
 cat > "$tmp/jobs.py" << 'EOF2'
 # jobs.py submit URL TOKEN N PREFIX: prints the ids of N acknowledged jobs.
 # jobs.py check URL TOKEN IDS_FILE: exits 1 and names what is missing unless every job is there.
+# jobs.py cancel URL TOKEN IDS_FILE: cancels each job.
+# jobs.py check-history URL TOKEN IDS_FILE: as check, but a job the store cannot read (500,
+# "cannot be read") is counted apart and printed, not missing: damage said, never hidden.
 import http.client, json, sys, urllib.parse
 mode, url, token = sys.argv[1], sys.argv[2], sys.argv[3]
 u = urllib.parse.urlparse(url)
@@ -28,14 +32,21 @@ if mode == "submit":
         r = c.getresponse(); d = r.read()
         if r.status != 201: sys.exit(f"submit: {r.status} {d!r}")
         print(json.loads(d)["id"])
+elif mode == "cancel":
+    for i in open(sys.argv[4]).read().split():
+        c.request("DELETE", "/v1/jobs/" + i, headers=h)
+        r = c.getresponse(); d = r.read()
+        if r.status != 200: sys.exit(f"cancel {i}: {r.status} {d!r}")
 else:
     ids = open(sys.argv[4]).read().split()
-    missing = []
+    missing, unreadable = [], []
     for i in ids:
         c.request("GET", "/v1/jobs/" + i, headers=h)
-        r = c.getresponse(); r.read()
-        if r.status != 200: missing.append(i)
+        r = c.getresponse(); d = r.read()
+        if r.status == 500 and mode == "check-history" and b"cannot be read" in d: unreadable.append(i)
+        elif r.status != 200: missing.append(f"{i}: {r.status}")
     if missing: sys.exit(f"{len(missing)} of {len(ids)} acknowledged jobs missing, e.g. {missing[:5]}")
+    if unreadable: print(f"{len(unreadable)} of {len(ids)} jobs answered that the history cannot read them")
 EOF2
 # start DIR [FLAGS...]: starts serve on DIR; sets $pid, and $url once it serves; returns 1 if it exited.
 start() {
@@ -117,4 +128,36 @@ ls "$case_dir"/journal.db.damaged-1-wal > /dev/null || fail "the damaged WAL was
 start "$case_dir" || fail "a plain start after --recover failed: $(cat "$tmp/daemon.log")"
 stop
 echo "--recover dropped $dropped records and started"
+
+# --- the history file: 200 jobs cancelled, archived at once (--retention-s 0) and moved by the
+# compactions of frequent snapshots into journal-history.db. Each damage to it is refused
+# (naming the file), or every job is served, or a job the history cannot read answers so (500)
+# and is never "not found".
+hist=$tmp/hist
+start "$hist" --retention-s 0 --snapshot-every-records 40 || fail "the history start failed"
+htoken=$(cat "$hist/admin.token")
+python3 "$tmp/jobs.py" submit "$url" "$htoken" 200 old > "$tmp/hids" || fail "submitting"
+python3 "$tmp/jobs.py" cancel "$url" "$htoken" "$tmp/hids" || fail "cancelling"
+python3 "$tmp/jobs.py" submit "$url" "$htoken" 40 pad >> "$tmp/hids" || fail "submitting"  # records for a snapshot
+sleep 1
+stop
+[ "$(stat -c %s "$hist/journal-history.db")" -gt 100000 ] || fail "too little history moved: $(ls -l "$hist")"
+rm -f "$hist/port"
+for kind in flip-middle flip-end truncate delete; do
+  case_dir=$tmp/case; rm -rf "$case_dir"; cp -a "$hist" "$case_dir"
+  damage "$case_dir/journal-history.db" $kind
+  if start "$case_dir"; then
+    python3 "$tmp/jobs.py" check-history "$url" "$htoken" "$tmp/hids" > "$tmp/check.log" 2>&1 ||
+      fail "journal-history.db/$kind: started with less data: $(cat "$tmp/check.log")"
+    stop
+    echo "journal-history.db/$kind: started; $(tr -d '\n' < "$tmp/check.log")" | sed 's/; $/; every job served/'
+    [ $kind = flip-middle ] || [ $kind = flip-end ] || fail "journal-history.db/$kind: started although it must be refused"
+  else
+    wait $pid; rc=$?
+    [ $rc != 0 ] || fail "journal-history.db/$kind: exited 0 without serving"
+    grep -q "gpupool serve: .*journal-history.db" "$tmp/daemon.log" ||
+      fail "journal-history.db/$kind: the refusal does not name it: $(cat "$tmp/daemon.log")"
+    echo "journal-history.db/$kind: refused: $(grep -o 'gpupool serve: .*' "$tmp/daemon.log" | cut -c1-160)"
+  fi
+done
 echo "daemon journal damage ok"

@@ -211,7 +211,9 @@ class ControlPlane {
   // caller may see it (nullopt: none it may see); the archived jobs' usage intervals that
   // overlap [from, to).
   void ArchiveFinished(Time now);
-  std::optional<nlohmann::json> ArchivedJobView(const CallContext& c, uint64_t id, bool events) const;
+  // An error (500): the store's history could not read it (damaged, or an I/O error), never
+  // "no such job".
+  Result<std::optional<nlohmann::json>> ArchivedJobView(const CallContext& c, uint64_t id, bool events) const;
   Result<std::vector<UsageInterval>> ArchivedUsage(Time from, Time to) const;
   // The job as the API shows it to `caller`, with its events or without (lists).
   nlohmann::json JobView(const Principal& caller, const Job& j, bool events) const;

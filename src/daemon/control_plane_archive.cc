@@ -58,16 +58,20 @@ void ControlPlane::ArchiveFinished(Time now) {
   js_->ForgetArchivedUsage();
 }
 
-std::optional<Json> ControlPlane::ArchivedJobView(const CallContext& c, uint64_t id, bool events) const {
+Result<std::optional<Json>> ControlPlane::ArchivedJobView(const CallContext& c, uint64_t id, bool events) const {
+  const auto unreadable = [id](const std::string& why) {
+    return Error{ErrorCode::kInternal, "job " + std::to_string(id) + " is in the store's history but cannot be read: " + why};
+  };
   Result<std::optional<std::string>> body = journal_->ArchivedJob(static_cast<int64_t>(id));
-  if (!body.ok() || !*body) return std::nullopt;
+  if (!body.ok()) return unreadable(body.error().message);
+  if (!*body) return std::optional<Json>();
   Json j = Json::parse(**body, nullptr, false);
-  if (j.is_discarded() || !j.contains("view")) return std::nullopt;
+  if (j.is_discarded() || !j.contains("view")) return unreadable("its record is not a job's");
   Json view = std::move(j["view"]);
   Result<TenantId> tenant = state().FindTenant(view.value("tenant", ""));
-  if (!tenant.ok() || !c.principal->Sees(*tenant)) return std::nullopt;
+  if (!tenant.ok() || !c.principal->Sees(*tenant)) return std::optional<Json>();
   if (events) view["events"] = j["events"][c.principal->admin() ? "admin" : "own"];
-  return view;
+  return std::optional<Json>(std::move(view));
 }
 
 Result<std::vector<UsageInterval>> ControlPlane::ArchivedUsage(Time from, Time to) const {

@@ -111,8 +111,10 @@ Reply ControlPlane::SubmitJob(const CallContext& c, const std::string& body, con
     std::string shown = "succeeded";
     if (const Job* j = state().FindJob(*id)) {
       shown = JobStateName(j->state);
-    } else if (std::optional<Json> archived = ArchivedJobView(c, id->value(), false)) {
-      shown = archived->value("state", shown);  // finished, and out of memory since
+    } else if (Result<std::optional<Json>> archived = ArchivedJobView(c, id->value(), false); !archived.ok()) {
+      return Err(archived.error());
+    } else if (*archived) {
+      shown = (*archived)->value("state", shown);  // finished, and out of memory since
     }
     return JsonReply(201, {{"id", std::to_string(id->value())}, {"state", shown}, {"replayed", true}});
   }
@@ -159,7 +161,9 @@ Reply ControlPlane::GetJob(const CallContext& c, const std::string& id) {
   if (j != nullptr) return JsonReply(200, JobJson(state(), history(), *c.principal, *j, true));
   // Out of memory: a finished job past the retention window, from the store's history.
   if (Result<uint64_t> n = ParseId(id); n.ok()) {
-    if (std::optional<Json> archived = ArchivedJobView(c, *n, true)) return JsonReply(200, *archived);
+    Result<std::optional<Json>> archived = ArchivedJobView(c, *n, true);
+    if (!archived.ok()) return Err(archived.error());
+    if (*archived) return JsonReply(200, **archived);
   }
   return Err(NotFound("no job '" + id + "'"));
 }
