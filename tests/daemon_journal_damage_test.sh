@@ -7,12 +7,7 @@
 set -u
 bin=${1:?usage: daemon_journal_damage_test.sh GPUPOOL_BINARY}
 . "$(dirname "$0")/lib/e2e.sh"
-cat > "$tmp/config.yaml" << 'EOF2'
-tenants:
-  - {name: a, quotas: {h100-80gb: {guaranteed: 8}}}
-nodes:
-  - {name: n, count: 1, flavor: h100-80gb, gpus: 8}
-EOF2
+one_tenant_config "$tmp/config.yaml"
 cat > "$tmp/jobs.py" << 'EOF2'
 # jobs.py submit URL TOKEN N PREFIX: prints the ids of N acknowledged jobs.
 # jobs.py check URL TOKEN IDS_FILE: exits 1 and names what is missing unless every job is there.

@@ -8,12 +8,7 @@ set -u
 bin=${1:?usage: daemon_journal_test.sh GPUPOOL_BINARY}
 fixtures=$(cd "$(dirname "$0")/fixtures" && pwd)
 . "$(dirname "$0")/lib/e2e.sh"
-cat > "$tmp/config.yaml" << 'EOF2'
-tenants:
-  - {name: a, quotas: {h100-80gb: {guaranteed: 8}}}
-nodes:
-  - {name: n, count: 1, flavor: h100-80gb, gpus: 8}
-EOF2
+one_tenant_config "$tmp/config.yaml"
 # serve_once [CHECK]: starts serve on $tmp/data, waits for the port file, runs CHECK (with $url
 # set) if given, stops it; returns serve's status (CHECK's if that fails).
 serve_once() {

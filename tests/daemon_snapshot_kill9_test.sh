@@ -7,12 +7,7 @@
 set -u
 bin=${1:?usage: daemon_snapshot_kill9_test.sh GPUPOOL_BINARY}
 . "$(dirname "$0")/lib/e2e.sh"
-cat > "$tmp/config.yaml" << 'EOF2'
-tenants:
-  - {name: a, quotas: {h100-80gb: {guaranteed: 64}}}
-nodes:
-  - {name: n, count: 8, flavor: h100-80gb, gpus: 8}
-EOF2
+one_tenant_config "$tmp/config.yaml" 8 64
 cat > "$tmp/jobs.py" << 'EOF2'
 # jobs.py submit URL TOKEN PREFIX: submits until killed, printing each acknowledged job's id.
 # jobs.py check URL TOKEN IDS_FILE: exits 1 and names what is missing unless every job is there.

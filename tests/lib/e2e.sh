@@ -1,7 +1,8 @@
 # Shared by the end-to-end scripts (agent_e2e_test.sh, console_test.sh); source it after `set -u`.
 # Gives $tmp (a scratch directory), pids (background processes, killed at exit), fail MESSAGE
 # (prints the tails of $tmp/daemon.log and $tmp/agent-*.log, exits 1) and
-# until_ok SECONDS CMD... (retries CMD every 0.2 s until it succeeds or SECONDS pass).
+# until_ok SECONDS CMD... (retries CMD every 0.2 s until it succeeds or SECONDS pass) and
+# one_tenant_config (below).
 tmp=$(mktemp -d)
 pids=()
 cleanup() {
@@ -23,6 +24,12 @@ fail() {
   echo "--- daemon log (tail)" >&2; tail -n 30 "$tmp/daemon.log" >&2
   for f in "$tmp"/agent-*.log; do [ -e "$f" ] && { echo "--- $f (tail)" >&2; tail -n 8 "$f" >&2; }; done
   exit 1
+}
+# one_tenant_config FILE [NODES] [GPUS_GUARANTEED]: a configuration of tenant "a" guaranteed
+# GPUS_GUARANTEED (8) H100s on NODES (1) nodes "n" of 8 GPUs each.
+one_tenant_config() {
+  printf 'tenants:\n  - {name: a, quotas: {h100-80gb: {guaranteed: %s}}}\nnodes:\n  - {name: n, count: %s, flavor: h100-80gb, gpus: 8}\n' \
+    "${3:-8}" "${2:-1}" > "$1"
 }
 until_ok() {
   local deadline=$(( $(date +%s%N) / 1000000 + $1 * 1000 )); shift
