@@ -115,9 +115,13 @@ Result<std::string> ControlPlane::IssueToken(const Principal& p, Time now) {
 
 Status ControlPlane::SnapshotWritten(int64_t seq) {
   GP_RETURN_IF_ERROR(journal_->Compact(seq));
+  SnapshotDurable(seq);
+  return Ok();
+}
+
+void ControlPlane::SnapshotDurable(int64_t seq) {
   snapshot_seq_ = seq;
   bytes_since_snapshot_ = 0;
-  return Ok();
 }
 
 // What a snapshot holds: the journaled state as of journal record `seq`, a copy, so the loop goes

@@ -180,9 +180,16 @@ class ControlPlane {
   // Records and record bytes appended since the last snapshot this core loaded or wrote.
   int64_t records_since_snapshot() const { return journal_->last_seq() - snapshot_seq_; }
   uint64_t bytes_since_snapshot() const { return bytes_since_snapshot_; }
+  // The journal record of the snapshot this core loaded or was last told of (0: none).
+  int64_t snapshot_seq() const { return snapshot_seq_; }
   // The snapshot at `seq` is durable (Journal::WriteSnapshot returned Ok): the journal drops the
-  // records it covers.
+  // records it covers (SnapshotDurable, then CompactThrough(seq)).
   Status SnapshotWritten(int64_t seq);
+  // The same in parts, so that the loop drops the records a step at a time: the snapshot at
+  // `seq` is durable (counting starts again), and the journal drops records 1..seq (each call
+  // one move of their history and one delete). REQUIRES: a durable snapshot at `seq` or later.
+  void SnapshotDurable(int64_t seq);
+  Status CompactThrough(int64_t seq) { return journal_->Compact(seq); }
   Journal& journal() { return *journal_; }
 
   // --- retention (control_plane_archive.cc; docs/design/daemon.md, "Bounded memory") ---

@@ -153,6 +153,42 @@ TEST_F(SnapshotTest, ADamagedSnapshotIsRefusedOnceTheJournalNoLongerHoldsItsReco
   }
 }
 
+// The loop drops a durable snapshot's records a few at a time (compact_step_records per call),
+// so no request waits behind a whole compaction; a start between any two steps has everything.
+TEST_F(SnapshotTest, TheLoopDropsTheSnapshotsRecordsAStepAtATime) {
+  ::testing::internal::CaptureStderr();
+  Snapshotter snapshots({.every_records = 1, .every_bytes = 0, .retry_after = std::chrono::milliseconds(0),
+                         .compact_step_records = 3});
+  for (int i = 0; i < 10; ++i) {
+    ASSERT_EQ(core_->SubmitJob(As(members_["research"], 3000), Job("research", 1, "j"), "").status, 201);
+  }
+  ASSERT_TRUE(core_->Flush().ok());
+  const size_t all = core_->journal().ReadAll()->size();
+  ASSERT_GE(all, 10u);
+  snapshots.AfterFlush(*core_);
+  snapshots.Finish(*core_);
+  ASSERT_EQ(snapshots.written(), 1);
+  EXPECT_TRUE(snapshots.compacting());
+  EXPECT_EQ(core_->journal().ReadAll()->size(), all) << "collecting the snapshot drops nothing yet";
+  const std::string live = Encoded(*core_);
+  size_t left = all, steps = 0;
+  while (snapshots.compacting()) {
+    snapshots.AfterFlush(*core_);
+    ++steps;
+    const size_t now = core_->journal().ReadAll()->size();
+    EXPECT_LT(now, left);
+    EXPECT_GE(now + 3, left) << "at most a step's records at a time";
+    left = now;
+    std::unique_ptr<ControlPlane> fresh = Fresh();
+    ASSERT_TRUE(fresh);
+    EXPECT_EQ(Encoded(*fresh), live) << "a start after step " << steps;
+    ASSERT_LT(steps, all) << "the compaction does not end";
+  }
+  EXPECT_EQ(left, 0u);
+  EXPECT_EQ(steps, (all + 2) / 3);
+  (void)::testing::internal::GetCapturedStderr();
+}
+
 // A snapshot write that fails (a full disk) compacts nothing: the journal keeps every record, a
 // start still has everything, and the next try after the back-off writes it.
 TEST_F(SnapshotTest, AFailedSnapshotWriteKeepsTheJournalAndIsRetried) {
