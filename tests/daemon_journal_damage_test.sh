@@ -2,8 +2,8 @@
 # Every file of a data directory damaged in turn (a byte flipped in the middle and near the end,
 # truncation to half, deletion), each on a fresh copy: each start either refuses, naming what is
 # damaged, or has every acknowledged job (issue 16 item 7). Then --recover on a damaged WAL
-# starts and says how many records it dropped. Then the history file (journal-history.db), damaged the same
-# way. Usage: daemon_journal_damage_test.sh GPUPOOL_BINARY
+# starts and says how many records it dropped. Then the history file (journal-history.db) and
+# the newest snapshot, damaged the same way. Usage: daemon_journal_damage_test.sh GPUPOOL_BINARY
 set -u
 bin=${1:?usage: daemon_journal_damage_test.sh GPUPOOL_BINARY}
 . "$(dirname "$0")/lib/e2e.sh"
@@ -138,21 +138,28 @@ sleep 1
 stop
 [ "$(stat -c %s "$hist/journal-history.db")" -gt 100000 ] || fail "too little history moved: $(ls -l "$hist")"
 rm -f "$hist/port"
-for kind in flip-middle flip-end truncate delete; do
-  case_dir=$tmp/case; rm -rf "$case_dir"; cp -a "$hist" "$case_dir"
-  damage "$case_dir/journal-history.db" $kind
-  if start "$case_dir"; then
-    python3 "$tmp/jobs.py" check-history "$url" "$htoken" "$tmp/hids" > "$tmp/check.log" 2>&1 ||
-      fail "journal-history.db/$kind: started with less data: $(cat "$tmp/check.log")"
-    stop
-    echo "journal-history.db/$kind: started; $(tr -d '\n' < "$tmp/check.log")" | sed 's/; $/; every job served/'
-    [ $kind = flip-middle ] || [ $kind = flip-end ] || fail "journal-history.db/$kind: started although it must be refused"
-  else
-    wait $pid; rc=$?
-    [ $rc != 0 ] || fail "journal-history.db/$kind: exited 0 without serving"
-    grep -q "gpupool serve: .*journal-history.db" "$tmp/daemon.log" ||
-      fail "journal-history.db/$kind: the refusal does not name it: $(cat "$tmp/daemon.log")"
-    echo "journal-history.db/$kind: refused: $(grep -o 'gpupool serve: .*' "$tmp/daemon.log" | cut -c1-160)"
-  fi
+snap=$(cd "$hist" && ls snapshot-*.snap | tail -1)
+[ -n "$snap" ] || fail "no snapshot was written: $(ls "$hist")"
+# The newest snapshot too: each start refuses (naming it) or has every job.
+for file in journal-history.db "$snap"; do
+  for kind in flip-middle flip-end truncate delete; do
+    case_dir=$tmp/case; rm -rf "$case_dir"; cp -a "$hist" "$case_dir"
+    damage "$case_dir/$file" $kind
+    if start "$case_dir"; then
+      python3 "$tmp/jobs.py" check-history "$url" "$htoken" "$tmp/hids" > "$tmp/check.log" 2>&1 ||
+        fail "$file/$kind: started with less data: $(cat "$tmp/check.log")"
+      stop
+      echo "$file/$kind: started; $(tr -d '\n' < "$tmp/check.log")" | sed 's/; $/; every job served/'
+      case $file/$kind in
+        journal-history.db/truncate|journal-history.db/delete) fail "$file/$kind: started although it must be refused";;
+      esac
+    else
+      wait $pid; rc=$?
+      [ $rc != 0 ] || fail "$file/$kind: exited 0 without serving"
+      name=$file; [ "$file" = "$snap" ] && name=snapshot
+      grep -q "gpupool serve: .*$name" "$tmp/daemon.log" || fail "$file/$kind: the refusal does not name $name: $(cat "$tmp/daemon.log")"
+      echo "$file/$kind: refused: $(grep -o 'gpupool serve: .*' "$tmp/daemon.log" | cut -c1-160)"
+    fi
+  done
 done
 echo "daemon journal damage ok"
