@@ -136,6 +136,7 @@ python3 "$tmp/jobs.py" cancel "$url" "$htoken" "$tmp/hids" || fail "cancelling"
 python3 "$tmp/jobs.py" submit "$url" "$htoken" 40 pad >> "$tmp/hids" || fail "submitting"  # records for a snapshot
 sleep 1
 stop
+grep -q '"history scrub: clean"' "$tmp/daemon.log" || fail "the scrub of an undamaged history did not say clean"
 [ "$(stat -c %s "$hist/journal-history.db")" -gt 100000 ] || fail "too little history moved: $(ls -l "$hist")"
 rm -f "$hist/port"
 snap=$(cd "$hist" && ls snapshot-*.snap | tail -1)
@@ -148,8 +149,16 @@ for file in journal-history.db "$snap"; do
     if start "$case_dir"; then
       python3 "$tmp/jobs.py" check-history "$url" "$htoken" "$tmp/hids" > "$tmp/check.log" 2>&1 ||
         fail "$file/$kind: started with less data: $(cat "$tmp/check.log")"
+      # The background scrub reads the whole history a second after the start: damage a read met
+      # is damage it reports.
+      until_ok 10 grep -q '"history scrub' "$tmp/daemon.log" || fail "$file/$kind: no history scrub ran"
+      scrub=$(grep -o '"msg":"history scrub[^"]*"' "$tmp/daemon.log" | head -1)
+      if [ -s "$tmp/check.log" ] && [ "$file" = journal-history.db ]; then
+        case $scrub in *damaged*) ;; *) fail "$file/$kind: jobs unreadable, yet the scrub said: $scrub";; esac
+      fi
       stop
       echo "$file/$kind: started; $(tr -d '\n' < "$tmp/check.log")" | sed 's/; $/; every job served/'
+      echo "  scrub: $scrub"
       case $file/$kind in
         journal-history.db/truncate|journal-history.db/delete) fail "$file/$kind: started although it must be refused";;
       esac

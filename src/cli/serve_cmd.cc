@@ -19,7 +19,7 @@ int Serve(const std::vector<std::string>& argv) {
   Result<Args> args = Args::Parse(argv, {"config", "data-dir", "listen", "demo", "no-demo-traffic", "http-threads", "agent-listen",
                                          "max-connections", "max-connections-per-source",
                                          "simulate-executor", "recover", "heartbeat-interval-ms", "heartbeat-timeout-ms",
-                                         "snapshot-every-records", "snapshot-every-mb", "retention-s", "max-finished-jobs", "help"},
+                                         "snapshot-every-records", "snapshot-every-mb", "retention-s", "max-finished-jobs", "history-scrub-s", "help"},
                                   {"demo", "no-demo-traffic", "simulate-executor", "recover", "help"});
   if (!args.ok()) return UsageError(args.error().message);
   if (args->Has("help")) {
@@ -62,6 +62,9 @@ int Serve(const std::vector<std::string>& argv) {
   Result<int64_t> max_finished = args->Int("max-finished-jobs", o.max_finished_jobs, 1, int64_t{100'000'000});
   if (!max_finished.ok()) return UsageError(max_finished.error().message);
   o.max_finished_jobs = *max_finished;
+  Result<int64_t> scrub = args->Int("history-scrub-s", o.history_scrub_s, 0, int64_t{10} * 365 * 86400);
+  if (!scrub.ok()) return UsageError(scrub.error().message);
+  o.history_scrub_s = *scrub;
   const Status s = gpupool::Serve(o);
   if (!s.ok()) {
     std::cerr << "gpupool serve: " << s.error().message << "\n";

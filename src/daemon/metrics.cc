@@ -54,6 +54,11 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
   abandoned_ = &BuildCounter().Name("gpupool_batches_abandoned_total")
                     .Help("Batches abandoned because a handler threw or refused after changing state (a bug)")
                     .Register(r);
+  history_damaged_ = &BuildGauge().Name("gpupool_history_damaged")
+                          .Help("1 if the last scrub of the history file (journal-history.db) found damage, else 0")
+                          .Register(r);
+  history_scrub_seconds_ = &BuildGauge().Name("gpupool_history_scrub_seconds")
+                                .Help("How long the last scrub of the history file took").Register(r);
   connections_ = &BuildGauge().Name("gpupool_http_connections")
                       .Help("HTTP connections per listener: open now (state=open), and since start accepted, "
                             "refused (429, over a connection limit), timed_out, rejected (400/413/431 before a "
@@ -143,6 +148,11 @@ void Metrics::ObserveFlush(size_t records, double seconds, bool ok) {
 }
 
 void Metrics::ObserveAbandonedBatch() { abandoned_->Add({}).Increment(); }
+
+void Metrics::ObserveHistoryScrub(bool damaged, double seconds) {
+  history_damaged_->Add({}).Set(damaged ? 1 : 0);
+  history_scrub_seconds_->Add({}).Set(seconds);
+}
 
 void Metrics::SetConnections(const std::string& listener, const Connections& c) {
   for (const auto& [state, v] : {std::pair<const char*, int64_t>{"open", c.open}, {"accepted", c.accepted},

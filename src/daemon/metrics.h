@@ -39,6 +39,9 @@ class Metrics {
   void ObserveRequest(const std::string& route, int status, double seconds);
   void ObserveFlush(size_t records, double seconds, bool ok);
   void ObserveAbandonedBatch();  // a handler threw or refused after it changed state (loop.cc)
+  // A scrub of the history file ended (server.cc): damaged or not, and how long it took.
+  // Thread-safe, as every call here is.
+  void ObserveHistoryScrub(bool damaged, double seconds);
   // The HTTP front end's connection figures for one listener ("api", "agents"): open now, and
   // since start accepted, refused (429 at accept), timed out, and rejected before a handler.
   struct Connections {
@@ -62,6 +65,8 @@ class Metrics {
   prometheus::Family<prometheus::Counter>* flush_records_;
   prometheus::Family<prometheus::Counter>* flush_failures_;
   prometheus::Family<prometheus::Counter>* abandoned_;
+  prometheus::Family<prometheus::Gauge>* history_damaged_;
+  prometheus::Family<prometheus::Gauge>* history_scrub_seconds_;
   prometheus::Family<prometheus::Gauge>* connections_;        // by listener and state (open, ...)
   prometheus::Family<prometheus::Gauge>* shortfall_;  // per flavor: guarantees - healthy capacity
   std::set<std::string> short_flavors_;               // flavors short at the last cycle

@@ -80,6 +80,45 @@ class DemoTraffic {
   std::thread thread_;
 };
 
+// Reads the history file whole on a thread of its own, a second after the start and then every
+// `every_s` (the start checks only its header): damage is logged as an error and shown on
+// /metrics (gpupool_history_damaged), so an operator hears of it before a read meets it.
+class HistoryScrubber {
+ public:
+  HistoryScrubber(std::string path, int64_t every_s, Metrics& metrics, const std::atomic<bool>& stop)
+      : thread_([path = std::move(path), every_s, &metrics, &stop] { Run(path, every_s, metrics, stop); }) {}
+  ~HistoryScrubber() { thread_.join(); }
+
+ private:
+  static void Run(const std::string& path, int64_t every_s, Metrics& metrics, const std::atomic<bool>& stop) {
+    for (int64_t wait_ms = 1000; Sleep(wait_ms, stop); wait_ms = every_s * 1000) {
+      const auto t0 = std::chrono::steady_clock::now();
+      Result<HistoryScrub> r = ScrubHistoryFile(path, &stop);
+      const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      if (stop) return;  // a stop interrupts the read; nothing was found either way
+      if (!r.ok()) {
+        Log("error", "history scrub could not read the history file", {{"file", path}, {"error", r.error().message}});
+      } else if (!r->damage.empty()) {
+        Log("error", "history scrub: the history file is damaged",
+            {{"file", path}, {"damage", r->damage}, {"next", "restore it from a backup, or --recover"}});
+      } else {
+        Log("info", "history scrub: clean", {{"file", path}, {"archived_jobs", std::to_string(r->archived_jobs)},
+                                             {"audit_lines", std::to_string(r->audit_lines)}, {"seconds", std::to_string(s)}});
+      }
+      metrics.ObserveHistoryScrub(!r.ok() || !r->damage.empty(), s);
+    }
+  }
+  // Waits `ms`, waking every 100 ms for `stop`; false once stopped.
+  static bool Sleep(int64_t ms, const std::atomic<bool>& stop) {
+    for (int64_t waited = 0; waited < ms; waited += 100) {
+      if (stop) return false;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    return !stop;
+  }
+  std::thread thread_;
+};
+
 Status WriteSecret(const std::filesystem::path& p, const std::string& text) {
   // A new file created with mode 0600 (never readable by others, not even for a moment), synced,
   // then renamed over the old one.
@@ -313,6 +352,10 @@ Status Serve(const ServeOptions& o) {
   {
     std::optional<DemoTraffic> traffic;
     if (o.demo && o.demo_traffic) traffic.emplace(loop, g_stop);
+    std::optional<HistoryScrubber> scrubber;
+    if (o.history_scrub_s > 0) {
+      scrubber.emplace(HistoryPath(DataDirFiles(data_dir).journal, {}), o.history_scrub_s, metrics, g_stop);
+    }
     loop.Run(g_stop);
   }
   server->Stop();

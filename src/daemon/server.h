@@ -34,6 +34,9 @@ struct ServeOptions {
   SnapshotPolicy snapshots;          // when the state is snapshot (daemon/snapshots.h)
   int64_t retention_s = 3600;        // finished jobs leave memory this long after (control_plane.h)
   int64_t max_finished_jobs = 20000;  // and at most this many stay in memory
+  // The history file is read whole (every page, every row's checksum) on a thread of its own a
+  // second after the start and then this often; 0: never (store/journal.h, ScrubHistoryFile).
+  int64_t history_scrub_s = 86400;
 };
 
 // Runs until SIGINT or SIGTERM. Returns an error if start-up fails.

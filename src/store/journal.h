@@ -20,6 +20,7 @@
 // Thread-safety: none; the daemon's event loop is the only user.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -132,6 +133,19 @@ struct JournalRecovery {
 // them); resets the high-water mark to the last kept record. A journal with nothing wrong is
 // left as it is. Running it again after an interruption finishes the job.
 Result<JournalRecovery> RecoverSqliteJournal(const std::string& path, const SqliteJournalOptions& options = {});
+
+// What ScrubHistoryFile found.
+struct HistoryScrub {
+  int64_t archived_jobs = 0, audit_lines = 0;  // rows read
+  std::string damage;                           // the first fault; empty: none
+};
+// Reads the whole history file at `path` on a connection of its own (read-only; the file is in
+// WAL mode, so the journal's writes go on meanwhile): every row of its tables against its
+// checksum, and its index against the table. A start checks only the file's header (a full read is about
+// 3 s for 2 GB); this is the rest, for a background scrub. An error: the file cannot be read at
+// all, or `stop` was set (checked as it reads: it returns within milliseconds). Thread-safe (its
+// own connection).
+Result<HistoryScrub> ScrubHistoryFile(const std::string& path, const std::atomic<bool>* stop = nullptr);
 
 // The history file's path for a journal at `path` under `options`.
 std::string HistoryPath(const std::string& path, const SqliteJournalOptions& options);
