@@ -123,6 +123,7 @@ TEST(DecodeTenant, GpuAmountsAreExactAndValidated) {
   EXPECT_EQ(big->quotas.at(*s.catalogue().Find("h100-80gb")).guaranteed.units(), 6999993700);
   EXPECT_EQ(big->quotas.at(*s.catalogue().Find("h100-80gb")).borrow_limit->units(), 700);
   for (const char* bad : {R"({"name": "Vision"})", R"({"name": "-x"})", R"({"name": "x", "weight": 0})",
+                          R"({"name": "x", "weight": 0.00000000000001803994536})",  // rounds to 0 (fuzz)
                           R"({"name": "x", "quotas": {"v100": {"guaranteed": 1}}})",
                           R"({"name": "x", "quotas": {"h100-80gb": {"guaranteed": -1}}})",
                           R"({"name": "x", "quotas": {"h100-80gb": {"guaranteed": 0.00001}}})",

@@ -44,7 +44,7 @@ Result<Tenant> DecodeTenantRequest(const State& state, std::string_view body, co
     if (!w.is_number()) return InvalidArgument("'weight' must be a number");
     const double x = w.get<double>();
     const double milli = std::round(x * 1000);
-    if (!(x > 0 && x <= 1000) || std::fabs(milli - x * 1000) > 1e-6) {
+    if (!(x > 0 && x <= 1000) || milli < 1 || std::fabs(milli - x * 1000) > 1e-6) {
       return InvalidArgument("'weight' must be in (0, 1000] in steps of 0.001");
     }
     t.weight_milli = static_cast<int64_t>(milli);
