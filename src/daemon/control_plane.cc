@@ -41,8 +41,7 @@ Status ControlPlane::Commit(const Change& c) {
     if (const JobId ended = AttemptEnded(ev->event); ended.valid()) started_.erase(ended);
     if (const auto* r = std::get_if<NodeRemoved>(&ev->event)) heard_.erase(r->node);
   } else if (const auto* archived = std::get_if<JobArchived>(&c)) {
-    logs_.erase(archived->id);
-    started_.erase(archived->id);
+    logs_.erase(archived->id);  // a finished job: its attempt, and started_, ended with it
   }
   return Ok();
 }

@@ -50,6 +50,15 @@ void OnSignal(int) { g_stop = true; }
 
 Time Now() { return WallNow(); }
 
+// Waits `ms`, waking every 100 ms for `stop` (the background threads' pause); false once stopped.
+bool SleepUnlessStopped(int64_t ms, const std::atomic<bool>& stop) {
+  for (int64_t waited = 0; waited < ms; waited += 100) {
+    if (stop) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return !stop;
+}
+
 // The demo's traffic: a job every one to four seconds, posted to the loop like a client's.
 class DemoTraffic {
  public:
@@ -71,10 +80,7 @@ class DemoTraffic {
           [](Reply r) {
             if (r.status != 201 && r.status != 404 && r.status != 503) Log("warn", "demo submission refused", {{"reply", r.body}});
           });
-      const int wait_ms = std::uniform_int_distribution<int>(1000, 4000)(rng);
-      for (int waited = 0; waited < wait_ms && !stop; waited += 100) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(100));
-      }
+      if (!SleepUnlessStopped(std::uniform_int_distribution<int>(1000, 4000)(rng), stop)) return;
     }
   }
   std::thread thread_;
@@ -91,7 +97,7 @@ class HistoryScrubber {
 
  private:
   static void Run(const std::string& path, int64_t every_s, Metrics& metrics, const std::atomic<bool>& stop) {
-    for (int64_t wait_ms = 1000; Sleep(wait_ms, stop); wait_ms = every_s * 1000) {
+    for (int64_t wait_ms = 1000; SleepUnlessStopped(wait_ms, stop); wait_ms = every_s * 1000) {
       const auto t0 = std::chrono::steady_clock::now();
       Result<HistoryScrub> r = ScrubHistoryFile(path, &stop);
       const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -107,14 +113,6 @@ class HistoryScrubber {
       }
       metrics.ObserveHistoryScrub(!r.ok() || !r->damage.empty(), s);
     }
-  }
-  // Waits `ms`, waking every 100 ms for `stop`; false once stopped.
-  static bool Sleep(int64_t ms, const std::atomic<bool>& stop) {
-    for (int64_t waited = 0; waited < ms; waited += 100) {
-      if (stop) return false;
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
-    return !stop;
   }
   std::thread thread_;
 };

@@ -7,8 +7,9 @@
 // the write is done, the next call on the loop tells the core, whose journal then drops the
 // records the snapshot covers: `compact_step_records` of them per call (each step moves their
 // history to the history file and deletes them, two short transactions), so that no request
-// waits behind the whole compaction (it took 70-80 ms on the loop at 20,000 records, and was the
-// load bench's p99). One snapshot at a time; after a failed write or compaction step (a full
+// waits behind the whole compaction (66 ms for 20,000 records in bench/history_bench, and the
+// load bench's p99). A stop in the middle leaves the rest to the next snapshot's compaction
+// (each step drops every record up to its end; a start skips what its snapshot covers). One snapshot at a time; after a failed write or compaction step (a full
 // disk), the next try waits `retry_after`, and the journal keeps every record meanwhile.
 //
 // Thread-safety: AfterFlush and Finish on the loop thread only; the worker touches nothing but
