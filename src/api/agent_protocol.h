@@ -39,6 +39,7 @@
 
 #include "core/result.h"
 #include "core/time.h"
+#include "model/mig.h"
 
 namespace gpupool {
 
@@ -68,6 +69,14 @@ struct GpuReport {
   std::vector<MigInstanceReport> instances;
   bool operator==(const GpuReport&) const = default;
 };
+
+// The instances of a reported MIG GPU (the `i`th of its list) as a layout of `model`, and their
+// MIG UUIDs by start slice; an error naming gpus[i] when the model cannot hold the layout.
+struct ReportedMig {
+  MigLayout layout;
+  std::map<int, std::string> uuid;
+};
+Result<ReportedMig> MigOfReport(const GpuModel& model, const GpuReport& g, size_t i);
 
 // ---- POST /v1/agents/register ----
 

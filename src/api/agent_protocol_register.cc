@@ -126,6 +126,19 @@ Status RegisterGpus(const Json& j, RegisterRequest& out) {
 
 }  // namespace
 
+Result<ReportedMig> MigOfReport(const GpuModel& model, const GpuReport& g, size_t i) {
+  ReportedMig out;
+  std::string layout;
+  for (const MigInstanceReport& in : g.instances) {
+    layout += (layout.empty() ? "" : ",") + in.profile + "@" + std::to_string(in.start);
+    if (!in.uuid.empty()) out.uuid[static_cast<int>(in.start)] = in.uuid;
+  }
+  Result<MigLayout> l = ParseLayout(model, layout);
+  if (!l.ok()) return InvalidArgument("gpus[" + std::to_string(i) + "]: " + l.error().message);
+  out.layout = *l;
+  return out;
+}
+
 std::string Encode(const RegisterRequest& r) {
   Json gpus = Json::array();
   for (const GpuReport& g : r.gpus) gpus.push_back(GpuToJson(g));
