@@ -22,6 +22,7 @@
 
 #include "accounting/ledger.h"
 #include "accounting/report.h"
+#include "api/agent_protocol.h"
 #include "api/auth.h"
 #include "burst/provider.h"
 #include "daemon/change.h"
@@ -268,19 +269,21 @@ class ControlPlane {
   // Parts of AgentHeartbeat (control_plane_agents.cc). Replica reports: job states, and the stop and
   // forget lists; `occupied` gets the (job, replica) keys the agent holds for the current
   // attempt or still runs for an old one (no start for those).
-  Status AgentReplicas(const CallContext& c, NodeId node, const nlohmann::json& reports, nlohmann::json& stop,
-                       nlohmann::json& forget, std::set<std::pair<uint64_t, int>>& occupied);
+  Status AgentReplicas(const CallContext& c, NodeId node, const std::vector<ReplicaReport>& reports,
+                       std::vector<ReplicaStop>& stop, std::vector<ReplicaForget>& forget,
+                       std::set<std::pair<uint64_t, int>>& occupied);
   struct ReplicaLogs;
   // The log tails of a heartbeat that the daemon accepts, by (job, replica), each merged over
   // what is stored: only for a replica placed on `node` now, with the current attempt.
-  std::map<std::pair<JobId, int>, ReplicaLogs> AgentLogs(NodeId node, const nlohmann::json& logs) const;
-  void AgentHealth(const CallContext& c, NodeId node, const nlohmann::json& events);
+  std::map<std::pair<JobId, int>, ReplicaLogs> AgentLogs(NodeId node, const std::vector<LogTailReport>& logs) const;
+  void AgentHealth(const CallContext& c, NodeId node, const std::vector<HealthReport>& events);
   // The target layouts of the node's MIG GPUs that differ from what the agent last reported;
   // `pending` gets those GPUs.
-  nlohmann::json MigTargets(NodeId node, const AgentRecorded& a, std::set<int>& pending) const;
+  std::vector<MigTarget> MigTargets(NodeId node, const AgentRecorded& a, std::set<int>& pending) const;
   // What the node should run and has not reported, except replicas on a MIG GPU in `pending`.
-  nlohmann::json StartList(NodeId node, const AgentRecorded& a, const std::set<std::pair<uint64_t, int>>& occupied,
-                           const std::set<int>& pending) const;
+  std::vector<ReplicaStart> StartList(NodeId node, const AgentRecorded& a,
+                                      const std::set<std::pair<uint64_t, int>>& occupied,
+                                      const std::set<int>& pending) const;
   // Nodes the provider has ready join the cluster (journaled "burst_node"); what an
   // asynchronous provider failed at is handled as a synchronous one's errors are.
   void BurstJoin(Time now);
@@ -320,10 +323,9 @@ class ControlPlane {
   };
   // Registration's parts (control_plane_agents.cc): the reported GPUs (and their MIG layouts) as GPUs
   // of `model`; a node that registers for the first time.
-  static Status ReadRegisteredGpus(const GpuModel& model, const nlohmann::json& gpus, AgentRecorded& agent,
+  static Status ReadRegisteredGpus(const GpuModel& model, const std::vector<GpuReport>& gpus, AgentRecorded& agent,
                                    std::vector<Gpu>& built);
-  Status AddRegisteredNode(const CallContext& c, const nlohmann::json& j, const std::string& name, FlavorId flavor,
-                           std::vector<Gpu> built);
+  Status AddRegisteredNode(const CallContext& c, const RegisterRequest& r, FlavorId flavor, std::vector<Gpu> built);
   Status CheckKnownNode(const Node& n, FlavorId flavor, const std::vector<Gpu>& built) const;
   Result<NodeCondition> AfterAcceptance(const CallContext& c, NodeId id, bool passed, const std::string& output);
   struct ReplicaLogs {

@@ -5,7 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "agent/health.h"
-#include "daemon/agent_fields.h"
+#include "api/agent_protocol.h"
 #include "daemon/control_plane.h"
 #include "daemon/log.h"
 #include "daemon/reply.h"
@@ -14,35 +14,48 @@
 namespace gpupool {
 
 using namespace reply;
-using namespace agent_fields;
 
 namespace {
 
-// The MIG instances a heartbeat reports ("gpus": [{"index", "mig", "instances"}]), by GPU index;
-// GPUs reported without MIG are left out. Validates everything before anything changes.
-Result<std::map<int, ReportedMig>> ReadHeartbeatGpus(const GpuModel& model, size_t gpus, const Json& j) {
+// The replicas of `job` placed on `node`, by replica index.
+std::vector<int> ReplicasOn(const Job& job, NodeId node) {
+  std::vector<int> out;
+  for (size_t r = 0; r < job.placement.size(); ++r) {
+    if (job.placement[r].node == node) out.push_back(static_cast<int>(r));
+  }
+  return out;
+}
+
+// The attempt number of a job's current placement: the job's counter, bumped by each admission
+// (model/job.h). Admissions are journaled, so it survives a daemon restart, and each requeue
+// followed by a new admission gives a higher one, whatever the clock does.
+int64_t AttemptOf(const Job& job) { return job.attempt; }
+
+// A job id of the agent protocol: 1..19 decimal digits (the decoder checked them).
+JobId JobOf(const std::string& digits) { return JobId(std::stoull(digits)); }
+
+// The MIG instances a heartbeat reports, by GPU index; GPUs reported without MIG are left out.
+// Validates everything before anything changes.
+Result<std::map<int, ReportedMig>> ReadHeartbeatGpus(const GpuModel& model, size_t gpus,
+                                                     const std::vector<GpuReport>& list) {
   std::map<int, ReportedMig> out;
-  const Json list = j.value("gpus", Json::array());
   for (size_t i = 0; i < list.size(); ++i) {
-    const Json& g = list[i];
-    if (!g.is_object()) return InvalidArgument("gpus[" + std::to_string(i) + "] must be an object");
-    Result<int64_t> index = IntField(g, "index", 0, static_cast<int64_t>(gpus) - 1);
-    if (!index.ok()) return InvalidArgument("gpus[" + std::to_string(i) + "]: " + index.error().message);
-    if (g.contains("mig") && !g["mig"].is_boolean()) {
-      return InvalidArgument("gpus[" + std::to_string(i) + "].mig must be true or false");
+    const GpuReport& g = list[i];
+    if (g.index >= static_cast<int64_t>(gpus)) {
+      return InvalidArgument("gpus[" + std::to_string(i) + "]: 'index' out of range (the node has " +
+                             std::to_string(gpus) + " GPUs)");
     }
-    if (!g.value("mig", false)) continue;
-    Result<ReportedMig> mig = ReadInstances(model, g, i);
+    if (!g.mig) continue;
+    Result<ReportedMig> mig = MigOfReport(model, g, i);
     if (!mig.ok()) return mig.error();
-    out[static_cast<int>(*index)] = std::move(*mig);
+    out[static_cast<int>(g.index)] = std::move(*mig);
   }
   return out;
 }
 
 // Records the layouts and MIG UUIDs the agent reports, and logs each new refusal of a target
-// layout once ("mig_errors": [{"gpu", "layout", "error"}]; advisory: malformed entries are skipped).
-// Returns whether a layout or a UUID changed (what the journal's agent record holds).
-bool RecordMig(const std::string& node, std::map<int, ReportedMig> gpus, const Json& errors,
+// layout once. Returns whether a layout or a UUID changed (what the journal's agent record holds).
+bool RecordMig(const std::string& node, std::map<int, ReportedMig> gpus, const std::vector<MigRefusalReport>& errors,
                std::map<std::pair<int, int>, std::string>& mig_uuid, std::map<int, MigLayout>& layouts,
                std::map<int, std::string>& refusals) {
   bool changed = false;
@@ -60,21 +73,40 @@ bool RecordMig(const std::string& node, std::map<int, ReportedMig> gpus, const J
     layouts[gpu] = mig.layout;
   }
   std::map<int, std::string> now;
-  for (const Json& e : errors) {
-    if (!e.is_object()) continue;
-    Result<int64_t> gpu = IntField(e, "gpu", 0, 15);
-    if (!gpu.ok()) continue;
-    const std::string layout = StrField(e, "layout").substr(0, 256), error = StrField(e, "error").substr(0, 1024);
-    const std::string text = "GPU " + std::to_string(*gpu) + " not given MIG layout '" + layout + "': " + error;
-    auto old = refusals.find(static_cast<int>(*gpu));
+  for (const MigRefusalReport& e : errors) {
+    const int gpu = static_cast<int>(e.gpu);
+    const std::string layout = e.layout.substr(0, 256), error = e.error.substr(0, 1024);
+    const std::string text = "GPU " + std::to_string(gpu) + " not given MIG layout '" + layout + "': " + error;
+    auto old = refusals.find(gpu);
     if (old == refusals.end() || old->second != text) {
       Log("warn", "node agent did not apply a MIG layout",
-          {{"node", node}, {"gpu", std::to_string(*gpu)}, {"layout", layout}, {"error", error}});
+          {{"node", node}, {"gpu", std::to_string(gpu)}, {"layout", layout}, {"error", error}});
     }
-    now[static_cast<int>(*gpu)] = text;
+    now[gpu] = text;
   }
   refusals = std::move(now);
   return changed;
+}
+
+// The devices of a start from its grants, and its MPS shares; false when a device's UUID is not
+// known yet. A MIG grant gets its slice's MIG UUID, never the whole GPU's: a slice the agent has
+// reported without a UUID (its compute instance is not there yet) holds the start, as does a
+// GPU whose UUID is unknown.
+bool StartDevices(const AgentRecorded& a, const std::vector<GpuGrant>& grants, ReplicaStart& entry) {
+  for (const GpuGrant& g : grants) {
+    std::string device = g.gpu < a.gpu_uuid.size() ? a.gpu_uuid[g.gpu] : "";
+    if (g.mig_start >= 0) {
+      auto m = a.mig_uuid.find({g.gpu, g.mig_start});
+      device = m != a.mig_uuid.end() ? m->second : "";
+    }
+    if (device.empty()) return false;
+    entry.devices.push_back(std::move(device));
+    if (g.milli) {
+      entry.mps_active_thread_percentage = std::max(1, g.milli / 10);
+      if (g.memory_mib) entry.mps_pinned_memory_mib = g.memory_mib;
+    }
+  }
+  return true;
 }
 
 }  // namespace
@@ -86,181 +118,151 @@ Reply ControlPlane::AgentHeartbeat(const CallContext& c, const std::string& name
   if (!id.ok() || js_->agent(*id) == nullptr) {
     return Err(NotFound("node " + name + " is not registered: register again"));
   }
-  const Json j = Json::parse(body, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) return Err(InvalidArgument("request body must be a JSON object"));
-  for (const char* key : {"replicas", "logs", "health", "gpus", "mig_errors"}) {
-    if (j.contains(key) && !j[key].is_array()) return Err(InvalidArgument(std::string("'") + key + "' must be a list"));
-  }
+  Result<HeartbeatRequest> hb = DecodeHeartbeatRequest(body);
+  if (!hb.ok()) return Err(hb.error());
   const NodeId node = *id;
   const Node& n = state().node(node);
-  Result<std::map<int, ReportedMig>> gpus = ReadHeartbeatGpus(state().catalogue().model(n.flavor), n.gpus.size(), j);
+  Result<std::map<int, ReportedMig>> gpus = ReadHeartbeatGpus(state().catalogue().model(n.flavor), n.gpus.size(), hb->gpus);
   if (!gpus.ok()) return Err(gpus.error());
   AgentHeard& heard = heard_[node];
   heard.last_heartbeat = c.now;
-  Json stop = Json::array(), forget = Json::array();
+  HeartbeatReply out;
   std::set<std::pair<uint64_t, int>> occupied;
   // Log tails are judged before the replica reports: a replica's final tails come in the
   // heartbeat that reports its exit, and that exit may finish the job, which then holds no
   // placement any more. They are stored only if the heartbeat is accepted.
-  std::map<std::pair<JobId, int>, ReplicaLogs> tails = AgentLogs(node, j.value("logs", Json::array()));
+  std::map<std::pair<JobId, int>, ReplicaLogs> tails = AgentLogs(node, hb->logs);
   // Replica states next: they may end jobs.
-  if (Status s = AgentReplicas(c, node, j.value("replicas", Json::array()), stop, forget, occupied); !s.ok()) {
+  if (Status s = AgentReplicas(c, node, hb->replicas, out.stop, out.forget, occupied); !s.ok()) {
     return Err(s.error());
   }
   for (auto& [key, tail] : tails) logs_[key.first][key.second] = std::move(tail);
   AgentRecorded recorded = *js_->agent(node);
-  if (RecordMig(name, std::move(*gpus), j.value("mig_errors", Json::array()), recorded.mig_uuid, recorded.mig_layout,
-                heard.mig_error)) {
+  if (RecordMig(name, std::move(*gpus), hb->mig_errors, recorded.mig_uuid, recorded.mig_layout, heard.mig_error)) {
     (void)Commit(recorded);
   }
   const AgentRecorded& a = *js_->agent(node);
-  AgentHealth(c, node, j.value("health", Json::array()));
+  AgentHealth(c, node, hb->health);
   std::set<int> pending;
-  const Json mig = MigTargets(node, a, pending);
-  return JsonReply(200, {{"start", StartList(node, a, occupied, pending)},
-                         {"stop", stop},
-                         {"forget", forget},
-                         {"mig", mig},
-                         {"lease_ms", heartbeat_timeout_.millis()},
-                         {"condition", std::string(NodeConditionName(state().node(node).condition))}});
+  out.mig = MigTargets(node, a, pending);
+  out.start = StartList(node, a, occupied, pending);
+  out.lease_ms = heartbeat_timeout_.millis();
+  out.condition = std::string(NodeConditionName(state().node(node).condition));
+  return Reply{200, Encode(out)};
 }
 
-Status ControlPlane::AgentReplicas(const CallContext& c, NodeId node, const Json& reports, Json& stop, Json& forget,
-                                 std::set<std::pair<uint64_t, int>>& occupied) {
-  // Every entry is checked before any changes anything: a bad second entry must not leave the
-  // first one's change staged behind a 400.
-  for (const Json& r : reports) {
-    if (!r.is_object()) return InvalidArgument("replicas: each entry must be an object");
-    if (Result<JobId> jid = JobField(r); !jid.ok()) return jid.error();
-    if (Result<int64_t> v = IntField(r, "replica", 0, 65535); !v.ok()) return v.error();
-    if (Result<int64_t> v = IntField(r, "attempt", 0, kMaxAttempt); !v.ok()) return v.error();
-    const std::string st = StrField(r, "state");
-    if (st != "running" && st != "exited") return InvalidArgument("replicas: 'state' must be running or exited");
-  }
-  for (const Json& r : reports) {
-    if (!r.is_object()) return InvalidArgument("replicas: each entry must be an object");
-    Result<JobId> jid = JobField(r);
-    if (!jid.ok()) return jid.error();
-    Result<int64_t> replica = IntField(r, "replica", 0, 65535);
-    if (!replica.ok()) return replica.error();
-    Result<int64_t> attempt = IntField(r, "attempt", 0, kMaxAttempt);
-    if (!attempt.ok()) return attempt.error();
-    const std::string st = StrField(r, "state");
-    if (st != "running" && st != "exited") return InvalidArgument("replicas: 'state' must be running or exited");
-    const int ri = static_cast<int>(*replica);
-    const Job* job = state().FindJob(*jid);
+Status ControlPlane::AgentReplicas(const CallContext& c, NodeId node, const std::vector<ReplicaReport>& reports,
+                                   std::vector<ReplicaStop>& stop, std::vector<ReplicaForget>& forget,
+                                   std::set<std::pair<uint64_t, int>>& occupied) {
+  // Every entry was checked by the decoder before any changes anything: a bad second entry
+  // leaves no change of the first one staged behind a 400.
+  for (const ReplicaReport& r : reports) {
+    const JobId jid = JobOf(r.job);
+    const int ri = static_cast<int>(r.replica);
+    const bool running = r.state == ReplicaRunState::kRunning;
+    const Job* job = state().FindJob(jid);
     const bool placed = job && HoldsResources(job->state) && ri < static_cast<int>(job->placement.size()) &&
                         job->placement[ri].node == node;
-    const bool here = placed && *attempt == AttemptOf(*job);
-    const Json key = {{"job", std::to_string(jid->value())}, {"replica", ri}, {"attempt", *attempt}};
+    const bool here = placed && r.attempt == AttemptOf(*job);
+    const ReplicaForget key{std::to_string(jid.value()), ri, r.attempt};
     if (!here) {
       // Not this node's work (any more), or an earlier attempt of it: stop it, or forget its
       // exit. A stale replica that still runs keeps the new attempt from starting; a forgotten
       // one does not (the agent applies forgets before starts).
-      if (st == "running") {
+      if (running) {
         const Duration grace = job ? state().priority_class(job->spec.priority_class).grace_period : Duration::Seconds(30);
-        Json entry = key;
-        entry["grace_s"] = grace.seconds();
-        stop.push_back(std::move(entry));
-        occupied.insert({jid->value(), ri});
+        stop.push_back(ReplicaStop{key.job, key.replica, key.attempt, Duration::Seconds(grace.seconds())});
+        occupied.insert({jid.value(), ri});
       } else {
         forget.push_back(key);
       }
       continue;
     }
-    occupied.insert({jid->value(), ri});
-    if (st == "running") {
-      started_[*jid].insert(ri);
-      if (job->state == JobState::kAdmitted) GP_CHECK(ApplyAndStage(JobStarted{*jid, c.now}).ok());
+    occupied.insert({jid.value(), ri});
+    if (running) {
+      started_[jid].insert(ri);
+      if (job->state == JobState::kAdmitted) GP_CHECK(ApplyAndStage(JobStarted{jid, c.now}).ok());
       continue;
     }
-    Result<int64_t> code = IntField(r, "exit_code", -1, 255);
-    const int64_t signal = r.contains("signal") && r["signal"].is_number_integer() ? r["signal"].get<int64_t>() : 0;
-    const bool ok = code.ok() && *code == 0 && signal == 0;
+    const bool known = r.exit_code && *r.exit_code >= -1 && *r.exit_code <= 255;  // else a failure of unknown code
+    const int64_t code = known ? *r.exit_code : -1;
+    const int64_t signal = r.signal.value_or(0);
     forget.push_back(key);
-    if (r.value("fenced", false) == true) {
+    if (r.fenced) {
       // Its shim stopped it when the agent's lease ran out (or the shim was lost): the node's
       // doing, not the job's. Requeued, as a silent node's jobs are.
-      GP_CHECK(ApplyAndStage(JobLost{*jid, c.now, RequeueCause::kNodeLost,
+      GP_CHECK(ApplyAndStage(JobLost{jid, c.now, RequeueCause::kNodeLost,
                                      "replica " + std::to_string(ri) + " on " + state().node(node).name +
                                          " was stopped when its agent's lease expired"}).ok());
       continue;
     }
-    if (!ok) {  // one failed replica fails the job; the others are told to stop
+    if (!known || code != 0 || signal != 0) {  // one failed replica fails the job; the others are told to stop
+      const std::string code_text = known ? std::to_string(code) : std::string("?");
       const std::string why = "replica " + std::to_string(ri) + " on " + state().node(node).name +
-                              (signal ? " was killed by signal " + std::to_string(signal)
-                                      : " exited with code " + (code.ok() ? std::to_string(*code) : std::string("?")));
-      GP_CHECK(ApplyAndStage(JobFinished{*jid, JobState::kFailed, c.now, why}).ok());
-      Log("info", "job failed", {{"job", key["job"].get<std::string>()}, {"replica", std::to_string(ri)},
-                                 {"exit_code", code.ok() ? std::to_string(*code) : "?"}, {"signal", std::to_string(signal)}});
+                              (signal ? " was killed by signal " + std::to_string(signal) : " exited with code " + code_text);
+      GP_CHECK(ApplyAndStage(JobFinished{jid, JobState::kFailed, c.now, why}).ok());
+      Log("info", "job failed", {{"job", key.job}, {"replica", std::to_string(ri)},
+                                 {"exit_code", code_text}, {"signal", std::to_string(signal)}});
     } else {
-      const bool fresh = !js_->Exited(*jid, ri);
-      const auto done = js_->exits().find(*jid);
+      const bool fresh = !js_->Exited(jid, ri);
+      const auto done = js_->exits().find(jid);
       const size_t exited = (done == js_->exits().end() ? 0 : done->second.size()) + (fresh ? 1 : 0);
       if (exited == job->placement.size()) {
-        GP_CHECK(ApplyAndStage(JobFinished{*jid, JobState::kSucceeded, c.now}).ok());
+        GP_CHECK(ApplyAndStage(JobFinished{jid, JobState::kSucceeded, c.now}).ok());
       } else if (fresh) {
         // Durable before the agent is told to forget it (the reply waits for the Flush), so a
         // restarted daemon does not start this replica again.
-        (void)Commit(ReplicaExited{*jid, *attempt, ri});
+        (void)Commit(ReplicaExited{jid, r.attempt, ri});
       }
     }
   }
   return Ok();
 }
 
-std::map<std::pair<JobId, int>, ControlPlane::ReplicaLogs> ControlPlane::AgentLogs(NodeId node, const Json& logs) const {
+std::map<std::pair<JobId, int>, ControlPlane::ReplicaLogs> ControlPlane::AgentLogs(
+    NodeId node, const std::vector<LogTailReport>& logs) const {
   std::map<std::pair<JobId, int>, ReplicaLogs> accepted;
-  for (const Json& l : logs) {
-    if (!l.is_object()) continue;
-    Result<JobId> jid = JobField(l);
-    Result<int64_t> replica = IntField(l, "replica", 0, 65535);
-    Result<int64_t> attempt = IntField(l, "attempt", 0, kMaxAttempt);
-    if (!jid.ok() || !replica.ok() || !attempt.ok()) continue;
-    const Job* job = state().FindJob(*jid);
-    const int r = static_cast<int>(*replica);
+  for (const LogTailReport& l : logs) {
+    const JobId jid = JobOf(l.job);
+    const Job* job = state().FindJob(jid);
+    const int r = static_cast<int>(l.replica);
     // Only the tails of a replica placed on this node now, for the attempt placed now: another
     // node's agent, a job placed elsewhere, an earlier attempt, a finished job or an entry
     // without an attempt changes nothing.
     if (job == nullptr || !HoldsResources(job->state) || r >= static_cast<int>(job->spec.replicas) ||
-        r >= static_cast<int>(job->placement.size()) || job->placement[r].node != node || *attempt != AttemptOf(*job)) {
+        r >= static_cast<int>(job->placement.size()) || job->placement[r].node != node || l.attempt != AttemptOf(*job)) {
       continue;
     }
-    auto [it, fresh] = accepted.try_emplace({*jid, r});
+    auto [it, fresh] = accepted.try_emplace({jid, r});
     ReplicaLogs& out = it->second;
     if (fresh) {  // a tail not sent in this heartbeat keeps its stored value
-      if (auto stored = logs_.find(*jid); stored != logs_.end()) {
+      if (auto stored = logs_.find(jid); stored != logs_.end()) {
         if (auto s = stored->second.find(r); s != stored->second.end()) out = s->second;
       }
     }
-    for (const char* stream : {"stdout", "stderr"}) {
-      if (!l.contains(stream) || !l[stream].is_string()) continue;
-      std::string text = l[stream].get<std::string>();
-      if (text.size() > kMaxTail) text = text.substr(text.size() - kMaxTail);
-      (std::string(stream) == "stdout" ? out.out : out.err) = std::move(text);
+    for (auto [text, into] : {std::pair{&l.out, &out.out}, std::pair{&l.err, &out.err}}) {
+      if (!*text) continue;
+      *into = (*text)->size() > kAgentLogTailBytes ? (*text)->substr((*text)->size() - kAgentLogTailBytes) : **text;
     }
   }
   return accepted;
 }
 
-void ControlPlane::AgentHealth(const CallContext& c, NodeId node, const Json& events) {
+void ControlPlane::AgentHealth(const CallContext& c, NodeId node, const std::vector<HealthReport>& events) {
   // The worst verdict of this heartbeat decides for the node; each GPU with a verdict of drain
   // or worse is marked unhealthy with its own reason (describe node says why).
   HealthVerdict worst;
   std::map<uint16_t, HealthVerdict> by_gpu;
-  for (const Json& h : events) {
-    if (!h.is_object()) continue;
+  for (const HealthReport& h : events) {
     HealthEvent e;
-    Result<int64_t> gpu = IntField(h, "gpu", 0, 15);
-    if (!gpu.ok()) continue;
-    e.gpu = static_cast<uint32_t>(*gpu);
-    const std::string kind = StrField(h, "kind");
+    e.gpu = static_cast<uint32_t>(h.gpu);
+    const std::string& kind = h.kind;
     if (kind == "xid") {
       e.kind = HealthEventKind::kXid;
-      e.value = UintOr(h, "code", 0);
+      e.value = h.code.value_or(0);
     } else if (kind == "ecc") {
       e.kind = HealthEventKind::kEccUncorrectable;
-      e.value = UintOr(h, "count", 1);
+      e.value = h.count.value_or(1);
     } else if (kind == "row_remap_failure") {
       e.kind = HealthEventKind::kRowRemapFailure;
       e.value = 1;
@@ -273,7 +275,7 @@ void ControlPlane::AgentHealth(const CallContext& c, NodeId node, const Json& ev
       e.kind = HealthEventKind::kDeviceLost;
     } else if (kind == "temperature") {
       e.kind = HealthEventKind::kTemperature;
-      e.value = UintOr(h, "celsius", 0);
+      e.value = h.celsius.value_or(0);
     } else {
       continue;
     }
@@ -300,23 +302,24 @@ void ControlPlane::AgentHealth(const CallContext& c, NodeId node, const Json& ev
   }
 }
 
-Json ControlPlane::MigTargets(NodeId node, const AgentRecorded& a, std::set<int>& pending) const {
+std::vector<MigTarget> ControlPlane::MigTargets(NodeId node, const AgentRecorded& a, std::set<int>& pending) const {
   const Node& n = state().node(node);
   const GpuModel& model = state().catalogue().model(n.flavor);
-  Json out = Json::array();
+  std::vector<MigTarget> out;
   for (size_t i = 0; i < n.gpus.size(); ++i) {
     if (n.gpus[i].mode != GpuMode::kMig) continue;
     auto reported = a.mig_layout.find(static_cast<int>(i));
     if (reported != a.mig_layout.end() && reported->second == n.gpus[i].layout) continue;
     pending.insert(static_cast<int>(i));
-    out.push_back({{"gpu", i}, {"layout", ToString(model, n.gpus[i].layout)}});
+    out.push_back(MigTarget{static_cast<int64_t>(i), ToString(model, n.gpus[i].layout)});
   }
   return out;
 }
 
-Json ControlPlane::StartList(NodeId node, const AgentRecorded& a, const std::set<std::pair<uint64_t, int>>& occupied,
-                           const std::set<int>& pending) const {
-  Json start = Json::array();
+std::vector<ReplicaStart> ControlPlane::StartList(NodeId node, const AgentRecorded& a,
+                                                  const std::set<std::pair<uint64_t, int>>& occupied,
+                                                  const std::set<int>& pending) const {
+  std::vector<ReplicaStart> start;
   for (JobId jid : state().node(node).Jobs()) {
     const Job& job = *state().FindJob(jid);
     for (int r : ReplicasOn(job, node)) {
@@ -328,47 +331,26 @@ Json ControlPlane::StartList(NodeId node, const AgentRecorded& a, const std::set
                       [&](const GpuGrant& g) { return g.mig_start >= 0 && pending.count(g.gpu); })) {
         continue;
       }
-      Json devices = Json::array();
-      Json entry = {{"job", std::to_string(jid.value())}, {"replica", r}, {"attempt", AttemptOf(job)},
-                    {"command", job.spec.command},
-                    {"tenant", state().tenant(job.spec.tenant).name},
-                    {"grace_s", state().priority_class(job.spec.priority_class).grace_period.seconds()}};
-      if (job.spec.shape.cpu_milli > 0) entry["cpu_milli"] = job.spec.shape.cpu_milli;
-      if (job.spec.shape.memory_mib > 0) entry["memory_mib"] = job.spec.shape.memory_mib;
-      bool known = true;
-      for (const GpuGrant& g : grants) {
-        // A MIG grant gets its slice's MIG UUID, never the whole GPU's: a slice the agent has
-        // reported without a UUID (its compute instance is not there yet) holds the start, as
-        // does a GPU whose UUID is unknown.
-        std::string device = g.gpu < a.gpu_uuid.size() ? a.gpu_uuid[g.gpu] : "";
-        if (g.mig_start >= 0) {
-          auto m = a.mig_uuid.find({g.gpu, g.mig_start});
-          device = m != a.mig_uuid.end() ? m->second : "";
-        }
-        if (device.empty()) {
-          known = false;
-          break;
-        }
-        devices.push_back(std::move(device));
-        if (g.milli) {
-          entry["mps_active_thread_percentage"] = std::max(1, g.milli / 10);
-          if (g.memory_mib) entry["mps_pinned_memory_mib"] = g.memory_mib;
-        }
-      }
-      if (!known) continue;
-      entry["devices"] = devices;
-      entry["env"] = {{"GPUPOOL_JOB", std::to_string(jid.value())},
-                      {"GPUPOOL_JOB_NAME", job.spec.name},
-                      {"GPUPOOL_TENANT", state().tenant(job.spec.tenant).name},
-                      {"GPUPOOL_REPLICAS", std::to_string(job.spec.replicas)},
-                      {"GPUPOOL_ATTEMPT", std::to_string(AttemptOf(job))}};
+      ReplicaStart entry;
+      entry.job = std::to_string(jid.value());
+      entry.replica = r;
+      entry.attempt = AttemptOf(job);
+      entry.command = job.spec.command;
+      entry.tenant = state().tenant(job.spec.tenant).name;
+      entry.grace = Duration::Seconds(state().priority_class(job.spec.priority_class).grace_period.seconds());
+      if (job.spec.shape.cpu_milli > 0) entry.cpu_milli = job.spec.shape.cpu_milli;
+      if (job.spec.shape.memory_mib > 0) entry.memory_mib = job.spec.shape.memory_mib;
+      if (!StartDevices(a, grants, entry)) continue;
+      entry.env = {{"GPUPOOL_JOB", std::to_string(jid.value())},
+                   {"GPUPOOL_JOB_NAME", job.spec.name},
+                   {"GPUPOOL_TENANT", entry.tenant},
+                   {"GPUPOOL_REPLICAS", std::to_string(job.spec.replicas)},
+                   {"GPUPOOL_ATTEMPT", std::to_string(AttemptOf(job))}};
       start.push_back(std::move(entry));
     }
   }
   return start;
 }
-
-
 
 Reply ControlPlane::JobLogs(const CallContext& c, const std::string& id) {
   if (c.principal == nullptr) return Unauthenticated();

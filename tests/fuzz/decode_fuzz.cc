@@ -13,7 +13,10 @@
 //   'y'  ParseDaemonConfig (YAML)
 //   'r'  DecodeReservationRequest as a member of "research"; 'R' as a cluster admin
 //   'z'  ParseRfc3339
-// Any other first byte maps onto these ten by its value modulo 10, so every input is used.
+//   'P'  DecodePriceList
+//   'g'  DecodeRegisterRequest, 'h' DecodeHeartbeatRequest, 'H' DecodeHeartbeatReply (the agent
+//        protocol, api/agent_protocol.h): what decodes must encode to what decodes the same
+// Any other first byte maps onto these fourteen by its value modulo 14, so every input is used.
 //
 // Besides "does not crash, leak or hit UB", each target checks what the daemon relies on when
 // a decoder says yes; a violated property aborts, which libFuzzer reports as a crash.
@@ -26,6 +29,7 @@
 #include <string>
 #include <string_view>
 
+#include "api/agent_protocol.h"
 #include "api/auth.h"
 #include "api/decode.h"
 #include "daemon/config.h"
@@ -196,6 +200,28 @@ void FuzzConfig(std::string_view text) {
   FUZZ_REQUIRE(inv.ok(), inv.ok() ? "" : inv.error().message);
 }
 
+// An agent-protocol body that decodes must encode to one that decodes to the same value (the
+// decoder's `skipped` and a start's `error` are not on the wire, so they are cleared first).
+template <typename T, typename Decode>
+void FuzzAgentBody(const char* what, std::string_view body, Decode decode) {
+  Result<T> v = decode(body);
+  if (!v.ok()) {
+    Reply(v.error());
+    return;
+  }
+  Accepted(what, "");
+  T clean = *v;
+  if constexpr (requires { clean.skipped; }) clean.skipped.clear();
+  if constexpr (requires { clean.start; }) {
+    std::erase_if(clean.start, [](const ReplicaStart& s) { return !s.error.empty(); });
+  }
+  Result<T> again = decode(Encode(clean));
+  FUZZ_REQUIRE(again.ok(), again.ok() ? "" : again.error().message);
+  T second = *again;
+  if constexpr (requires { second.skipped; }) second.skipped.clear();
+  FUZZ_REQUIRE(second == clean, std::string(what) + " round trip");
+}
+
 }  // namespace
 }  // namespace gpupool
 
@@ -204,7 +230,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
   const World& w = TheWorld();
   const std::string_view body(reinterpret_cast<const char*>(data) + 1, size - 1);
-  static constexpr char kSelectors[] = {'j', 'J', 'k', 't', 'T', 'p', 'y', 'r', 'R', 'z', 'P'};
+  static constexpr char kSelectors[] = {'j', 'J', 'k', 't', 'T', 'p', 'y', 'r', 'R', 'z', 'P', 'g', 'h', 'H'};
   char sel = static_cast<char>(data[0]);
   bool known = false;
   for (char s : kSelectors) known = known || s == sel;
@@ -220,6 +246,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     case 'R': FuzzReservation(w.admin, body); break;
     case 'z': FuzzTime(body); break;
     case 'P': FuzzPrices(body); break;
+    case 'g': FuzzAgentBody<RegisterRequest>("register", body, DecodeRegisterRequest); break;
+    case 'h': FuzzAgentBody<HeartbeatRequest>("heartbeat", body, DecodeHeartbeatRequest); break;
+    case 'H': FuzzAgentBody<HeartbeatReply>("heartbeat reply", body, DecodeHeartbeatReply); break;
     default: FuzzConfig(body); break;
   }
   return 0;
