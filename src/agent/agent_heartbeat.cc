@@ -74,13 +74,13 @@ void Agent::PollHealthEvents() {
             {{"kind", HealthKind(ev.kind)}, {"value", ev.value}, {"gpu_uuid", ev.gpu_uuid}});
         continue;
       }
-      Json j = HealthJson(ev);
+      HealthReport report = HealthReportOf(ev);
       if (ev.kind == HealthEventKind::kTemperature) {  // a level: keep only the latest reading
-        std::erase_if(pending_health_, [&](const Json& p) {
-          return p["kind"] == "temperature" && p["gpu"] == ev.gpu;
+        std::erase_if(pending_health_, [&](const HealthReport& p) {
+          return p.kind == report.kind && p.gpu == report.gpu;
         });
       }
-      pending_health_.push_back(std::move(j));
+      pending_health_.push_back(std::move(report));
       if (Classify(ev).action < HealthAction::kDrain) continue;
       // The daemon drains the node for it: a replica on that GPU that exits meanwhile failed
       // because of the GPU, not by its own fault.
@@ -101,11 +101,10 @@ void Agent::PollHealthEvents() {
   }
 }
 
-Json Agent::BuildHeartbeat(Sent& sent) {
+HeartbeatRequest Agent::BuildHeartbeat(Sent& sent) {
   PollHealthEvents();  // first: a drain-class event holds back the exits of its GPU's replicas
   sent.health = pending_health_.size();
-  Json reps = Json::array();
-  Json logs = Json::array();
+  HeartbeatRequest body;
   for (const auto& [key, r] : replicas_) {
     // A replica whose device was lost stays "running" until the daemon has the loss: it then
     // requeues the job (infrastructure failure) and this exit no longer counts.
@@ -113,27 +112,26 @@ Json Agent::BuildHeartbeat(Sent& sent) {
     const bool exited = r.exited && !loss_held && !r.exit_unchecked;
     if (loss_held) sent.held.push_back(key);
     if (exited) sent.exits.push_back(key);
-    Json e = {{"job", r.job},
-              {"replica", r.index},
-              {"attempt", r.attempt},
-              {"state", exited ? "exited" : "running"}};
+    ReplicaReport e{.job = r.job,
+                    .replica = r.index,
+                    .attempt = r.attempt,
+                    .state = exited ? ReplicaRunState::kExited : ReplicaRunState::kRunning};
     if (exited) {
-      e["exit_code"] = r.exit.signaled ? 128 + r.exit.code : r.exit.code;
-      e["signal"] = r.exit.signaled ? r.exit.code : 0;
-      if (r.exit.fenced) e["fenced"] = true;
+      e.exit_code = r.exit.signaled ? 128 + r.exit.code : r.exit.code;
+      e.signal = r.exit.signaled ? r.exit.code : 0;
+      e.fenced = r.exit.fenced;
     }
-    reps.push_back(e);
+    body.replicas.push_back(std::move(e));
 
     Replica mark = r;
     if (!r.start_error.empty()) {
       if (r.start_error_sent) continue;
       mark.start_error_sent = true;
-      logs.push_back(
-          {{"job", r.job},
-           {"replica", r.index},
-           {"attempt", r.attempt},
-           {"stdout", ""},
-           {"stderr", "gpupool agent: cannot start the replica: " + r.start_error + "\n"}});
+      body.logs.push_back({.job = r.job,
+                           .replica = r.index,
+                           .attempt = r.attempt,
+                           .out = "",
+                           .err = "gpupool agent: cannot start the replica: " + r.start_error + "\n"});
       sent.log_marks.emplace_back(key, mark);
       continue;
     }
@@ -144,25 +142,20 @@ Json Agent::BuildHeartbeat(Sent& sent) {
         mark.err_size == r.err_size && mark.err_mtime == r.err_mtime) {
       continue;
     }
-    logs.push_back({{"job", r.job},
-                    {"replica", r.index},
-                    {"attempt", r.attempt},
-                    {"stdout", TailOrEmpty(out_path, kLogTailBytes)},
-                    {"stderr", TailOrEmpty(err_path, kLogTailBytes)}});
+    body.logs.push_back({.job = r.job,
+                         .replica = r.index,
+                         .attempt = r.attempt,
+                         .out = TailOrEmpty(out_path, kLogTailBytes),
+                         .err = TailOrEmpty(err_path, kLogTailBytes)});
     sent.log_marks.emplace_back(key, mark);
   }
 
-  Json gpus = Json::array();
+  body.health = pending_health_;
   for (const GpuInfo& g : gpus_) {
-    if (g.mig_current == MigMode::kEnabled) gpus.push_back(GpuJson(g));
+    if (g.mig_current == MigMode::kEnabled) body.gpus.push_back(GpuReportOf(g));
   }
-  Json mig_errors = Json::array();
-  for (const auto& [gpu, e] : mig_errors_) mig_errors.push_back(e);
-  return {{"replicas", reps},
-          {"logs", logs},
-          {"health", pending_health_},
-          {"gpus", gpus},
-          {"mig_errors", mig_errors}};
+  for (const auto& [gpu, e] : mig_errors_) body.mig_errors.push_back(e);
+  return body;
 }
 
 Status Agent::HeartbeatOnce(Time now) {
@@ -193,7 +186,7 @@ Status Agent::HeartbeatOnce(Time now) {
   }
 
   Sent sent;
-  Json body = BuildHeartbeat(sent);
+  std::string body = Encode(BuildHeartbeat(sent));
   const std::string path = "/v1/agents/" + UrlEncode(options_.node) + "/heartbeat";
   Time sent_at = SteadyNow();
   Reply r = Post(path, body);
@@ -204,7 +197,7 @@ Status Agent::HeartbeatOnce(Time now) {
     // Built again: the registration's discovery may have found a loss (a health event, exits
     // to hold back), and the new daemon wants every log tail.
     sent = Sent{};
-    body = BuildHeartbeat(sent);
+    body = Encode(BuildHeartbeat(sent));
     sent_at = SteadyNow();
     r = Post(path, body);
   }
@@ -212,10 +205,14 @@ Status Agent::HeartbeatOnce(Time now) {
     if (r.status == 404) registered_ = false;
     return ReplyToError("heartbeat", r);
   }
-  RenewLease(sent_at, r.body);
+  // Not understood, not accepted: nothing is acknowledged and the lease is not renewed.
+  Result<HeartbeatReply> reply = DecodeHeartbeatReply(r.body);
+  if (!reply.ok()) return Error{ErrorCode::kUnavailable, "heartbeat: " + reply.error().message};
+  RenewLease(sent_at, reply->lease_ms);
   AckHeartbeat(sent);
   last_contact_ = now;
-  ApplyReply(r.body);
+  for (const std::string& why : reply->skipped) Log("warn", "heartbeat reply: " + why);
+  ApplyReply(*reply);
   if (reregister_after_ack_) {  // the loss went out: now the new UUIDs, at the next heartbeat
     reregister_after_ack_ = false;
     registered_ = false;
@@ -245,50 +242,35 @@ void Agent::AckHeartbeat(const Sent& sent) {
   }
 }
 
-void Agent::ApplyReply(const Json& reply) {
-  if (!reply.is_object()) return;
-  if (reply.contains("condition") && reply["condition"].is_string() &&
-      reply["condition"].get<std::string>() != condition_) {
-    condition_ = reply["condition"].get<std::string>();
+void Agent::ApplyReply(const HeartbeatReply& reply) {
+  if (reply.condition && *reply.condition != condition_) {
+    condition_ = *reply.condition;
     Log("info", "node condition changed", {{"condition", condition_}});
   }
   // The daemon did not hear this agent for its timeout (a pause of its own, a network cut that
   // healed before this agent's timeout) and takes the node back only through a registration,
   // with its acceptance test: without one the node would stay unreachable while its heartbeats
   // go through. Every such reply asks for one.
-  if (reply.value("condition", Json()) == "unreachable") {
+  if (reply.condition == "unreachable") {
     Log("warn", "the daemon holds this node unreachable: registering again");
     registered_ = false;
   }
-  auto each = [&](const char* field, void (Agent::*fn)(const Json&)) {
-    if (!reply.contains(field)) return;
-    if (!reply[field].is_array()) {
-      Log("warn", std::string("reply field '") + field + "' is not a list");
-      return;
-    }
-    for (const Json& item : reply[field]) (this->*fn)(item);
-  };
   // Forgets before starts: a replica forgotten and placed here again in one reply (a requeued
   // job) is then started afresh rather than taken for the old one.
-  each("stop", &Agent::StopReplica);
-  each("forget", &Agent::ForgetReplica);
+  for (const ReplicaStop& s : reply.stop) StopReplica(s);
+  for (const ReplicaForget& f : reply.forget) ForgetReplica(f);
   // A refusal is reported for as long as the daemon asks for that layout.
   std::erase_if(mig_errors_, [&](const auto& e) {
-    if (!reply.contains("mig") || !reply["mig"].is_array()) return true;
-    return std::none_of(reply["mig"].begin(), reply["mig"].end(), [&](const Json& m) {
-      return m.is_object() && m.value("gpu", Json()) == e.second["gpu"] &&
-             m.value("layout", Json()) == e.second["layout"];
+    return std::none_of(reply.mig.begin(), reply.mig.end(), [&](const MigTarget& m) {
+      return m.gpu == e.second.gpu && m.layout == e.second.layout;
     });
   });
-  each("mig", &Agent::ApplyMig);
-  each("start", &Agent::StartReplica);
+  for (const MigTarget& m : reply.mig) ApplyMig(m);
+  for (const ReplicaStart& s : reply.start) StartReplica(s);
   // A held start the daemon no longer sends (cancelled, placed elsewhere) is forgotten.
   std::erase_if(start_held_, [&](const auto& e) {
-    if (!reply.contains("start") || !reply["start"].is_array()) return true;
-    return std::none_of(reply["start"].begin(), reply["start"].end(), [&](const Json& s) {
-      const std::optional<std::string> job = JobOf(s);
-      const std::optional<int64_t> index = ReplicaOf(s);
-      return job && index && KeyOf(*job, *index) == e.first;
+    return std::none_of(reply.start.begin(), reply.start.end(), [&](const ReplicaStart& s) {
+      return KeyOf(s.job, s.replica) == e.first;
     });
   });
 }

@@ -16,6 +16,7 @@
 #include "agent/executor.h"
 #include "agent/gpu_probe.h"
 #include "agent/health.h"
+#include "api/agent_protocol.h"
 #include "core/time.h"
 
 namespace gpupool::agent_internal {
@@ -23,8 +24,8 @@ namespace gpupool::agent_internal {
 using Json = nlohmann::json;
 
 
-inline constexpr size_t kLogTailBytes = 64 * 1024;
-inline constexpr size_t kAcceptanceTailBytes = 4 * 1024;
+inline constexpr size_t kLogTailBytes = kAgentLogTailBytes;
+inline constexpr size_t kAcceptanceTailBytes = kAgentAcceptanceBytes;
 inline constexpr size_t kMaxPendingHealth = 1024;
 inline constexpr const char* kAcceptanceReplica = "acceptance";  // never "JOB-REPLICA": no '-'
 
@@ -71,7 +72,7 @@ inline std::string TailOrEmpty(const std::string& path, size_t n) {
   return r.ok() ? *r : std::string();
 }
 
-// The job id as the daemon sent it: a string, or a number rendered as one.
+// The job id a replica's state file names (executor meta; the agent's own JSON).
 inline std::optional<std::string> JobOf(const Json& j) {
   if (!j.is_object() || !j.contains("job")) return std::nullopt;
   const Json& v = j["job"];
@@ -97,19 +98,19 @@ inline std::optional<int64_t> AttemptOf(const Json& j) {
 }
 
 // A GPU as registration and heartbeats describe it; the instances only for MIG GPUs.
-inline Json GpuJson(const GpuInfo& g) {
-  const bool mig = g.mig_current == MigMode::kEnabled;
-  Json entry = {{"index", g.index}, {"uuid", g.uuid}, {"mig", mig}};
-  if (!mig) return entry;
-  Json inst = Json::array();
+inline GpuReport GpuReportOf(const GpuInfo& g) {
+  GpuReport out;
+  out.index = g.index;
+  out.uuid = g.uuid;
+  out.mig = g.mig_current == MigMode::kEnabled;
+  if (!out.mig) return out;
   for (const GpuInstanceInfo& gi : g.gpu_instances) {
-    inst.push_back({{"start", gi.start},
-                    {"size", gi.size},
-                    {"profile", gi.profile},
-                    {"uuid", gi.mig_uuids.empty() ? "" : gi.mig_uuids.front()}});
+    out.instances.push_back({.start = gi.start,
+                             .size = gi.size,
+                             .profile = gi.profile,
+                             .uuid = gi.mig_uuids.empty() ? "" : gi.mig_uuids.front()});
   }
-  entry["instances"] = inst;
-  return entry;
+  return out;
 }
 
 inline std::string KeyOf(const std::string& job, int64_t replica) {
@@ -136,23 +137,23 @@ inline std::string HealthKind(HealthEventKind k) {
   return "unknown";
 }
 
-inline Json HealthJson(const HealthEvent& e) {
-  Json j = {{"gpu", e.gpu}, {"kind", HealthKind(e.kind)}};
+inline HealthReport HealthReportOf(const HealthEvent& e) {
+  HealthReport r{.gpu = e.gpu, .kind = HealthKind(e.kind)};
   switch (e.kind) {
     case HealthEventKind::kXid:
-      j["code"] = e.value;
-      if (e.gpu_instance_id != kUnknownU32) j["gpu_instance_id"] = e.gpu_instance_id;
+      r.code = e.value;
+      if (e.gpu_instance_id != kUnknownU32) r.gpu_instance_id = e.gpu_instance_id;
       break;
     case HealthEventKind::kEccUncorrectable:
-      j["count"] = e.value;
+      r.count = e.value;
       break;
     case HealthEventKind::kTemperature:
-      j["celsius"] = e.value;
+      r.celsius = e.value;
       break;
     default:
       break;
   }
-  return j;
+  return r;
 }
 
 }  // namespace gpupool::agent_internal

@@ -176,9 +176,9 @@ bool Agent::SleepFor(Duration d) {
   return false;
 }
 
-Agent::Reply Agent::Post(const std::string& path, const Json& body) {
+Agent::Reply Agent::Post(const std::string& path, const std::string& body) {
   Reply out;
-  httplib::Result r = http_->Post(url_.prefix + path, Dump(body), "application/json");
+  httplib::Result r = http_->Post(url_.prefix + path, body, "application/json");
   if (!r) {
     std::string why;
     switch (r.error()) {
@@ -202,20 +202,15 @@ Agent::Reply Agent::Post(const std::string& path, const Json& body) {
     return out;
   }
   out.status = r->status;
-  out.body = Json::parse(r->body, nullptr, /*allow_exceptions=*/false);
+  out.body = std::move(r->body);
   if (out.status < 200 || out.status > 299) {
-    if (out.body.is_object() && out.body.contains("error") && out.body["error"].is_object() &&
-        out.body["error"].contains("message") && out.body["error"]["message"].is_string()) {
-      out.error = out.body["error"]["message"].get<std::string>();
-    } else {
-      out.error = r->body.substr(0, 200);
-    }
-  } else if (out.body.is_discarded()) {
-    if (!r->body.empty()) {
-      out.status = 0;
-      out.error = "the reply is not JSON";
-    }
-    out.body = Json::object();
+    // The daemon's error body: {"error": {"message": ...}}; anything else is quoted.
+    const Json j = Json::parse(out.body, nullptr, /*allow_exceptions=*/false);
+    const Json* msg = j.is_object() && j.contains("error") && j["error"].is_object() &&
+                              j["error"].contains("message") && j["error"]["message"].is_string()
+                          ? &j["error"]["message"]
+                          : nullptr;
+    out.error = msg != nullptr ? msg->get<std::string>() : out.body.substr(0, 200);
   }
   return out;
 }

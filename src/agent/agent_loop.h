@@ -81,6 +81,7 @@
 
 #include "agent/executor.h"
 #include "agent/gpu_probe.h"
+#include "api/agent_protocol.h"
 #include "core/result.h"
 #include "core/time.h"
 #include "model/catalogue.h"
@@ -171,7 +172,7 @@ class Agent {
   Duration heartbeat_interval() const;
   std::vector<std::string> replicas() const;  // keys of the replicas not yet forgotten
   bool heartbeats_suspended(Time now) const;
-  const std::optional<nlohmann::json>& acceptance_result() const { return acceptance_; }
+  const std::optional<AcceptanceReport>& acceptance_result() const { return acceptance_; }
   // Whether a MIG layout is being applied to GPU `gpu` (submitted, and its result or the GPUs
   // as they are after it not yet taken).
   size_t held_starts() const { return start_held_.size(); }  // starts waiting, as last sent
@@ -213,26 +214,32 @@ class Agent {
   };
   struct Reply {
     int status = 0;  // 0: no reply
-    nlohmann::json body;
+    std::string body;
     std::string error;  // transport error or the server's message
   };
 
   Agent(AgentOptions options, Url url, GpuProbe& probe, Executor& executor, FakeProbe* fake);
   void Log(const char* level, const std::string& msg,
            nlohmann::json fields = nlohmann::json::object());
-  Reply Post(const std::string& path, const nlohmann::json& body);
+  Reply Post(const std::string& path, const std::string& body);
   static Error ReplyToError(const std::string& what, const Reply& r);
 
   void ReapExits();
   void ApplyFaultFile(Time now);
   void PollHealthEvents();
-  nlohmann::json BuildHeartbeat(Sent& sent);
+  HeartbeatRequest BuildHeartbeat(Sent& sent);
   void AckHeartbeat(const Sent& sent);
-  void ApplyReply(const nlohmann::json& reply);
-  void StartReplica(const nlohmann::json& s);
-  void StopReplica(const nlohmann::json& s);
-  void ForgetReplica(const nlohmann::json& s);
-  void ApplyMig(const nlohmann::json& m);
+  void ApplyReply(const HeartbeatReply& reply);
+  void StartReplica(const ReplicaStart& s);
+  // Whether a start may go ahead: not an attempt older than one seen, not a replica here already.
+  bool StartWanted(const ReplicaStart& s, const std::string& key);
+  // The launch of a start (its environment, user, limits); an error when it cannot run here.
+  Result<LaunchSpec> LaunchSpecFor(const ReplicaStart& s, const std::string& key, std::string& tenant);
+  // Starts `spec`, the device nodes it was not granted hidden; "" or why it did not start.
+  std::string Launch(const ReplicaStart& s, LaunchSpec& spec, const std::string& tenant);
+  void StopReplica(const ReplicaStop& s);
+  void ForgetReplica(const ReplicaForget& s);
+  void ApplyMig(const MigTarget& m);
   // Records (and logs, once per distinct text) why GPU `gpu` is not given `layout`.
   void MigRefused(uint32_t gpu, const std::string& layout, const std::string& why);
   // Whether a replica that still runs uses GPU `g` or one of its MIG devices.
@@ -254,7 +261,7 @@ class Agent {
   // Takes over what an earlier agent on this state directory started (once, from Create).
   void RecoverReplicas();
   // After an accepted registration or heartbeat sent at `sent` (steady clock).
-  void RenewLease(Time sent, const nlohmann::json& reply);
+  void RenewLease(Time sent, std::optional<int64_t> lease_ms);
   // Whose user a start for `tenant` runs as; an error text when it may not run here.
   Result<std::optional<RunAs>> UserFor(const std::string& tenant) const;
   bool StopRequested() const;
@@ -270,7 +277,7 @@ class Agent {
   std::unique_ptr<httplib::Client> http_;
 
   bool acceptance_ran_ = false;
-  std::optional<nlohmann::json> acceptance_;
+  std::optional<AcceptanceReport> acceptance_;
   bool registered_ = false;
   std::string condition_;
   Duration server_interval_ = Duration::Seconds(1);
@@ -278,9 +285,9 @@ class Agent {
   std::optional<Time> last_contact_;  // last good heartbeat since the last registration
   std::optional<Time> lost_until_;    // lose_heartbeats
   std::map<std::string, Replica> replicas_;
-  std::vector<nlohmann::json> pending_health_;  // polled, not yet delivered
+  std::vector<HealthReport> pending_health_;  // polled, not yet delivered
   std::vector<GpuInfo> gpus_;  // the last Discover (registration, or a rediscovery)
-  std::map<uint32_t, nlohmann::json> mig_errors_;  // by GPU: {"gpu", "layout", "error"}
+  std::map<uint32_t, MigRefusalReport> mig_errors_;  // by GPU
   std::map<uint32_t, std::string> mig_waiting_;    // by GPU: the layout waiting for idle (logged)
   std::set<uint32_t> mig_applying_;                // GPUs the worker applies a layout to
   std::set<uint32_t> mig_applied_;  // GPUs whose MIG UUIDs we changed since the last Discover

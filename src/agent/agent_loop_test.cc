@@ -28,7 +28,9 @@ namespace fs = std::filesystem;
 using Json = nlohmann::json;
 
 // The daemon's side, from a script: replies are queued per endpoint; an empty queue answers
-// the default (a ready registration, an empty heartbeat reply). Every request is recorded.
+// the default (a ready registration, an empty heartbeat reply). Every request is recorded, and
+// read with the daemon's own decoders (api/agent_protocol.h): what the agent sent that the
+// daemon would refuse, or whose entries it would drop, is in Refused() (empty after every test).
 class FakeDaemon {
  public:
   struct Request {
@@ -41,16 +43,17 @@ class FakeDaemon {
     server_.Post("/v1/agents/register",
                  [this](const httplib::Request& req, httplib::Response& res) {
                    Answer(req, res, register_replies_,
-                          Json{{"node", "n1"},
-                               {"condition", "ready"},
-                               {"heartbeat_interval_ms", 1000},
-                               {"heartbeat_timeout_ms", 10000}});
+                          Json::parse(Encode(RegisterReply{.node = "n1",
+                                                           .condition = "ready",
+                                                           .heartbeat_interval_ms = 1000,
+                                                           .heartbeat_timeout_ms = 10000})));
                  });
     server_.Post(R"(/v1/agents/([^/]+)/heartbeat)",
                  [this](const httplib::Request& req, httplib::Response& res) {
                    const int delay = heartbeat_delay_ms_.load();
                    if (delay > 0) std::this_thread::sleep_for(std::chrono::milliseconds(delay));
-                   Answer(req, res, heartbeat_replies_, Json{{"condition", "ready"}});
+                   Answer(req, res, heartbeat_replies_,
+                          Json::parse(Encode(HeartbeatReply{.condition = "ready"})));
                  });
     port_ = server_.bind_to_any_port("127.0.0.1");
     thread_ = std::thread([this] { server_.listen_after_bind(); });
@@ -86,14 +89,31 @@ class FakeDaemon {
   std::vector<Request> Registers() const { return Requests("/register"); }
   void SetHeartbeatDelay(int ms) { heartbeat_delay_ms_ = ms; }
   std::vector<Request> Heartbeats() const { return Requests("/heartbeat"); }
+  std::vector<std::string> Refused() const {
+    std::lock_guard<std::mutex> l(mu_);
+    return refused_;
+  }
 
  private:
+  void Check(const httplib::Request& req) {
+    std::vector<std::string> skipped;
+    if (req.path == "/v1/agents/register") {
+      Result<RegisterRequest> r = DecodeRegisterRequest(req.body);
+      if (!r.ok()) refused_.push_back("register: " + r.error().message);
+    } else {
+      Result<HeartbeatRequest> r = DecodeHeartbeatRequest(req.body);
+      if (!r.ok()) refused_.push_back("heartbeat: " + r.error().message);
+      if (r.ok()) skipped = r->skipped;
+    }
+    for (const std::string& why : skipped) refused_.push_back("heartbeat entry: " + why);
+  }
   using Script = std::deque<std::pair<int, Json>>;
   void Answer(const httplib::Request& req, httplib::Response& res, Script& script,
               const Json& fallback) {
     std::lock_guard<std::mutex> l(mu_);
     requests_.push_back(
         {req.path, req.get_header_value("Authorization"), Json::parse(req.body, nullptr, false)});
+    Check(req);
     int status = 200;
     Json body = fallback;
     if (!script.empty()) {
@@ -110,6 +130,7 @@ class FakeDaemon {
   mutable std::mutex mu_;
   Script register_replies_, heartbeat_replies_;
   std::vector<Request> requests_;
+  std::vector<std::string> refused_;
   std::atomic<int> heartbeat_delay_ms_{0};
 };
 
@@ -130,6 +151,7 @@ class AgentAloneProtocolTest : public ::testing::Test {
     // A test that failed with a fake MIG apply still waiting must not make the agent's
     // destructor (which joins the MIG worker) wait it out.
     if (probe_) probe_->SetMigDelay(Duration::Millis(0));
+    EXPECT_EQ(daemon_.Refused(), std::vector<std::string>{});
     agent_.reset();
     executor_.reset();
     fs::remove_all(dir_);
@@ -697,6 +719,57 @@ TEST_F(AgentAloneProtocolTest, RunEndsWhenRegistrationIsRefused) {
   EXPECT_TRUE(daemon_.Heartbeats().empty());
 }
 
+// A reply is read entry by entry (api/agent_protocol.h, acceptance 3): a malformed entry is
+// skipped and logged, a start that names its replica but asks for something impossible is that
+// replica's failed start (exit 127, the reason in its stderr), and the good entries apply.
+TEST_F(AgentAloneProtocolTest, AMalformedReplyEntryIsSkippedAndTheRestApplies) {
+  MakeAgent("2xh100-80gb");
+  ASSERT_TRUE(agent_->Register().ok());
+  Json bad_mps = Start("12", 0, {"true"});
+  bad_mps["mps_active_thread_percentage"] = 0;
+  daemon_.QueueHeartbeat(200, {{"stop", {"not an object"}},
+                               {"start", {bad_mps, Start("13", 0, {"echo", "hello"}), 42}},
+                               {"mig", "not a list"},
+                               {"lease_ms", "soon"}});
+  const Json hb = HeartbeatUntil([&](const Json& b) {
+    const Json* good = FindReplica(b, "13", 0);
+    const Json* failed = FindReplica(b, "12", 0);
+    return good && failed && (*good)["state"] == "exited" && (*failed)["state"] == "exited";
+  });
+  EXPECT_EQ((*FindReplica(hb, "13", 0))["exit_code"], 0);
+  EXPECT_EQ(LastLog("13", 0)["stdout"], "hello\n");
+  EXPECT_EQ((*FindReplica(hb, "12", 0))["exit_code"], 127);
+  EXPECT_NE(LastLog("12", 0)["stderr"].get<std::string>().find("mps_active_thread_percentage"),
+            std::string::npos);
+  EXPECT_TRUE(Logged("heartbeat reply: 'stop[0]' must be an object"));
+  EXPECT_TRUE(Logged("heartbeat reply: 'start[2]' must be an object"));
+  EXPECT_TRUE(Logged("heartbeat reply: 'mig' must be a list"));
+  EXPECT_TRUE(Logged("heartbeat reply: 'lease_ms' must be a number of milliseconds"));
+}
+
+// A 2xx reply that is no JSON object is no acknowledgement: the heartbeat fails, and what it
+// carried (here a replica's exit and its output) goes again with the next one.
+TEST_F(AgentAloneProtocolTest, AReplyThatIsNoJsonObjectAcknowledgesNothing) {
+  MakeAgent("2xh100-80gb");
+  ASSERT_TRUE(agent_->Register().ok());
+  daemon_.QueueHeartbeat(200, {{"start", {Start("21", 0, {"echo", "bye"})}}});
+  ASSERT_TRUE(agent_->HeartbeatOnce(Time::FromSeconds(++clock_s_)).ok());
+  ASSERT_TRUE(WaitUntilExitedUnreaped("21-0"));
+  daemon_.QueueHeartbeat(200, "not an object");
+  EXPECT_FALSE(agent_->HeartbeatOnce(Time::FromSeconds(++clock_s_)).ok());
+  EXPECT_TRUE(agent_->HeartbeatOnce(Time::FromSeconds(++clock_s_)).ok());
+  EXPECT_TRUE(agent_->HeartbeatOnce(Time::FromSeconds(++clock_s_)).ok());
+  const std::vector<FakeDaemon::Request> hbs = daemon_.Heartbeats();
+  ASSERT_EQ(hbs.size(), 4u);
+  for (size_t i : {1, 2}) {
+    ASSERT_NE(FindReplica(hbs[i].body, "21", 0), nullptr) << i;
+    EXPECT_EQ((*FindReplica(hbs[i].body, "21", 0))["state"], "exited") << i;
+    ASSERT_NE(FindLog(hbs[i].body, "21", 0), nullptr) << i;
+    EXPECT_EQ((*FindLog(hbs[i].body, "21", 0))["stdout"], "bye\n") << i;
+  }
+  EXPECT_EQ(FindLog(hbs[3].body, "21", 0), nullptr);  // acknowledged by the good reply
+}
+
 TEST_F(AgentAloneProtocolTest, AStaleAttemptIsNeverTakenForTheNewOne) {
   MakeAgent("2xh100-80gb");
   ASSERT_TRUE(agent_->Register().ok());
@@ -706,7 +779,7 @@ TEST_F(AgentAloneProtocolTest, AStaleAttemptIsNeverTakenForTheNewOne) {
   daemon_.QueueHeartbeat(200, {{"start", {no_attempt}}});
   ASSERT_TRUE(agent_->HeartbeatOnce(Time::FromSeconds(++clock_s_)).ok());
   EXPECT_TRUE(agent_->replicas().empty());
-  EXPECT_TRUE(Logged("start without an attempt number: skipped"));
+  EXPECT_TRUE(Logged("heartbeat reply: missing field 'start[0].attempt'"));
 
   daemon_.QueueHeartbeat(200, {{"start", {Start("7", 0, {"sleep", "30"}, {}, 1)}}});
   ASSERT_TRUE(agent_->HeartbeatOnce(Time::FromSeconds(++clock_s_)).ok());
@@ -1153,15 +1226,15 @@ TEST_F(AgentAloneProtocolTest, QuotedArgvSurvivesTheShell) {
       "-n",  "line1\nline2", "'",     "\"double\"", "; exit 9", "tab\there", "ünïcødé", "!"};
   std::vector<std::string> argv = {"printf", "<%s>\\n"};
   argv.insert(argv.end(), args.begin(), args.end());
-  daemon_.QueueHeartbeat(200, {{"start", {Start("q", 0, argv)}}});
+  daemon_.QueueHeartbeat(200, {{"start", {Start("31", 0, argv)}}});
   const Json hb = HeartbeatUntil([&](const Json& b) {
-    const Json* r = FindReplica(b, "q", 0);
+    const Json* r = FindReplica(b, "31", 0);
     return r && (*r)["state"] == "exited";
   });
-  EXPECT_EQ((*FindReplica(hb, "q", 0))["exit_code"], 0);
+  EXPECT_EQ((*FindReplica(hb, "31", 0))["exit_code"], 0);
   std::string want;
   for (const std::string& a : args) want += "<" + a + ">\n";
-  EXPECT_EQ(LastLog("q", 0)["stdout"], want);
+  EXPECT_EQ(LastLog("31", 0)["stdout"], want);
 }
 
 // A new agent on the same state directory finds the replica its predecessor started (as after a

@@ -41,7 +41,7 @@ bool Agent::GpuBusy(const GpuInfo& g) const {
 }
 
 void Agent::MigRefused(uint32_t gpu, const std::string& layout, const std::string& why) {
-  const Json e = {{"gpu", gpu}, {"layout", layout}, {"error", why}};
+  const MigRefusalReport e{.gpu = gpu, .layout = layout, .error = why};
   auto it = mig_errors_.find(gpu);
   if (it == mig_errors_.end() || it->second != e) {
     Log("warn", "MIG layout not applied", {{"gpu", gpu}, {"layout", layout}, {"error", why}});
@@ -49,17 +49,12 @@ void Agent::MigRefused(uint32_t gpu, const std::string& layout, const std::strin
   mig_errors_[gpu] = e;
 }
 
-void Agent::ApplyMig(const Json& m) {
-  if (!m.is_object() || !m.contains("gpu") || !m["gpu"].is_number_unsigned() ||
-      !m.contains("layout") || !m["layout"].is_string()) {
-    Log("warn", "MIG entry without a GPU index or a layout: skipped", {{"item", m}});
-    return;
-  }
-  const std::string text = m["layout"].get<std::string>();
-  const uint64_t index = m["gpu"].get<uint64_t>();
+void Agent::ApplyMig(const MigTarget& m) {
+  const std::string& text = m.layout;
+  const int64_t index = m.gpu;
   const GpuInfo* seen = index < kUnknownU32 ? GpuAt(static_cast<uint32_t>(index)) : nullptr;
   if (seen == nullptr) {
-    Log("warn", "MIG entry for a GPU this node lacks: skipped", {{"item", m}});
+    Log("warn", "MIG entry for a GPU this node lacks: skipped", {{"gpu", index}, {"layout", text}});
     return;
   }
   const uint32_t gpu = static_cast<uint32_t>(index);

@@ -54,17 +54,16 @@ void Agent::RecoverReplicas() {
   }
 }
 
-void Agent::RenewLease(Time sent, const Json& reply) {
-  const Json ms = reply.is_object() ? reply.value("lease_ms", Json()) : Json();
-  if (!ms.is_number() || ms.get<double>() <= 0) return;
+void Agent::RenewLease(Time sent, std::optional<int64_t> lease_ms) {
+  if (!lease_ms) return;  // the decoder keeps only a positive one
   // A reply that has not come within a third of the lease is given up on, so that the agent can
   // try again (on a new connection) while the lease still holds, instead of waiting out a 15 s
   // read on a connection that went dead.
-  const int64_t wait_ms = std::clamp<int64_t>(static_cast<int64_t>(ms.get<double>()) / 3, 500, 15000);
+  const int64_t wait_ms = std::clamp<int64_t>(*lease_ms / 3, 500, 15000);
   http_->set_read_timeout(wait_ms / 1000, (wait_ms % 1000) * 1000);
   http_->set_write_timeout(wait_ms / 1000, (wait_ms % 1000) * 1000);
   if (executor_.lease_path().empty()) return;
-  const Time until = sent + Duration::Millis(static_cast<int64_t>(ms.get<double>()));
+  const Time until = sent + Duration::Millis(*lease_ms);
   if (lease_until_ && until <= *lease_until_) return;
   const std::string path = executor_.lease_path(), tmp = path + ".tmp";
   const std::string text = std::to_string(until.millis()) + "\n";

@@ -115,7 +115,7 @@ void Agent::TakeDiscovery(std::vector<GpuInfo> seen) {
       if (lost_uuids_.insert(old.uuid).second) {
         Log("error", "a GPU is no longer seen: reported lost",
             {{"gpu", old.index}, {"uuid", old.uuid}});
-        pending_health_.push_back({{"gpu", old.index}, {"kind", "gpu_lost"}});
+        pending_health_.push_back({.gpu = old.index, .kind = "gpu_lost"});
       }
       continue;
     }
@@ -144,7 +144,7 @@ void Agent::TakeDiscovery(std::vector<GpuInfo> seen) {
     }
   }
   for (uint32_t gpu : device_lost_on) {
-    pending_health_.push_back({{"gpu", gpu}, {"kind", "device_lost"}});
+    pending_health_.push_back({.gpu = gpu, .kind = "device_lost"});
   }
   // A new GPU UUID where the daemon knows another (same GPU count, so it accepts it): register
   // again, once the heartbeat that carries the loss has been accepted.

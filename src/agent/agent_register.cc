@@ -55,9 +55,9 @@ void Agent::RunAcceptance() {
   }
   Log("info", "running the acceptance command", {{"command", options_.acceptance_command}});
   if (Status s = executor_.Start(spec); !s.ok()) {
-    acceptance_ = Json{
-        {"passed", false},
-        {"output", "gpupool agent: cannot start the acceptance command: " + s.error().message}};
+    acceptance_ = AcceptanceReport{
+        .passed = false,
+        .output = "gpupool agent: cannot start the acceptance command: " + s.error().message};
     Log("error", "acceptance command did not start", {{"error", s.error().message}});
     return;
   }
@@ -84,7 +84,7 @@ void Agent::RunAcceptance() {
     output = output.substr(output.size() - kAcceptanceTailBytes);
   executor_.Release(kAcceptanceReplica);
   const bool passed = why_killed.empty() && !exit->signaled && exit->code == 0;
-  acceptance_ = Json{{"passed", passed}, {"output", output}};
+  acceptance_ = AcceptanceReport{.passed = passed, .output = output};
   Log(passed ? "info" : "warn", passed ? "acceptance passed" : "acceptance failed",
       {{"exit", ToString(*exit)}, {"reason", why_killed}});
 }
@@ -111,7 +111,7 @@ Status Agent::Register() {
   if (gpus->empty()) return FailedPrecondition("the probe sees no GPUs");
   const std::string flavor = gpus->front().model;
   const Time sent = SteadyNow();
-  Json gj = Json::array();
+  RegisterRequest body{.node = options_.node, .flavor = flavor};
   for (const GpuInfo& g : *gpus) {
     if (g.model.empty()) {
       return FailedPrecondition("GPU " + std::to_string(g.index) + " (" + g.name +
@@ -121,24 +121,27 @@ Status Agent::Register() {
       return FailedPrecondition("GPU " + std::to_string(g.index) + " is a " + g.model +
                                 ", GPU 0 a " + flavor + ": a node has one GPU model");
     }
-    gj.push_back(GpuJson(g));
+    body.gpus.push_back(GpuReportOf(g));
   }
-  Json body = {{"node", options_.node},
-               {"flavor", flavor},
-               {"gpus", gj},
-               {"labels", options_.labels},
-               {"reported_labels", AgentLabels(system_, *gpus)},
-               {"cpu_milli", options_.cpu_milli},
-               {"memory_mib", options_.memory_mib}};
-  if (acceptance_) body["acceptance"] = *acceptance_;
+  body.labels = options_.labels;
+  body.reported_labels = AgentLabels(system_, *gpus);
+  body.cpu_milli = options_.cpu_milli;
+  body.memory_mib = options_.memory_mib;
+  body.acceptance = acceptance_;
 
-  const Reply r = Post("/v1/agents/register", body);
+  const Reply r = Post("/v1/agents/register", Encode(body));
   if (r.status < 200 || r.status > 299) {
     registered_ = false;
     return ReplyToError("register", r);
   }
+  Result<RegisterReply> reply = DecodeRegisterReply(r.body);
+  if (!reply.ok()) {
+    registered_ = false;
+    return Error{ErrorCode::kUnavailable, "register: " + reply.error().message};
+  }
+  for (const std::string& why : reply->skipped) Log("warn", "registration reply: " + why);
   registered_ = true;
-  RenewLease(sent, r.body);
+  RenewLease(sent, reply->lease_ms);
   reregister_after_ack_ = false;  // this registration carries the new UUIDs already
   last_contact_.reset();
   next_rediscover_.reset();  // the next heartbeat schedules it a whole interval from now
@@ -148,19 +151,9 @@ Status Agent::Register() {
     rep.out_size = rep.out_mtime = rep.err_size = rep.err_mtime = -1;
     rep.start_error_sent = false;
   }
-  if (r.body.contains("condition") && r.body["condition"].is_string()) {
-    condition_ = r.body["condition"].get<std::string>();
-  }
-  if (r.body.contains("heartbeat_interval_ms") && r.body["heartbeat_interval_ms"].is_number() &&
-      r.body["heartbeat_interval_ms"].get<double>() > 0) {
-    server_interval_ =
-        Duration::Millis(static_cast<int64_t>(r.body["heartbeat_interval_ms"].get<double>()));
-  }
-  if (r.body.contains("heartbeat_timeout_ms") && r.body["heartbeat_timeout_ms"].is_number() &&
-      r.body["heartbeat_timeout_ms"].get<double>() > 0) {
-    server_timeout_ =
-        Duration::Millis(static_cast<int64_t>(r.body["heartbeat_timeout_ms"].get<double>()));
-  }
+  if (reply->condition) condition_ = *reply->condition;
+  if (reply->heartbeat_interval_ms) server_interval_ = Duration::Millis(*reply->heartbeat_interval_ms);
+  if (reply->heartbeat_timeout_ms) server_timeout_ = Duration::Millis(*reply->heartbeat_timeout_ms);
   Log("info", "registered",
       {{"flavor", flavor},
        {"gpus", gpus_.size()},
