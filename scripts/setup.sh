@@ -2,7 +2,7 @@
 # Installs what building and testing gpupool needs, from Debian packages. Idempotent: does
 # nothing when everything is present. Needs root (or sudo) only when something is missing.
 #   setup.sh          what building gpupool needs
-#   setup.sh --test   and what the tests drive: a real Prometheus, clang's libFuzzer, curl,
+#   setup.sh --test   and what the tests drive: a real PostgreSQL 15, a real Prometheus, clang's libFuzzer, curl,
 #                     Debian's Chromium, zsh (the completion test), Node.js with npm, and the
 #                     console tests' npm packages (playwright-core, pinned in
 #                     tests/console/package-lock.json; no browser download)
@@ -11,11 +11,11 @@ set -euo pipefail
 packages=(build-essential cmake ninja-build pkg-config git
           googletest libgtest-dev libgmock-dev libbenchmark-dev
           libsqlite3-dev libssl-dev libcpp-httplib-dev nlohmann-json3-dev
-          prometheus-cpp-dev libyaml-cpp-dev libboost-dev)
+          prometheus-cpp-dev libyaml-cpp-dev libboost-dev libpq-dev)
 test=0
 if [ "${1:-}" = "--test" ]; then
   test=1
-  packages+=(prometheus clang-14 libclang-rt-14-dev curl chromium fonts-liberation zsh)
+  packages+=(postgresql-15 prometheus clang-14 libclang-rt-14-dev curl chromium fonts-liberation zsh)
   # Node.js and npm: the machine's own if it has them (e.g. NodeSource's, which bundles npm),
   # else Debian's.
   command -v node >/dev/null && command -v npm >/dev/null || packages+=(nodejs npm)

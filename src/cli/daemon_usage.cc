@@ -7,6 +7,7 @@ namespace gpupool::cli {
 
 const char* const kServeUsage =
     "usage: gpupool serve [--demo] [--config FILE.yaml] [--data-dir DIR (gpupool-data)] [--recover]\n"
+    "                     [--store sqlite:[DIR] | postgresql://... (sqlite: in DIR)]\n"
     "                     [--listen HOST:PORT (127.0.0.1:8080)] [--no-demo-traffic] [--simulate-executor]\n"
     "                     [--agent-listen HOST:PORT] [--http-threads N (2)]\n"
     "                     [--max-connections N (4096)] [--max-connections-per-source N (1024)]\n"
@@ -27,7 +28,10 @@ const char* const kServeUsage =
     "  --demo runs an embedded demo cluster; --simulate-executor runs jobs for their estimate;\n"
     "  the heartbeat flags are for node agents. --agent-listen gives the agents a listener of\n"
     "  their own (port 0: DIR/agent-port) that API traffic cannot crowd out; --http-threads are\n"
-    "  I/O threads; past a connection limit a client gets 429. docs/design/daemon.md.\n";
+    "  I/O threads; past a connection limit a client gets 429. --store postgresql://HOST/DB keeps\n"
+    "  the journal, snapshots and history in PostgreSQL instead (schema gpupool, or\n"
+    "  ?gpupool_schema=NAME); the process that opens a store last is its only writer.\n"
+    "  docs/design/daemon.md.\n";
 
 const char* const kAgentUsage =
     "usage: gpupool agent --server URL --token-file FILE --name NODE [--gpus nvml | --gpus fake:SPEC]\n"

@@ -16,7 +16,7 @@ int UsageError(const std::string& message) {
 }  // namespace
 
 int Serve(const std::vector<std::string>& argv) {
-  Result<Args> args = Args::Parse(argv, {"config", "data-dir", "listen", "demo", "no-demo-traffic", "http-threads", "agent-listen",
+  Result<Args> args = Args::Parse(argv, {"config", "data-dir", "store", "listen", "demo", "no-demo-traffic", "http-threads", "agent-listen",
                                          "max-connections", "max-connections-per-source",
                                          "simulate-executor", "recover", "heartbeat-interval-ms", "heartbeat-timeout-ms",
                                          "snapshot-every-records", "snapshot-every-mb", "retention-s", "max-finished-jobs", "history-scrub-s", "help"},
@@ -30,6 +30,7 @@ int Serve(const std::vector<std::string>& argv) {
   ServeOptions o;
   o.config_path = args->Str("config", "");
   o.data_dir = args->Str("data-dir", "");
+  o.store = args->Str("store", "");
   o.listen = args->Str("listen", "");
   o.demo = args->Has("demo");
   o.demo_traffic = !args->Has("no-demo-traffic");

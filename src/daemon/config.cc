@@ -75,7 +75,7 @@ Result<DaemonConfig> ParseDaemonConfig(const std::string& yaml_text) {
   Result<Json> parsed = YamlToJson(yaml_text);
   if (!parsed.ok()) return parsed.error();
   const Json& root = *parsed;
-  GP_RETURN_IF_ERROR(OnlyKeys(root, {"scheduler", "agents", "listen", "data_dir", "priority_classes", "tenants", "nodes",
+  GP_RETURN_IF_ERROR(OnlyKeys(root, {"scheduler", "agents", "listen", "data_dir", "store", "priority_classes", "tenants", "nodes",
                                       "prices", "burst"}, ""));
   DaemonConfig out;
   if (root.contains("agents")) {
@@ -104,10 +104,11 @@ Result<DaemonConfig> ParseDaemonConfig(const std::string& yaml_text) {
     }
     GP_RETURN_IF_ERROR(Validate(out.scheduler));
   }
-  for (const char* key : {"listen", "data_dir"}) {
+  for (auto [key, field] : {std::pair{"listen", &out.listen}, std::pair{"data_dir", &out.data_dir},
+                            std::pair{"store", &out.store}}) {
     Result<std::string> v = StrOf(root, key, "config", false);
     if (!v.ok()) return v.error();
-    (std::string(key) == "listen" ? out.listen : out.data_dir) = *v;
+    *field = *v;
   }
   State& s = out.cluster;
   if (root.contains("priority_classes")) {

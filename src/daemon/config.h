@@ -8,6 +8,8 @@
 //                                    # withdrawn and the job requeued (docs/design/agent.md)
 //   listen: 127.0.0.1:8080          # --listen wins
 //   data_dir: /var/lib/gpupool      # --data-dir wins
+//   store: postgresql://db1,db2/gpupool?target_session_attrs=read-write  # --store wins;
+//                                   # default: SQLite in data_dir (store/store_url.h)
 //   priority_classes:               # optional; the defaults when absent
 //     - {name: training, value: 100, preemptible: true, may_borrow: true}
 //   tenants:                        # same fields as POST /v1/tenants
@@ -49,6 +51,7 @@ struct DaemonConfig {
   Duration start_deadline = Duration::Minutes(2);  // agents: start_deadline_s
   std::string listen;    // empty: not set in the file
   std::string data_dir;  // empty: not set in the file
+  std::string store;     // empty: not set in the file
 };
 
 Result<DaemonConfig> LoadDaemonConfig(const std::string& path);

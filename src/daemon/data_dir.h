@@ -15,6 +15,7 @@
 #include <string>
 
 #include "core/result.h"
+#include "store/store_url.h"
 
 namespace gpupool {
 
@@ -25,6 +26,15 @@ struct DataDirFiles {
   std::string journal;
   std::filesystem::path admin_token, admin_token_new, bootstrapped;
 };
+
+// The data directory's files with the journal where the store URL puts it (sqlite:DIR: in DIR).
+inline DataDirFiles StoreFiles(const std::filesystem::path& dir, const StoreUrl& store) {
+  DataDirFiles f(dir);
+  if (store.kind == StoreUrl::Kind::kSqlite && !store.sqlite_dir.empty()) {
+    f.journal = (std::filesystem::path(store.sqlite_dir) / "journal.db").string();
+  }
+  return f;
+}
 
 // `gpupool serve --recover`: RecoverSqliteJournal on the journal, logging what was kept, dropped
 // and moved aside.

@@ -29,6 +29,7 @@
 #include "daemon/config.h"
 #include "daemon/control_plane.h"
 #include "daemon/data_dir.h"
+#include "store/store_url.h"
 #include "daemon/demo.h"
 #include "daemon/http_api.h"
 #include "daemon/loop.h"
@@ -179,7 +180,8 @@ namespace {
 
 // The data directory's journal, opened (after --recover, if asked) and replayed; a new one is
 // bootstrapped from the configuration (or the demo cluster) and its secrets written.
-Result<std::unique_ptr<ControlPlane>> OpenCore(const ServeOptions& o, DaemonConfig& config, const std::string& data_dir) {
+Result<std::unique_ptr<ControlPlane>> OpenCore(const ServeOptions& o, DaemonConfig& config, const std::string& data_dir,
+                                               const StoreUrl& store) {
   namespace fs = std::filesystem;
   std::error_code ec;
   fs::create_directories(data_dir, ec);
@@ -187,10 +189,17 @@ Result<std::unique_ptr<ControlPlane>> OpenCore(const ServeOptions& o, DaemonConf
   GP_RETURN_IF_ERROR(LockDataDir(data_dir));
   // The journal refuses to open when it is damaged or lost records (store/journal.h); --recover
   // first cuts it back to its last intact record, once an operator accepts the loss.
-  const DataDirFiles files(data_dir);
-  if (o.recover) GP_RETURN_IF_ERROR(RecoverJournal(files));
-  Result<std::unique_ptr<Journal>> journal = OpenSqliteJournal(files.journal);
+  const DataDirFiles files = StoreFiles(data_dir, store);
+  if (o.recover) {
+    if (store.kind == StoreUrl::Kind::kPostgres) {
+      return InvalidArgument("--recover cuts back SQLite journals; a damaged PostgreSQL store is restored from its "
+                             "backup or its standby");
+    }
+    GP_RETURN_IF_ERROR(RecoverJournal(files));
+  }
+  Result<std::unique_ptr<Journal>> journal = OpenStore(store, data_dir);
   if (!journal.ok()) return journal.error();
+  Log("info", "journal opened", {{"store", store.shown}});
   Result<std::unique_ptr<ControlPlane>> opened = ControlPlane::Open(std::move(*journal), config.scheduler);
   if (!opened.ok()) return opened.error();
   ControlPlane& core = **opened;
@@ -327,7 +336,9 @@ Status Serve(const ServeOptions& o) {
   if (!listen.ok()) return listen.error();
   const auto& [host, want_port] = *listen;
 
-  Result<std::unique_ptr<ControlPlane>> opened = OpenCore(o, config, data_dir);
+  Result<StoreUrl> store = ParseStoreUrl(!o.store.empty() ? o.store : config.store);
+  if (!store.ok()) return store.error();
+  Result<std::unique_ptr<ControlPlane>> opened = OpenCore(o, config, data_dir, *store);
   if (!opened.ok()) return opened.error();
   ControlPlane& core = **opened;
   core.SetHeartbeat(Duration::Millis(o.heartbeat_interval_ms), Duration::Millis(o.heartbeat_timeout_ms));
@@ -351,8 +362,8 @@ Status Serve(const ServeOptions& o) {
     std::optional<DemoTraffic> traffic;
     if (o.demo && o.demo_traffic) traffic.emplace(loop, g_stop);
     std::optional<HistoryScrubber> scrubber;
-    if (o.history_scrub_s > 0) {
-      scrubber.emplace(HistoryPath(DataDirFiles(data_dir).journal, {}), o.history_scrub_s, metrics, g_stop);
+    if (o.history_scrub_s > 0 && store->kind == StoreUrl::Kind::kSqlite) {  // PostgreSQL checks its own pages
+      scrubber.emplace(HistoryPath(StoreFiles(data_dir, *store).journal, {}), o.history_scrub_s, metrics, g_stop);
     }
     loop.Run(g_stop);
   }

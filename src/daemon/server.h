@@ -14,6 +14,9 @@ namespace gpupool {
 struct ServeOptions {
   std::string config_path;        // YAML (daemon/config.h); empty: none
   std::string data_dir;           // default "gpupool-data"
+  // Where the journal is (store/store_url.h): "" or sqlite:[DIR] (SQLite files), or a
+  // postgresql:// URI; --store wins over the configuration's store:.
+  std::string store;
   std::string listen;             // HOST:PORT, default 127.0.0.1:8080; port 0: any free port
   bool demo = false;              // embedded demo cluster, tenant tokens, simulated executor
   bool demo_traffic = true;       // with demo: submit a demo job every few seconds

@@ -1,0 +1,405 @@
+// The PostgreSQL journal (store/pg_journal.h): the schema, the writer's epoch, checked appends.
+#include "store/pg_journal.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <mutex>
+#include <optional>
+
+#include "store/crc32c.h"
+#include "store/pg_conn.h"
+#include "store/sqlite_db.h"  // RecordChecksum: the same record checksum in both stores
+
+namespace gpupool {
+namespace {
+
+using pg_store::Conn;
+using pg_store::Param;
+using pg_store::Rows;
+
+constexpr int kFormat = 1;
+// Rows per INSERT: 4-8 parameters each, well under PostgreSQL's 65,535.
+constexpr size_t kRowsPerInsert = 1000;
+
+std::string Schema(const std::string& s) {
+  return "CREATE SCHEMA IF NOT EXISTS " + s + ";" +
+         "CREATE TABLE IF NOT EXISTS " + s +
+         ".meta (id integer PRIMARY KEY CHECK (id = 1), format integer NOT NULL, base bigint NOT NULL, "
+         "last_seq bigint NOT NULL, epoch bigint NOT NULL);" +
+         "CREATE TABLE IF NOT EXISTS " + s +
+         ".journal (seq bigint PRIMARY KEY, kind text NOT NULL, body bytea NOT NULL, crc bigint NOT NULL);" +
+         "CREATE TABLE IF NOT EXISTS " + s +
+         ".snapshots (seq bigint PRIMARY KEY, format integer NOT NULL, body bytea NOT NULL, crc bigint NOT NULL);" +
+         "CREATE TABLE IF NOT EXISTS " + s +
+         ".archived_jobs (id bigint PRIMARY KEY, seq bigint NOT NULL, tenant text NOT NULL, state text NOT NULL, "
+         "usage_from bigint NOT NULL, usage_to bigint NOT NULL, body bytea NOT NULL, crc bigint NOT NULL);" +
+         "CREATE INDEX IF NOT EXISTS archived_jobs_tenant ON " + s + ".archived_jobs (tenant, id);" +
+         "CREATE INDEX IF NOT EXISTS archived_jobs_usage ON " + s + ".archived_jobs (usage_to);" +
+         "CREATE TABLE IF NOT EXISTS " + s +
+         ".audit_log (seq bigint PRIMARY KEY, tenant text NOT NULL, body bytea NOT NULL, crc bigint NOT NULL);" +
+         "CREATE INDEX IF NOT EXISTS audit_log_tenant ON " + s + ".audit_log (tenant, seq)";
+}
+
+// What S.meta holds.
+struct Meta {
+  int64_t format = 0, base = 0, last_seq = 0, epoch = 0;
+};
+
+Result<Meta> ReadMeta(Conn& c, const std::string& s) {
+  Result<Rows> r = c.Exec("SELECT format, base, last_seq, epoch FROM " + s + ".meta");
+  if (!r.ok()) return r.error();
+  if (PQntuples(r->get()) != 1) return FailedPrecondition("its meta row is missing");
+  const PGresult* p = r->get();
+  return Meta{pg_store::Int(p, 0, 0), pg_store::Int(p, 0, 1), pg_store::Int(p, 0, 2), pg_store::Int(p, 0, 3)};
+}
+
+// Records base+1.. in order, each checked; `damage` says the first fault.
+struct Scan {
+  std::vector<Record> records;
+  std::string damage;
+};
+
+Result<Scan> ScanJournal(Conn& c, const std::string& s, const Meta& m) {
+  Result<Rows> r = c.Exec("SELECT seq, kind, body, crc FROM " + s + ".journal WHERE seq > $1 ORDER BY seq",
+                          {Param::Int(m.base)});
+  if (!r.ok()) return r.error();
+  Scan out;
+  const PGresult* p = r->get();
+  const int n = PQntuples(p);
+  out.records.reserve(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) {
+    Record rec;
+    rec.seq = pg_store::Int(p, i, 0);
+    rec.kind = pg_store::Bytes(p, i, 1);
+    rec.body = pg_store::Bytes(p, i, 2);
+    const int64_t want = m.base + 1 + i;
+    if (rec.seq != want) {
+      out.damage = "record " + std::to_string(want) + " is missing (the next is " + std::to_string(rec.seq) + ")";
+      return out;
+    }
+    if (pg_store::Int(p, i, 3) != static_cast<int64_t>(sqlite_store::RecordChecksum(rec.seq, rec.kind, rec.body))) {
+      out.damage = "record " + std::to_string(rec.seq) + " fails its checksum (kind '" + rec.kind.substr(0, 32) + "')";
+      return out;
+    }
+    out.records.push_back(std::move(rec));
+  }
+  const int64_t last = m.base + n;
+  if (last < m.last_seq) {
+    out.damage = "records " + std::to_string(last + 1) + ".." + std::to_string(m.last_seq) +
+                 " were acknowledged and are missing";
+  } else if (last > m.last_seq) {
+    out.damage = "records past the last acknowledged one (" + std::to_string(m.last_seq) + ") are there";
+  }
+  return out;
+}
+
+class PostgresJournal final : public Journal {
+ public:
+  PostgresJournal(std::string conninfo, std::unique_ptr<Conn> conn, std::string schema, Meta meta,
+                  std::vector<Record> first)
+      : conninfo_(std::move(conninfo)), conn_(std::move(conn)), s_(std::move(schema)), epoch_(meta.epoch),
+        base_(meta.base), next_(meta.last_seq + 1), first_read_(std::move(first)) {}
+
+  Status Append(std::vector<Record>& batch) override {
+    if (batch.empty()) return Ok();
+    first_read_.reset();
+    const int64_t last = next_ - 1, new_last = last + static_cast<int64_t>(batch.size());
+    Status s = conn_->Transaction([&]() -> Status {
+      GP_RETURN_IF_ERROR(Claim("UPDATE " + s_ + ".meta SET last_seq = $1 WHERE epoch = $2 AND last_seq = $3 RETURNING 1",
+                               {Param::Int(new_last), Param::Int(epoch_), Param::Int(last)}));
+      GP_RETURN_IF_ERROR(InsertRecords(batch));
+      return InsertHistory(batch);
+    });
+    if (!s.ok()) return s;
+    for (Record& r : batch) r.seq = next_++;
+    return Ok();
+  }
+
+  Result<std::vector<Record>> ReadAll() override {
+    if (first_read_) {
+      std::vector<Record> out = std::move(*first_read_);
+      first_read_.reset();
+      return out;
+    }
+    // After a failed append the commit may have happened all the same: what is there counts.
+    Result<Meta> m = ReadMeta(*conn_, s_);
+    if (!m.ok()) return m.error().code == ErrorCode::kFailedPrecondition ? Damaged(m.error().message, 0) : m.error();
+    Result<Scan> scan = ScanJournal(*conn_, s_, *m);
+    if (!scan.ok()) return scan.error();
+    if (!scan->damage.empty()) return Damaged(scan->damage, m->base + static_cast<int64_t>(scan->records.size()));
+    base_ = m->base;
+    next_ = m->last_seq + 1;
+    return std::move(scan->records);
+  }
+
+  int64_t last_seq() const override { return next_ - 1; }
+
+  Status WriteSnapshot(const Snapshot& snap) override {
+    std::lock_guard<std::mutex> lock(snapshot_mu_);
+    if (!snapshot_conn_) {
+      Result<std::unique_ptr<Conn>> c = Conn::Open(conninfo_);
+      if (!c.ok()) return c.error();
+      snapshot_conn_ = std::move(*c);
+    }
+    Result<Rows> r = snapshot_conn_->Exec(
+        "INSERT INTO " + s_ + ".snapshots (seq, format, body, crc) SELECT $1::bigint, $2::integer, $3::bytea, $4::bigint FROM " + s_ +
+            ".meta WHERE epoch = $5::bigint ON CONFLICT (seq) DO UPDATE SET format = EXCLUDED.format, body = EXCLUDED.body, "
+            "crc = EXCLUDED.crc",
+        {Param::Int(snap.seq), Param::Int(snap.format), Param::Bytes(snap.body),
+         Param::Int(static_cast<int64_t>(Crc32c(snap.body))), Param::Int(epoch_)});
+    if (!r.ok()) return r.error();
+    if (std::string(PQcmdTuples(r->get())) != "1") return Deposed(*snapshot_conn_);
+    return Ok();
+  }
+
+  Result<Snapshot> ReadSnapshot() override {
+    Result<Rows> seqs = conn_->Exec("SELECT seq FROM " + s_ + ".snapshots WHERE seq >= $1 ORDER BY seq DESC",
+                                    {Param::Int(base_)});
+    if (!seqs.ok()) return seqs.error();
+    std::string faults;
+    for (int i = 0; i < PQntuples(seqs->get()); ++i) {
+      const int64_t seq = pg_store::Int(seqs->get(), i, 0);
+      const std::string name = "snapshot " + std::to_string(seq);
+      if (seq > last_seq()) {
+        faults += (faults.empty() ? "" : "; ") + name + " is past the journal's last record (" +
+                  std::to_string(last_seq()) + ")";
+        continue;
+      }
+      Result<Rows> r = conn_->Exec("SELECT format, body, crc FROM " + s_ + ".snapshots WHERE seq = $1", {Param::Int(seq)});
+      if (!r.ok()) return r.error();
+      if (PQntuples(r->get()) != 1) continue;  // compacted meanwhile
+      Snapshot out{seq, static_cast<int>(pg_store::Int(r->get(), 0, 0)), pg_store::Bytes(r->get(), 0, 1)};
+      if (pg_store::Int(r->get(), 0, 2) == static_cast<int64_t>(Crc32c(out.body))) return out;
+      faults += (faults.empty() ? "" : "; ") + name + " fails its checksum";
+    }
+    if (base_ == 0) return Snapshot{};
+    return FailedPrecondition("the journal in " + Where() + " starts after record " + std::to_string(base_) +
+                              ", which only a snapshot holds, and no intact snapshot of record " +
+                              std::to_string(base_) + " or later is there" +
+                              (faults.empty() ? "" : ": " + faults) + ". Restore the database from a backup");
+  }
+
+  Status Compact(int64_t seq) override {
+    if (seq <= base_) return Ok();
+    if (seq > last_seq()) return InvalidArgument("cannot compact past the last record");
+    first_read_.reset();
+    const Status done = conn_->Transaction([&]() -> Status {
+      GP_RETURN_IF_ERROR(Claim("UPDATE " + s_ + ".meta SET base = $1 WHERE epoch = $2 RETURNING 1",
+                               {Param::Int(seq), Param::Int(epoch_)}));
+      Result<Rows> d = conn_->Exec("DELETE FROM " + s_ + ".journal WHERE seq <= $1", {Param::Int(seq)});
+      if (!d.ok()) return d.error();
+      Result<Rows> o = conn_->Exec("DELETE FROM " + s_ + ".snapshots WHERE seq < $1", {Param::Int(seq)});
+      return o.ok() ? Ok() : Status(o.error());
+    });
+    if (!done.ok()) return done;
+    base_ = seq;
+    return Ok();
+  }
+
+  Result<std::optional<std::string>> ArchivedJob(int64_t id) override {
+    Result<std::vector<std::pair<int64_t, std::string>>> rows =
+        Bodies("SELECT id, body, crc FROM " + s_ + ".archived_jobs WHERE id = $1", {Param::Int(id)}, "archived job");
+    if (!rows.ok()) return rows.error();
+    if (rows->empty()) return std::optional<std::string>();
+    return std::optional<std::string>(std::move(rows->front().second));
+  }
+
+  Result<std::vector<std::pair<int64_t, std::string>>> ArchivedJobs(const ArchiveQuery& q) override {
+    return Bodies("SELECT id, body, crc FROM " + s_ +
+                      ".archived_jobs WHERE ($1::bigint = 0 OR id < $1::bigint) AND ($2::text = '' OR tenant = $2::text) AND "
+                      "($3::text = '' OR state = $3::text) ORDER BY id DESC LIMIT $4::bigint",
+                  {Param::Int(q.before), Param::Text(q.tenant), Param::Text(q.state), Limit(q.limit)}, "archived job");
+  }
+
+  Result<std::vector<std::string>> ArchivedUsage(int64_t from_ms, int64_t to_ms) override {
+    Result<std::vector<std::pair<int64_t, std::string>>> rows =
+        Bodies("SELECT id, body, crc FROM " + s_ + ".archived_jobs WHERE usage_to > $1 AND usage_from < $2 ORDER BY id",
+               {Param::Int(from_ms), Param::Int(to_ms)}, "archived job");
+    if (!rows.ok()) return rows.error();
+    std::vector<std::string> out;
+    out.reserve(rows->size());
+    for (auto& [id, body] : *rows) out.push_back(std::move(body));
+    return out;
+  }
+
+  Result<std::vector<std::pair<int64_t, std::string>>> AuditLines(int64_t before, const std::string& tenant,
+                                                                  int64_t limit) override {
+    return Bodies("SELECT seq, body, crc FROM " + s_ +
+                      ".audit_log WHERE ($1::bigint = 0 OR seq < $1::bigint) AND ($2::text = '' OR tenant = $2::text) "
+                      "ORDER BY seq DESC LIMIT $3::bigint",
+                  {Param::Int(before), Param::Text(tenant), Limit(limit)}, "audit line");
+  }
+
+ private:
+  static Param Limit(int64_t limit) { return Param::Int(limit > 0 ? limit : INT64_MAX); }
+
+  std::string Where() const { return conn_->name() + ", schema " + s_; }
+
+  Error Damaged(const std::string& what, int64_t intact) const {
+    return FailedPrecondition("the journal in " + Where() + " is damaged: " + what + " (records up to " +
+                              std::to_string(intact) + " are intact). Restore the database from a backup");
+  }
+
+  // Why a write conditional on this writer's epoch (and, for an append, on `last`) changed no row.
+  Error Deposed(Conn& c) const {
+    Result<Meta> m = ReadMeta(c, s_);
+    if (m.ok() && m->epoch != epoch_) {
+      return Error{ErrorCode::kUnavailable, "another gpupool serve took over the store in " + Where() +
+                                                " (its epoch is " + std::to_string(m->epoch) + ", this one's " +
+                                                std::to_string(epoch_) + "): this process may no longer write"};
+    }
+    if (m.ok()) {
+      return Error{ErrorCode::kUnavailable, "the journal in " + Where() + " ends at record " +
+                                                std::to_string(m->last_seq) + ", not where this process left it (" +
+                                                std::to_string(next_ - 1) + ")"};
+    }
+    return Error{ErrorCode::kUnavailable, "the store in " + Where() + " refused the write: " + m.error().message};
+  }
+
+  // Runs an UPDATE ... RETURNING on S.meta that must change its row; Deposed when it did not.
+  Status Claim(const std::string& sql, const std::vector<Param>& params) {
+    Result<Rows> r = conn_->Exec(sql, params);
+    if (!r.ok()) return r.error();
+    if (PQntuples(r->get()) != 1) return Deposed(*conn_);
+    return Ok();
+  }
+
+  Status InsertRecords(const std::vector<Record>& batch) {
+    for (size_t from = 0; from < batch.size(); from += kRowsPerInsert) {
+      const size_t to = std::min(batch.size(), from + kRowsPerInsert);
+      std::string sql = "INSERT INTO " + s_ + ".journal (seq, kind, body, crc) VALUES ";
+      std::vector<Param> params;
+      params.reserve((to - from) * 4);
+      for (size_t i = from; i < to; ++i) {
+        const int64_t seq = next_ + static_cast<int64_t>(i);
+        const size_t k = params.size();
+        sql += (i == from ? "" : ",") + Placeholders(k, 4);
+        params.push_back(Param::Int(seq));
+        params.push_back(Param::Text(batch[i].kind));
+        params.push_back(Param::Bytes(batch[i].body));
+        params.push_back(Param::Int(sqlite_store::RecordChecksum(seq, batch[i].kind, batch[i].body)));
+      }
+      Result<Rows> r = conn_->Exec(sql, params);
+      if (!r.ok()) return r.error();
+    }
+    return Ok();
+  }
+
+  Status InsertHistory(const std::vector<Record>& batch) {
+    std::string jobs, audit;
+    std::vector<Param> job_params, audit_params;
+    for (size_t i = 0; i < batch.size(); ++i) {
+      const HistoryKey& h = batch[i].history;
+      const int64_t seq = next_ + static_cast<int64_t>(i);
+      const Param crc = Param::Int(Crc32c(batch[i].body));
+      if (h.kind == HistoryKey::Kind::kJob) {
+        jobs += (jobs.empty() ? "" : ",") + Placeholders(job_params.size(), 8);
+        for (Param p : {Param::Int(h.job), Param::Int(seq), Param::Text(h.tenant), Param::Text(h.state),
+                        Param::Int(h.usage_from_ms), Param::Int(h.usage_to_ms), Param::Bytes(batch[i].body), crc}) {
+          job_params.push_back(std::move(p));
+        }
+      } else if (h.kind == HistoryKey::Kind::kAudit) {
+        audit += (audit.empty() ? "" : ",") + Placeholders(audit_params.size(), 4);
+        for (Param p : {Param::Int(seq), Param::Text(h.tenant), Param::Bytes(batch[i].body), crc}) {
+          audit_params.push_back(std::move(p));
+        }
+      }
+      if (job_params.size() >= kRowsPerInsert * 8 || audit_params.size() >= kRowsPerInsert * 4 || i + 1 == batch.size()) {
+        GP_RETURN_IF_ERROR(Flush(".archived_jobs (id, seq, tenant, state, usage_from, usage_to, body, crc)", jobs, job_params));
+        GP_RETURN_IF_ERROR(Flush(".audit_log (seq, tenant, body, crc)", audit, audit_params));
+      }
+    }
+    return Ok();
+  }
+
+  Status Flush(const std::string& table, std::string& values, std::vector<Param>& params) {
+    if (values.empty()) return Ok();
+    Result<Rows> r = conn_->Exec("INSERT INTO " + s_ + table + " VALUES " + values, params);
+    values.clear();
+    params.clear();
+    return r.ok() ? Ok() : Status(r.error());
+  }
+
+  // "($k+1,...,$k+n)".
+  static std::string Placeholders(size_t k, size_t n) {
+    std::string out = "(";
+    for (size_t j = 1; j <= n; ++j) out += (j == 1 ? "$" : ",$") + std::to_string(k + j);
+    return out + ")";
+  }
+
+  Result<std::vector<std::pair<int64_t, std::string>>> Bodies(const std::string& sql, const std::vector<Param>& params,
+                                                              const char* what) {
+    Result<Rows> r = conn_->Exec(sql, params);
+    if (!r.ok()) return r.error();
+    std::vector<std::pair<int64_t, std::string>> out;
+    const PGresult* p = r->get();
+    for (int i = 0; i < PQntuples(p); ++i) {
+      const int64_t key = pg_store::Int(p, i, 0);
+      std::string body = pg_store::Bytes(p, i, 1);
+      if (pg_store::Int(p, i, 2) != static_cast<int64_t>(Crc32c(body))) {
+        return FailedPrecondition("the history in " + Where() + " is damaged: " + what + " " + std::to_string(key) +
+                                  " fails its checksum");
+      }
+      out.emplace_back(key, std::move(body));
+    }
+    return out;
+  }
+
+  const std::string conninfo_;
+  std::unique_ptr<Conn> conn_;
+  const std::string s_;  // the schema, quoted
+  const int64_t epoch_;
+  int64_t base_;
+  int64_t next_;
+  std::optional<std::vector<Record>> first_read_;
+  std::mutex snapshot_mu_;
+  std::unique_ptr<Conn> snapshot_conn_;  // WriteSnapshot's (another thread)
+};
+
+}  // namespace
+
+Result<std::unique_ptr<Journal>> OpenPostgresJournal(const std::string& conninfo, const PostgresJournalOptions& options) {
+  if (options.schema.empty()) return InvalidArgument("the PostgreSQL store needs a schema name");
+  Result<std::unique_ptr<Conn>> opened = Conn::Open(conninfo);
+  if (!opened.ok()) return opened.error();
+  Conn& c = **opened;
+  const std::string s = c.Quote(options.schema);
+  const std::string where = c.name() + ", schema " + s;
+  Meta meta;
+  Status taken = c.Transaction([&]() -> Status {
+    // Two processes creating the tables at once would collide in the catalogue.
+    Result<Rows> lock = c.Exec("SELECT pg_advisory_xact_lock(hashtext($1))", {Param::Text(options.schema)});
+    if (!lock.ok()) return lock.error();
+    GP_RETURN_IF_ERROR(c.Script(Schema(s)));
+    Result<Rows> rows = c.Exec("SELECT (SELECT count(*) FROM " + s + ".meta), EXISTS (SELECT 1 FROM " + s + ".journal)");
+    if (!rows.ok()) return rows.error();
+    if (pg_store::Int(rows->get(), 0, 0) == 0) {
+      if (PQgetvalue(rows->get(), 0, 1)[0] != 0) {
+        return FailedPrecondition("the journal in " + where + " is damaged: its meta row is missing and it has records");
+      }
+      Result<Rows> init = c.Exec("INSERT INTO " + s + ".meta VALUES (1, $1, 0, 0, 0)", {Param::Int(kFormat)});
+      if (!init.ok()) return init.error();
+    }
+    Result<Rows> bumped = c.Exec("UPDATE " + s + ".meta SET epoch = epoch + 1 RETURNING format, base, last_seq, epoch");
+    if (!bumped.ok()) return bumped.error();
+    const PGresult* p = bumped->get();
+    meta = Meta{pg_store::Int(p, 0, 0), pg_store::Int(p, 0, 1), pg_store::Int(p, 0, 2), pg_store::Int(p, 0, 3)};
+    return Ok();
+  });
+  if (!taken.ok()) return taken.error();
+  if (meta.format != kFormat) {
+    return FailedPrecondition("the journal in " + where + " has format " + std::to_string(meta.format) +
+                              "; this gpupool reads format " + std::to_string(kFormat));
+  }
+  Result<Scan> scan = ScanJournal(c, s, meta);
+  if (!scan.ok()) return scan.error();
+  if (!scan->damage.empty()) {
+    return FailedPrecondition("the journal in " + where + " is damaged: " + scan->damage + " (records up to " +
+                              std::to_string(meta.base + static_cast<int64_t>(scan->records.size())) +
+                              " are intact). Restore the database from a backup");
+  }
+  return std::unique_ptr<Journal>(
+      new PostgresJournal(conninfo, std::move(*opened), s, meta, std::move(scan->records)));
+}
+
+}  // namespace gpupool
