@@ -61,6 +61,15 @@ struct ArchiveQuery {
   int64_t limit = 0;
 };
 
+// Who writes a store that several processes share (docs/design/daemon.md, "Replicas").
+struct Leadership {
+  bool leader = true;     // this process is the store's writer
+  bool promoted = false;  // it became the writer by this call (a new epoch: read the state again)
+  bool deposed = false;   // it was the writer and another process is now
+  int64_t epoch = 0;      // the store's epoch
+  std::string leader_url; // the writer's advertised URL ("" if none)
+};
+
 class Journal {
  public:
   virtual ~Journal() = default;
@@ -86,6 +95,20 @@ class Journal {
   // Drops records 1..seq from the journal, and the snapshots older than seq; their history stays.
   // REQUIRES: WriteSnapshot of a snapshot at `seq` returned Ok.
   virtual Status Compact(int64_t seq) = 0;
+
+  // --- replicas: a store that several processes share (PostgreSQL); one process owns the others ---
+  // Renews this process's lease on the store, or takes the lease when it has lapsed (a new
+  // epoch), or says who holds it. A store that one process owns says leader.
+  virtual Result<Leadership> Campaign(const std::string& url, int64_t lease_ms) {
+    (void)lease_ms;
+    return Leadership{.leader_url = url};
+  }
+  // The records after `seq`, for a follower (which then has them: last_seq() is the last of
+  // them); kNotFound if records after `seq` were compacted (load the snapshot again).
+  virtual Result<std::vector<Record>> ReadAfter(int64_t seq) {
+    (void)seq;
+    return Error{ErrorCode::kFailedPrecondition, "this store has no followers"};
+  }
 
   // --- history: what records with a HistoryKey left, appended with them, never compacted ---
   // The body of the record that archived job `id`; nullopt if none did.

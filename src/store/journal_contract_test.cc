@@ -5,8 +5,10 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <filesystem>
 #include <random>
+#include <thread>
 
 #include "store/journal.h"
 #include "store/pg_journal.h"
@@ -289,6 +291,68 @@ TEST_F(PostgresJournalTest, ALostConnectionFailsOneAppendAndTheNextReconnects) {
   std::vector<Record> c = {{0, "c", "3"}};
   ASSERT_TRUE(j->Append(c).ok());
   EXPECT_EQ(c[0].seq, 2);
+}
+
+// Replicas: each opens the store as a follower; the lease goes to the first that campaigns, the
+// others read what it writes; when it stops renewing, the next campaign after the lease takes
+// over with a new epoch, and the old writer can no longer write.
+TEST_F(PostgresJournalTest, TheLeaseGoesToOneReplicaAndOverToAnotherWhenItLapses) {
+  auto open_follower = [&] {
+    Result<std::unique_ptr<Journal>> j = OpenPostgresJournal(url_, {.schema = schema_, .take_over = false});
+    EXPECT_TRUE(j.ok()) << j.error().message;
+    return j.ok() ? std::move(*j) : nullptr;
+  };
+  std::unique_ptr<Journal> a = open_follower(), b = open_follower();
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(b, nullptr);
+  std::vector<Record> early = {{0, "x", "1"}};
+  EXPECT_FALSE(a->Append(early).ok()) << "no replica writes before it holds the lease";
+
+  Result<Leadership> la = a->Campaign("http://a", 400);
+  ASSERT_TRUE(la.ok()) << la.error().message;
+  EXPECT_TRUE(la->leader);
+  EXPECT_TRUE(la->promoted);
+  Result<Leadership> lb = b->Campaign("http://b", 400);
+  ASSERT_TRUE(lb.ok());
+  EXPECT_FALSE(lb->leader);
+  EXPECT_EQ(lb->leader_url, "http://a");
+  EXPECT_EQ(lb->epoch, la->epoch);
+
+  std::vector<Record> one = {{0, "a1", "1"}, {0, "a2", "2"}};
+  ASSERT_TRUE(a->Append(one).ok());
+  EXPECT_FALSE(b->Append(one).ok()) << "a follower never writes";
+  Result<std::vector<Record>> tail = b->ReadAfter(0);
+  ASSERT_TRUE(tail.ok()) << tail.error().message;
+  ASSERT_EQ(tail->size(), 2u);
+  EXPECT_EQ(b->last_seq(), 2);
+  EXPECT_TRUE(b->ReadAfter(2)->empty());
+
+  Result<Leadership> renewed = a->Campaign("http://a", 400);
+  ASSERT_TRUE(renewed.ok());
+  EXPECT_TRUE(renewed->leader);
+  EXPECT_FALSE(renewed->promoted);
+  std::this_thread::sleep_for(std::chrono::milliseconds(600));  // a stops renewing
+  Result<Leadership> taken = b->Campaign("http://b", 400);
+  ASSERT_TRUE(taken.ok());
+  EXPECT_TRUE(taken->promoted);
+  EXPECT_EQ(taken->epoch, la->epoch + 1);
+  std::vector<Record> stale = {{0, "a3", "3"}};
+  EXPECT_FALSE(a->Append(stale).ok()) << "the deposed writer is fenced before it knows";
+  std::vector<Record> two = {{0, "b3", "3"}};
+  ASSERT_TRUE(b->Append(two).ok());
+  EXPECT_EQ(two[0].seq, 3);
+  Result<Leadership> told = a->Campaign("http://a", 400);
+  ASSERT_TRUE(told.ok());
+  EXPECT_FALSE(told->leader);
+  EXPECT_TRUE(told->deposed);
+  EXPECT_EQ(told->leader_url, "http://b");
+
+  // A follower that fell behind a compaction is told to load the snapshot again.
+  ASSERT_TRUE(b->WriteSnapshot({3, 1, "s3"}).ok());
+  ASSERT_TRUE(b->Compact(3).ok());
+  Result<std::vector<Record>> gone = a->ReadAfter(1);
+  ASSERT_FALSE(gone.ok());
+  EXPECT_EQ(gone.error().code, ErrorCode::kNotFound);
 }
 
 TEST_F(PostgresJournalTest, AnUnreachableServerIsUnavailable) {

@@ -2,6 +2,7 @@
 #include "store/pg_journal.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <mutex>
 #include <optional>
@@ -25,7 +26,7 @@ std::string Schema(const std::string& s) {
   return "CREATE SCHEMA IF NOT EXISTS " + s + ";" +
          "CREATE TABLE IF NOT EXISTS " + s +
          ".meta (id integer PRIMARY KEY CHECK (id = 1), format integer NOT NULL, base bigint NOT NULL, "
-         "last_seq bigint NOT NULL, epoch bigint NOT NULL);" +
+         "last_seq bigint NOT NULL, epoch bigint NOT NULL, leader text NOT NULL DEFAULT '', lease_until timestamptz);" +
          "CREATE TABLE IF NOT EXISTS " + s +
          ".journal (seq bigint PRIMARY KEY, kind text NOT NULL, body bytea NOT NULL, crc bigint NOT NULL);" +
          "CREATE TABLE IF NOT EXISTS " + s +
@@ -37,7 +38,9 @@ std::string Schema(const std::string& s) {
          "CREATE INDEX IF NOT EXISTS archived_jobs_usage ON " + s + ".archived_jobs (usage_to);" +
          "CREATE TABLE IF NOT EXISTS " + s +
          ".audit_log (seq bigint PRIMARY KEY, tenant text NOT NULL, body bytea NOT NULL, crc bigint NOT NULL);" +
-         "CREATE INDEX IF NOT EXISTS audit_log_tenant ON " + s + ".audit_log (tenant, seq)";
+         "CREATE INDEX IF NOT EXISTS audit_log_tenant ON " + s + ".audit_log (tenant, seq);" +
+         "ALTER TABLE " + s + ".meta ADD COLUMN IF NOT EXISTS leader text NOT NULL DEFAULT '';" +
+         "ALTER TABLE " + s + ".meta ADD COLUMN IF NOT EXISTS lease_until timestamptz";
 }
 
 // What S.meta holds.
@@ -134,8 +137,60 @@ class PostgresJournal final : public Journal {
 
   int64_t last_seq() const override { return next_ - 1; }
 
+  // The lease is kept in the database's clock (clock_timestamp()), so the replicas' clocks
+  // need not agree.
+  Result<Leadership> Campaign(const std::string& url, int64_t lease_ms) override {
+    Leadership out;
+    Status s = conn_->Transaction([&]() -> Status {
+      Result<Rows> r = conn_->Exec("SELECT epoch, leader, coalesce(lease_until > clock_timestamp(), false) FROM " + s_ +
+                                   ".meta FOR UPDATE");
+      if (!r.ok()) return r.error();
+      if (PQntuples(r->get()) != 1) return FailedPrecondition("the store's meta row is missing");
+      const int64_t epoch = pg_store::Int(r->get(), 0, 0);
+      const bool live = PQgetvalue(r->get(), 0, 2)[0] != 0;
+      const std::vector<Param> params = {Param::Text(url), Param::Int(lease_ms)};
+      const std::string lease = "leader = $1, lease_until = clock_timestamp() + $2::bigint * interval '1 millisecond'";
+      if (epoch_ != 0 && epoch == epoch_) {  // ours: renew
+        Result<Rows> u = conn_->Exec("UPDATE " + s_ + ".meta SET " + lease, params);
+        if (!u.ok()) return u.error();
+        out = Leadership{.leader = true, .epoch = epoch, .leader_url = url};
+      } else if (!live) {  // lapsed (or never held): take it, deposing whoever had it
+        Result<Rows> u = conn_->Exec("UPDATE " + s_ + ".meta SET epoch = epoch + 1, " + lease + " RETURNING epoch", params);
+        if (!u.ok()) return u.error();
+        out = Leadership{.leader = true, .promoted = true, .deposed = false, .epoch = pg_store::Int(u->get(), 0, 0),
+                         .leader_url = url};
+      } else {
+        out = Leadership{.leader = false, .deposed = epoch_ != 0, .epoch = epoch,
+                         .leader_url = pg_store::Bytes(r->get(), 0, 1)};
+      }
+      return Ok();
+    });
+    if (!s.ok()) return s.error();
+    if (out.promoted) epoch_ = out.epoch;
+    if (out.deposed) epoch_ = 0;
+    return out;
+  }
+
+  Result<std::vector<Record>> ReadAfter(int64_t seq) override {
+    Result<Meta> m = ReadMeta(*conn_, s_);
+    if (!m.ok()) return m.error();
+    if (m->base > seq) {
+      return Error{ErrorCode::kNotFound, "records after " + std::to_string(seq) + " were compacted (the journal starts after " +
+                                             std::to_string(m->base) + ")"};
+    }
+    Meta from = *m;
+    from.base = seq;  // the scan checks seq+1..last_seq
+    Result<Scan> scan = ScanJournal(*conn_, s_, from);
+    if (!scan.ok()) return scan.error();
+    if (!scan->damage.empty()) return Damaged(scan->damage, seq + static_cast<int64_t>(scan->records.size()));
+    base_ = m->base;
+    next_ = m->last_seq + 1;
+    return std::move(scan->records);
+  }
+
   Status WriteSnapshot(const Snapshot& snap) override {
     std::lock_guard<std::mutex> lock(snapshot_mu_);
+    if (epoch_ == 0) return NotTheWriter();
     if (!snapshot_conn_) {
       Result<std::unique_ptr<Conn>> c = Conn::Open(conninfo_);
       if (!c.ok()) return c.error();
@@ -240,6 +295,11 @@ class PostgresJournal final : public Journal {
                               std::to_string(intact) + " are intact). Restore the database from a backup");
   }
 
+  Error NotTheWriter() const {
+    return Error{ErrorCode::kUnavailable, "this gpupool serve is a follower of the store in " + Where() +
+                                              ": the leader writes"};
+  }
+
   // Why a write conditional on this writer's epoch (and, for an append, on `last`) changed no row.
   Error Deposed(Conn& c) const {
     Result<Meta> m = ReadMeta(c, s_);
@@ -258,6 +318,7 @@ class PostgresJournal final : public Journal {
 
   // Runs an UPDATE ... RETURNING on S.meta that must change its row; Deposed when it did not.
   Status Claim(const std::string& sql, const std::vector<Param>& params) {
+    if (epoch_ == 0) return NotTheWriter();
     Result<Rows> r = conn_->Exec(sql, params);
     if (!r.ok()) return r.error();
     if (PQntuples(r->get()) != 1) return Deposed(*conn_);
@@ -348,7 +409,7 @@ class PostgresJournal final : public Journal {
   const std::string conninfo_;
   std::unique_ptr<Conn> conn_;
   const std::string s_;  // the schema, quoted
-  const int64_t epoch_;
+  std::atomic<int64_t> epoch_;  // this process's epoch as the writer; 0: not the writer (read by WriteSnapshot's thread)
   int64_t base_;
   int64_t next_;
   std::optional<std::vector<Record>> first_read_;
@@ -377,10 +438,19 @@ Result<std::unique_ptr<Journal>> OpenPostgresJournal(const std::string& conninfo
       if (PQgetvalue(rows->get(), 0, 1)[0] != 0) {
         return FailedPrecondition("the journal in " + where + " is damaged: its meta row is missing and it has records");
       }
-      Result<Rows> init = c.Exec("INSERT INTO " + s + ".meta VALUES (1, $1, 0, 0, 0)", {Param::Int(kFormat)});
+      Result<Rows> init = c.Exec("INSERT INTO " + s + ".meta (id, format, base, last_seq, epoch) VALUES (1, $1, 0, 0, 0)",
+                                 {Param::Int(kFormat)});
       if (!init.ok()) return init.error();
     }
-    Result<Rows> bumped = c.Exec("UPDATE " + s + ".meta SET epoch = epoch + 1 RETURNING format, base, last_seq, epoch");
+    if (!options.take_over) {
+      Result<Meta> m = ReadMeta(c, s);
+      if (!m.ok()) return m.error();
+      meta = *m;
+      meta.epoch = 0;  // not the writer until a Campaign says so
+      return Ok();
+    }
+    Result<Rows> bumped = c.Exec("UPDATE " + s + ".meta SET epoch = epoch + 1, leader = '', lease_until = NULL "
+                                 "RETURNING format, base, last_seq, epoch");
     if (!bumped.ok()) return bumped.error();
     const PGresult* p = bumped->get();
     meta = Meta{pg_store::Int(p, 0, 0), pg_store::Int(p, 0, 1), pg_store::Int(p, 0, 2), pg_store::Int(p, 0, 3)};

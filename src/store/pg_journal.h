@@ -10,10 +10,11 @@
 //   S.archived_jobs (id, seq, tenant, state, usage_from, usage_to, body, crc) and
 //   S.audit_log     (seq, tenant, body, crc): the history, written with its record, never compacted
 //
-// The writer: opening the journal takes the store's next epoch, and every write (append,
-// snapshot, compaction) is conditional on that epoch in the same transaction. A second process
-// that opens the store therefore deposes the first: from then on the first one's writes fail
-// (kUnavailable, "another gpupool serve took over this store"), even before it learns of it.
+// The writer: every write (append, snapshot, compaction) is conditional on the writer's epoch in
+// the same transaction, so a writer that another deposed cannot write, even before it learns of
+// it (kUnavailable, "another gpupool serve took over this store"). The epoch is taken at open
+// (take_over) or by Campaign, which also keeps a lease in S.meta (leader URL, lease_until in the
+// database's clock): replicas renew it, and take it over, with a new epoch, once it lapsed.
 // An append is also conditional on last_seq, so a writer whose view of the journal is stale
 // cannot append over records it has not read.
 //
@@ -37,6 +38,10 @@ namespace gpupool {
 
 struct PostgresJournalOptions {
   std::string schema = "gpupool";  // the tables' schema; several clusters can share a database
+  // Take the next epoch at open, deposing any writer at once (one process per store). Without
+  // it the journal opens as a follower: it reads, and writes only once a Campaign made it the
+  // leader (gpupool serve's replicas).
+  bool take_over = true;
 };
 
 // Connects to `conninfo` (a libpq connection string or postgresql:// URI), creates the schema
