@@ -17,7 +17,8 @@ while [ $# -gt 0 ]; do
     --nodes) nodes=$2; shift 2 ;;
     --runs) runs=$2; shift 2 ;;
     --json) json=$2; shift 2 ;;
-    *) echo "usage: $0 [--clients N] [--seconds S] [--nodes N] [--runs R] [--json DIR]" >&2; exit 2 ;;
+    --store) store=$2; shift 2 ;;
+    *) echo "usage: $0 [--clients N] [--seconds S] [--nodes N] [--runs R] [--json DIR] [--store postgresql://...?...]" >&2; exit 2 ;;
   esac
 done
 ./scripts/build.sh > /dev/null
@@ -49,7 +50,10 @@ echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -
 echo "cluster: $nodes nodes x 8 GPUs; $clients clients for $seconds s per run; jobs of 1 GPU for 1 s (the simulated executor ends them on its 100 ms tick)"
 for run in $(seq 1 "$runs"); do
   rm -rf "$tmp/data"
-  "$bin" serve --config "$tmp/config.yaml" --data-dir "$tmp/data" --listen 127.0.0.1:0 \
+  # A PostgreSQL store (its URL must have a query already): a schema of this run's own.
+  store_args=()
+  [ -z "${store:-}" ] || store_args=(--store "$store&gpupool_schema=bench_$$_$run")
+  "$bin" serve --config "$tmp/config.yaml" --data-dir "$tmp/data" --listen 127.0.0.1:0 "${store_args[@]}" \
     --simulate-executor 2> "$tmp/daemon.log" &
   daemon=$!
   for _ in $(seq 1 200); do [ -s "$tmp/data/port" ] && break; sleep 0.05; done
@@ -63,7 +67,7 @@ for run in $(seq 1 "$runs"); do
   kill -9 "$daemon"; wait "$daemon" 2> /dev/null || true
   rm -f "$tmp/data/port"
   start=$(date +%s.%N)
-  "$bin" serve --config "$tmp/config.yaml" --data-dir "$tmp/data" --listen 127.0.0.1:0 \
+  "$bin" serve --config "$tmp/config.yaml" --data-dir "$tmp/data" --listen 127.0.0.1:0 "${store_args[@]}" \
     --simulate-executor 2> "$tmp/restart.log" &
   daemon=$!
   for _ in $(seq 1 1200); do [ -s "$tmp/data/port" ] && break; sleep 0.01; done

@@ -5,7 +5,8 @@
 #                            prints the URL to give gpupool (--store URL)
 #   test-postgres.sh url     prints the URL
 #   test-postgres.sh stop    stops it and removes its directory
-# GPUPOOL_TEST_PG_DIR chooses the directory (default /tmp/gpupool-test-pg-UID). As root, the
+# GPUPOOL_TEST_PG_DIR chooses the directory (default /tmp/gpupool-test-pg-UID), GPUPOOL_TEST_PG_FSYNC=on
+# makes it durable (for benchmarks against SQLite's synchronous=FULL). As root, the
 # server runs as the postgres user (initdb refuses root).
 set -euo pipefail
 dir=${GPUPOOL_TEST_PG_DIR:-/tmp/gpupool-test-pg-$(id -u)}
@@ -28,7 +29,7 @@ case "${1:-}" in
           { cat "$dir/initdb.log" >&2; exit 1; }
       fi
       "${as_owner[@]}" "$bin/pg_ctl" -D "$dir/data" -l "$dir/postgres.log" -w -t 30 start \
-        -o "-k $dir -c listen_addresses= -c fsync=off -c synchronous_commit=on -c max_connections=300" >/dev/null 9>&- ||
+        -o "-k $dir -c listen_addresses= -c fsync=${GPUPOOL_TEST_PG_FSYNC:-off} -c synchronous_commit=on -c max_connections=300" >/dev/null 9>&- ||
         { tail -20 "$dir/postgres.log" >&2; exit 1; }
     fi
     echo "$url"
