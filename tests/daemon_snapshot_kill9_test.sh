@@ -3,10 +3,18 @@
 # jobs being submitted and run and a snapshot every 150 records; odd runs are killed at a random
 # moment, even ones just after a snapshot started, so that kills land before, during and after
 # snapshot writes and compactions. After each kill the daemon must start, and
-# every job acknowledged in any run must be there. Usage: daemon_snapshot_kill9_test.sh GPUPOOL_BINARY
+# every job acknowledged in any run must be there.
+# Usage: daemon_snapshot_kill9_test.sh GPUPOOL_BINARY [postgres]
+# With `postgres` the journal, snapshots and history are in the tests' PostgreSQL
+# (scripts/test-postgres.sh; a schema of this run's own) instead of SQLite files.
 set -u
-bin=${1:?usage: daemon_snapshot_kill9_test.sh GPUPOOL_BINARY}
+bin=${1:?usage: daemon_snapshot_kill9_test.sh GPUPOOL_BINARY [postgres]}
 . "$(dirname "$0")/lib/e2e.sh"
+store=()
+if [ "${2:-}" = postgres ]; then
+  pg_url=$("$(dirname "$0")/../scripts/test-postgres.sh" start) || fail "the tests' PostgreSQL did not start"
+  store=(--store "$pg_url&gpupool_schema=kill9_$$")
+fi
 one_tenant_config "$tmp/config.yaml" 8 64
 cat > "$tmp/jobs.py" << 'EOF2'
 # jobs.py submit URL TOKEN PREFIX: submits until killed, printing each acknowledged job's id.
@@ -44,7 +52,7 @@ data=$tmp/data
 start() {
   rm -f "$data/port"
   "$bin" serve --config "$tmp/config.yaml" --data-dir "$data" --listen 127.0.0.1:0 --simulate-executor \
-    --snapshot-every-records 150 >> "$tmp/daemon.log" 2>&1 &
+    --snapshot-every-records 150 "${store[@]}" >> "$tmp/daemon.log" 2>&1 &
   pid=$!
   pids+=($pid)
   for _ in $(seq 200); do

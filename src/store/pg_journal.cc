@@ -96,6 +96,11 @@ Result<Scan> ScanJournal(Conn& c, const std::string& s, const Meta& m) {
   return out;
 }
 
+Error JournalDamaged(const std::string& where, const std::string& what, int64_t intact) {
+  return FailedPrecondition("the journal in " + where + " is damaged: " + what + " (records up to " +
+                            std::to_string(intact) + " are intact). Restore the database from a backup");
+}
+
 class PostgresJournal final : public Journal {
  public:
   PostgresJournal(std::string conninfo, std::unique_ptr<Conn> conn, std::string schema, Meta meta,
@@ -290,10 +295,7 @@ class PostgresJournal final : public Journal {
 
   std::string Where() const { return conn_->name() + ", schema " + s_; }
 
-  Error Damaged(const std::string& what, int64_t intact) const {
-    return FailedPrecondition("the journal in " + Where() + " is damaged: " + what + " (records up to " +
-                              std::to_string(intact) + " are intact). Restore the database from a backup");
-  }
+  Error Damaged(const std::string& what, int64_t intact) const { return JournalDamaged(Where(), what, intact); }
 
   Error NotTheWriter() const {
     return Error{ErrorCode::kUnavailable, "this gpupool serve is a follower of the store in " + Where() +
@@ -436,7 +438,7 @@ Result<std::unique_ptr<Journal>> OpenPostgresJournal(const std::string& conninfo
     if (!rows.ok()) return rows.error();
     if (pg_store::Int(rows->get(), 0, 0) == 0) {
       if (PQgetvalue(rows->get(), 0, 1)[0] != 0) {
-        return FailedPrecondition("the journal in " + where + " is damaged: its meta row is missing and it has records");
+        return JournalDamaged(where, "its meta row is missing and it has records", 0);
       }
       Result<Rows> init = c.Exec("INSERT INTO " + s + ".meta (id, format, base, last_seq, epoch) VALUES (1, $1, 0, 0, 0)",
                                  {Param::Int(kFormat)});
@@ -464,9 +466,7 @@ Result<std::unique_ptr<Journal>> OpenPostgresJournal(const std::string& conninfo
   Result<Scan> scan = ScanJournal(c, s, meta);
   if (!scan.ok()) return scan.error();
   if (!scan->damage.empty()) {
-    return FailedPrecondition("the journal in " + where + " is damaged: " + scan->damage + " (records up to " +
-                              std::to_string(meta.base + static_cast<int64_t>(scan->records.size())) +
-                              " are intact). Restore the database from a backup");
+    return JournalDamaged(where, scan->damage, meta.base + static_cast<int64_t>(scan->records.size()));
   }
   return std::unique_ptr<Journal>(
       new PostgresJournal(conninfo, std::move(*opened), s, meta, std::move(scan->records)));
