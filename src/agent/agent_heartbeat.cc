@@ -208,6 +208,7 @@ Status Agent::HeartbeatOnce(Time now) {
   // Not understood, not accepted: nothing is acknowledged and the lease is not renewed.
   Result<HeartbeatReply> reply = DecodeHeartbeatReply(r.body);
   if (!reply.ok()) return Error{ErrorCode::kUnavailable, "heartbeat: " + reply.error().message};
+  GP_RETURN_IF_ERROR(CheckEpoch("heartbeat", reply->epoch));
   RenewLease(sent_at, reply->lease_ms);
   AckHeartbeat(sent);
   last_contact_ = now;

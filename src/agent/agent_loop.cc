@@ -84,29 +84,43 @@ Result<std::string> ShellCommandFor(
   return out;
 }
 
-Result<std::unique_ptr<Agent>> Agent::Create(AgentOptions options, GpuProbe& probe,
-                                             Executor& executor) {
-  if (!ValidNodeName(options.node)) {
-    return InvalidArgument("node name '" + options.node +
-                           "' must be 1-128 characters of [A-Za-z0-9._-]");
-  }
+Result<Agent::Url> Agent::ParseServerUrl(const std::string& text) {
   Url url;
-  std::string rest = options.server_url;
+  std::string rest = text;
   std::string scheme = "http";
   if (const size_t p = rest.find("://"); p != std::string::npos) {
     scheme = rest.substr(0, p);
     rest = rest.substr(p + 3);
   }
   if (scheme != "http" && scheme != "https") {
-    return InvalidArgument("server URL '" + options.server_url + "': scheme must be http or https");
+    return InvalidArgument("server URL '" + text + "': scheme must be http or https");
   }
   if (const size_t slash = rest.find('/'); slash != std::string::npos) {
     url.prefix = rest.substr(slash);
     rest = rest.substr(0, slash);
     while (!url.prefix.empty() && url.prefix.back() == '/') url.prefix.pop_back();
   }
-  if (rest.empty()) return InvalidArgument("server URL '" + options.server_url + "' has no host");
+  if (rest.empty()) return InvalidArgument("server URL '" + text + "' has no host");
   url.origin = scheme + "://" + rest;
+  if (!httplib::Client(url.origin).is_valid()) return InvalidArgument("cannot use server URL '" + text + "'");
+  return url;
+}
+
+Result<std::unique_ptr<Agent>> Agent::Create(AgentOptions options, GpuProbe& probe,
+                                             Executor& executor) {
+  if (!ValidNodeName(options.node)) {
+    return InvalidArgument("node name '" + options.node +
+                           "' must be 1-128 characters of [A-Za-z0-9._-]");
+  }
+  std::vector<Url> servers;
+  for (size_t from = 0; from <= options.server_url.size();) {
+    size_t comma = options.server_url.find(',', from);
+    if (comma == std::string::npos) comma = options.server_url.size();
+    Result<Url> u = ParseServerUrl(options.server_url.substr(from, comma - from));
+    if (!u.ok()) return u.error();
+    servers.push_back(*u);
+    from = comma + 1;
+  }
   FakeProbe* fake = dynamic_cast<FakeProbe*>(&probe);
   if (!options.fault_file.empty() && fake == nullptr) {
     return InvalidArgument("a fault file needs fake GPUs (--gpus fake:SPEC)");
@@ -117,25 +131,27 @@ Result<std::unique_ptr<Agent>> Agent::Create(AgentOptions options, GpuProbe& pro
   if (options.rediscover_interval < Duration::Millis(0)) {
     return InvalidArgument("negative rediscovery interval");
   }
-  std::unique_ptr<Agent> agent(new Agent(std::move(options), url, probe, executor, fake));
-  if (!agent->http_->is_valid()) {
-    return InvalidArgument("cannot use server URL '" + agent->options_.server_url + "'");
-  }
+  std::unique_ptr<Agent> agent(new Agent(std::move(options), std::move(servers), probe, executor, fake));
   agent->RecoverReplicas();
   return agent;
 }
 
-Agent::Agent(AgentOptions options, Url url, GpuProbe& probe, Executor& executor, FakeProbe* fake)
+Agent::Agent(AgentOptions options, std::vector<Url> servers, GpuProbe& probe, Executor& executor, FakeProbe* fake)
     : options_(std::move(options)),
-      url_(std::move(url)),
+      servers_(std::move(servers)),
       probe_(probe),
       executor_(executor),
-      fake_(fake),
-      http_(std::make_unique<httplib::Client>(url_.origin)) {
+      fake_(fake) {
   if (!options_.log) options_.log = StderrJsonLog();
+  Connect(servers_.front());
+}
+
+void Agent::Connect(const Url& u) {
+  url_ = u;
+  http_ = std::make_unique<httplib::Client>(url_.origin);
   http_->set_connection_timeout(5);
-  http_->set_read_timeout(15);
-  http_->set_write_timeout(15);
+  http_->set_read_timeout(io_timeout_ms_ / 1000, (io_timeout_ms_ % 1000) * 1000);
+  http_->set_write_timeout(io_timeout_ms_ / 1000, (io_timeout_ms_ % 1000) * 1000);
   if (!options_.token.empty()) http_->set_bearer_token_auth(options_.token);
 }
 
@@ -176,7 +192,49 @@ bool Agent::SleepFor(Duration d) {
   return false;
 }
 
+// A daemon's replicas (docs/design/daemon.md, "Replicas"): a follower answers 307 with the
+// leader's URL, and the agent talks to the leader from then on; a URL that does not answer, or
+// answers 503, makes the next request go to the next URL given.
 Agent::Reply Agent::Post(const std::string& path, const std::string& body) {
+  for (int hop = 0;; ++hop) {
+    Reply out = PostOnce(path, body);
+    if ((out.status == 307 || out.status == 308) && hop < 3) {
+      const std::string wanted = url_.prefix + path;
+      const std::string& to = out.location;
+      Result<Url> leader = to.size() > wanted.size() && to.compare(to.size() - wanted.size(), wanted.size(), wanted) == 0
+                               ? ParseServerUrl(to.substr(0, to.size() - wanted.size()) + url_.prefix)
+                               : Result<Url>(InvalidArgument("a redirect to '" + to + "'"));
+      if (leader.ok()) {
+        Log("info", "following the daemon's leader", {{"from", url_.origin}, {"to", leader->origin}});
+        Connect(*leader);
+        continue;
+      }
+      out.error = leader.error().message;
+    }
+    if ((out.status == 0 || out.status == 503) && servers_.size() > 1) {
+      server_ = (server_ + 1) % servers_.size();
+      Connect(servers_[server_]);
+    }
+    return out;
+  }
+}
+
+Status Agent::CheckEpoch(const char* what, std::optional<int64_t> epoch) {
+  if (!epoch) return Ok();
+  if (*epoch < epoch_seen_) {
+    if (servers_.size() > 1) {
+      server_ = (server_ + 1) % servers_.size();
+      Connect(servers_[server_]);
+    }
+    return Error{ErrorCode::kUnavailable, std::string(what) + ": a reply of the daemon's epoch " + std::to_string(*epoch) +
+                                              ", older than epoch " + std::to_string(epoch_seen_) +
+                                              " seen before (a deposed leader): ignored"};
+  }
+  epoch_seen_ = *epoch;
+  return Ok();
+}
+
+Agent::Reply Agent::PostOnce(const std::string& path, const std::string& body) {
   Reply out;
   httplib::Result r = http_->Post(url_.prefix + path, body, "application/json");
   if (!r) {
@@ -198,11 +256,12 @@ Agent::Reply Agent::Post(const std::string& path, const std::string& body) {
         why = httplib::to_string(r.error());
         break;
     }
-    out.error = "cannot reach the daemon at " + options_.server_url + ": " + why;
+    out.error = "cannot reach the daemon at " + url_.origin + url_.prefix + ": " + why;
     return out;
   }
   out.status = r->status;
   out.body = std::move(r->body);
+  out.location = r->get_header_value("Location");
   if (out.status < 200 || out.status > 299) {
     // The daemon's error body: {"error": {"message": ...}}; anything else is quoted.
     const Json j = Json::parse(out.body, nullptr, /*allow_exceptions=*/false);

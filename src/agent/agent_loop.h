@@ -102,7 +102,9 @@ using AgentLog = std::function<void(const nlohmann::json& record)>;
 AgentLog StderrJsonLog();
 
 struct AgentOptions {
-  std::string server_url;          // http(s)://host[:port][/prefix], or host:port
+  // http(s)://host[:port][/prefix], or host:port; several, comma-separated, for a daemon's
+  // replicas: the agent follows the leader's 307s and tries the next URL when one is silent.
+  std::string server_url;
   std::string token;               // bearer token ("" sends none)
   std::string node;                // the node's name
   std::string acceptance_command;  // "": none; else run once before registering
@@ -215,10 +217,18 @@ class Agent {
   struct Reply {
     int status = 0;  // 0: no reply
     std::string body;
-    std::string error;  // transport error or the server's message
+    std::string error;     // transport error or the server's message
+    std::string location;  // a redirect's
   };
 
-  Agent(AgentOptions options, Url url, GpuProbe& probe, Executor& executor, FakeProbe* fake);
+  Agent(AgentOptions options, std::vector<Url> servers, GpuProbe& probe, Executor& executor, FakeProbe* fake);
+  static Result<Url> ParseServerUrl(const std::string& text);
+  // Talks to `u` from the next request on (a new connection, the same timeouts and token).
+  void Connect(const Url& u);
+  Reply PostOnce(const std::string& path, const std::string& body);
+  // A reply of the daemon's epoch `epoch` (none: a daemon without replicas) may be acted on: it
+  // is not older than the newest epoch seen. A deposed leader's reply is an error.
+  Status CheckEpoch(const char* what, std::optional<int64_t> epoch);
   void Log(const char* level, const std::string& msg,
            nlohmann::json fields = nlohmann::json::object());
   Reply Post(const std::string& path, const std::string& body);
@@ -269,7 +279,11 @@ class Agent {
   bool SleepFor(Duration d);
 
   AgentOptions options_;
+  std::vector<Url> servers_;  // as given; url_ is one of them or the leader a 307 named
+  size_t server_ = 0;         // the one of servers_ tried last
   Url url_;
+  int64_t io_timeout_ms_ = 15000;
+  int64_t epoch_seen_ = 0;  // the newest daemon epoch a reply carried
   GpuProbe& probe_;
   Executor& executor_;
   FakeProbe* fake_;                                   // the probe when it is a FakeProbe, else null

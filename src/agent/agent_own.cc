@@ -60,6 +60,7 @@ void Agent::RenewLease(Time sent, std::optional<int64_t> lease_ms) {
   // try again (on a new connection) while the lease still holds, instead of waiting out a 15 s
   // read on a connection that went dead.
   const int64_t wait_ms = std::clamp<int64_t>(*lease_ms / 3, 500, 15000);
+  io_timeout_ms_ = wait_ms;
   http_->set_read_timeout(wait_ms / 1000, (wait_ms % 1000) * 1000);
   http_->set_write_timeout(wait_ms / 1000, (wait_ms % 1000) * 1000);
   if (executor_.lease_path().empty()) return;

@@ -139,6 +139,10 @@ Status Agent::Register() {
     registered_ = false;
     return Error{ErrorCode::kUnavailable, "register: " + reply.error().message};
   }
+  if (Status fresh = CheckEpoch("register", reply->epoch); !fresh.ok()) {
+    registered_ = false;
+    return fresh;
+  }
   for (const std::string& why : reply->skipped) Log("warn", "registration reply: " + why);
   registered_ = true;
   RenewLease(sent, reply->lease_ms);

@@ -111,6 +111,9 @@ struct RegisterReply {
   std::string node;
   std::optional<std::string> condition;
   std::optional<int64_t> heartbeat_interval_ms, heartbeat_timeout_ms, lease_ms;
+  // The leader's epoch, from a daemon with replicas (> 0): an agent acts on no reply of an
+  // epoch older than one it has seen (a deposed leader's).
+  std::optional<int64_t> epoch;
   std::vector<std::string> skipped;  // decoder: what was left out, and why; never encoded
   bool operator==(const RegisterReply&) const = default;
 };
@@ -219,7 +222,7 @@ struct MigTarget {
   bool operator==(const MigTarget&) const = default;
 };
 
-// {"start", "stop", "forget", "mig", "lease_ms", "condition"}. The agent applies stops and
+// {"start", "stop", "forget", "mig", "lease_ms", "condition", "epoch"}. The agent applies stops and
 // forgets before starts.
 struct HeartbeatReply {
   std::vector<ReplicaStart> start;
@@ -228,6 +231,7 @@ struct HeartbeatReply {
   std::vector<MigTarget> mig;
   std::optional<int64_t> lease_ms;       // > 0
   std::optional<std::string> condition;  // the node's ("unreachable": register again)
+  std::optional<int64_t> epoch;          // as RegisterReply's
   std::vector<std::string> skipped;      // decoder: what was dropped, and why; never encoded
   bool operator==(const HeartbeatReply&) const = default;
 };

@@ -81,6 +81,17 @@ inline Result<std::optional<int64_t>> PositiveMillis(const Json& j, const char* 
   return std::optional<int64_t>(static_cast<int64_t>(std::min(ms, static_cast<double>(int64_t{1} << 40))));
 }
 
+// An optional positive integer (an epoch); absent, or not positive, reads as none.
+inline Result<std::optional<int64_t>> PositiveInteger(const Json& j, const char* key) {
+  auto it = j.find(key);
+  if (it == j.end()) return std::optional<int64_t>();
+  if (!it->is_number_integer()) return InvalidArgument(std::string("'") + key + "' must be an integer");
+  const int64_t v = it->is_number_unsigned() ? static_cast<int64_t>(std::min<uint64_t>(it->get<uint64_t>(), INT64_MAX))
+                                             : it->get<int64_t>();
+  if (v <= 0) return std::optional<int64_t>();
+  return std::optional<int64_t>(v);
+}
+
 // Seconds as the daemon sends them: an integer when whole.
 inline Json SecondsJson(Duration d) {
   if (d.millis() % 1000 == 0) return d.millis() / 1000;

@@ -190,6 +190,7 @@ std::string Encode(const RegisterReply& r) {
   if (r.heartbeat_interval_ms) body["heartbeat_interval_ms"] = *r.heartbeat_interval_ms;
   if (r.heartbeat_timeout_ms) body["heartbeat_timeout_ms"] = *r.heartbeat_timeout_ms;
   if (r.lease_ms) body["lease_ms"] = *r.lease_ms;
+  if (r.epoch) body["epoch"] = *r.epoch;
   return DumpAny(body);
 }
 
@@ -217,6 +218,11 @@ Result<RegisterReply> DecodeRegisterReply(std::string_view body) {
     } else {
       out.skipped.push_back(v.error().message);
     }
+  }
+  if (Result<std::optional<int64_t>> epoch = PositiveInteger(j, "epoch"); epoch.ok()) {
+    out.epoch = *epoch;
+  } else {
+    out.skipped.push_back(epoch.error().message);
   }
   return out;
 }

@@ -159,6 +159,7 @@ std::string Encode(const HeartbeatReply& r) {
   }
   for (const MigTarget& m : r.mig) body["mig"].push_back({{"gpu", m.gpu}, {"layout", m.layout}});
   if (r.lease_ms) body["lease_ms"] = *r.lease_ms;
+  if (r.epoch) body["epoch"] = *r.epoch;
   if (r.condition) body["condition"] = *r.condition;
   return DumpAny(body);
 }
@@ -178,6 +179,11 @@ Result<HeartbeatReply> DecodeHeartbeatReply(std::string_view body) {
     out.lease_ms = *lease;
   } else {
     out.skipped.push_back(lease.error().message);
+  }
+  if (Result<std::optional<int64_t>> epoch = PositiveInteger(j, "epoch"); epoch.ok()) {
+    out.epoch = *epoch;
+  } else {
+    out.skipped.push_back(epoch.error().message);
   }
   if (Result<std::optional<std::string>> c = OptStr(j, "condition", ""); c.ok()) {
     out.condition = *c;

@@ -1,5 +1,8 @@
 #include "cli/client.h"
 
+#include <algorithm>
+#include <optional>
+
 #include <yaml-cpp/yaml.h>
 
 #include <cstdio>
@@ -153,36 +156,95 @@ Error ReplyError(int status, const std::string& body) {
 }
 
 Result<std::unique_ptr<ApiClient>> ApiClient::Connect(const ClientConfig& config) {
-  Result<ServerUrl> url = ParseServerUrl(config.url);
-  if (!url.ok()) {
-    return InvalidArgument(url.error().message + (config.url_source.empty() ? "" : " (from " + config.url_source + ")"));
+  std::vector<ServerUrl> urls;
+  for (size_t from = 0; from <= config.url.size();) {
+    size_t comma = config.url.find(',', from);
+    if (comma == std::string::npos) comma = config.url.size();
+    Result<ServerUrl> url = ParseServerUrl(config.url.substr(from, comma - from));
+    if (!url.ok()) {
+      return InvalidArgument(url.error().message + (config.url_source.empty() ? "" : " (from " + config.url_source + ")"));
+    }
+    urls.push_back(*url);
+    from = comma + 1;
   }
-  return std::unique_ptr<ApiClient>(new ApiClient(*url, config.url, config.token));
+  return std::unique_ptr<ApiClient>(new ApiClient(std::move(urls), config.url, config.token));
 }
 
+namespace {
+
+// A follower's 307 names the leader's URL followed by the request's target.
+std::optional<ServerUrl> LeaderOf(const std::string& location, const std::string& target, const std::string& prefix) {
+  if (location.size() <= target.size() || location.compare(location.size() - target.size(), target.size(), target) != 0) {
+    return std::nullopt;
+  }
+  Result<ServerUrl> u = ParseServerUrl(location.substr(0, location.size() - target.size()) + prefix);
+  if (!u.ok()) return std::nullopt;
+  return *u;
+}
+
+bool NotLeading(const std::string& body) {
+  return body.find("does not lead") != std::string::npos || body.find("no replica leads") != std::string::npos;
+}
+
+}  // namespace
+
 Result<std::string> ApiClient::Fetch(const std::string& method, const std::string& path, const Json* body,
-                                     const Headers& headers) const {
-  HttpRequest r{method, url_.scheme == "https", url_.host, url_.port, url_.prefix + path, {}, "", 5, 30};
-  if (!token_.empty()) r.headers.emplace_back("Authorization", "Bearer " + token_);
-  if (body != nullptr) {
-    r.headers.emplace_back("Content-Type", "application/json");
-    r.body = body->dump();
-  }
-  for (const auto& [k, v] : headers) r.headers.emplace_back(k, v);
-  Result<HttpResponse> reply = HttpSend(r);
-  if (!reply.ok()) {
-    return Error{reply.error().code, "cannot reach the gpupool server at " + display_ + ": " + reply.error().message +
-                     " (set --url, GPUPOOL_URL or url: in the config file)"};
-  }
-  const int status = reply->status;
-  if (status < 200 || status > 299) {
-    Error e = ReplyError(status, reply->body);
-    if (status == 401 && token_.empty()) {
-      e.message += "; no token given (set --token, GPUPOOL_TOKEN or token: in the config file)";
+                                     const Headers& headers) {
+  std::optional<Error> last;
+  int hops = 0;
+  for (size_t tried = 0; tried < urls_.size();) {
+    const ServerUrl& url = urls_[current_];
+    HttpRequest r{method, url.scheme == "https", url.host, url.port, url.prefix + path, {}, "", 5, 30};
+    if (!token_.empty()) r.headers.emplace_back("Authorization", "Bearer " + token_);
+    if (body != nullptr) {
+      r.headers.emplace_back("Content-Type", "application/json");
+      r.body = body->dump();
     }
-    return e;
+    for (const auto& [k, v] : headers) r.headers.emplace_back(k, v);
+    bool connected = false;
+    Result<HttpResponse> reply = HttpSend(r, size_t{1} << 30, &connected);
+    const bool more = tried + 1 < urls_.size();
+    if (!reply.ok()) {
+      last = Error{reply.error().code, "cannot reach the gpupool server at " + display_ + ": " + reply.error().message +
+                                           " (set --url, GPUPOOL_URL or url: in the config file)"};
+      if (!more || (connected && method != "GET")) return *last;
+      current_ = (current_ + 1) % urls_.size();
+      ++tried;
+      continue;
+    }
+    const int status = reply->status;
+    if ((status == 307 || status == 308) && hops < 3) {
+      if (std::optional<ServerUrl> leader = LeaderOf(reply->location, r.target, url.prefix)) {
+        ++hops;
+        // The leader is tried next, and first from now on.
+        const auto known = std::find_if(urls_.begin(), urls_.end(), [&](const ServerUrl& u) {
+          return u.scheme == leader->scheme && u.host == leader->host && u.port == leader->port;
+        });
+        if (known == urls_.end()) {
+          urls_.push_back(*leader);
+          current_ = urls_.size() - 1;
+        } else {
+          current_ = static_cast<size_t>(known - urls_.begin());
+        }
+        continue;
+      }
+    }
+    if (status == 503 && more && (method == "GET" || NotLeading(reply->body))) {
+      last = ReplyError(status, reply->body);
+      current_ = (current_ + 1) % urls_.size();
+      ++tried;
+      continue;
+    }
+    if (status < 200 || status > 299) {
+      Error e = ReplyError(status, reply->body);
+      if (status == 401 && token_.empty()) {
+        e.message += "; no token given (set --token, GPUPOOL_TOKEN or token: in the config file)";
+      }
+      return e;
+    }
+    return std::move(reply->body);
   }
-  return std::move(reply->body);
+  return last.value_or(Error{ErrorCode::kUnavailable, "no gpupool server to ask"});
 }
 
 Result<Json> ApiClient::Send(const std::string& method, const std::string& path, const Json* body,

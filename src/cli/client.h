@@ -78,13 +78,19 @@ class ApiClient {
   Result<std::string> GetText(const std::string& path) { return Fetch("GET", path, nullptr, {}); }
 
  private:
-  ApiClient(ServerUrl url, std::string display, std::string token)
-      : url_(std::move(url)), display_(std::move(display)), token_(std::move(token)) {}
-  // One round trip (cli/http.h); the body of a 2xx reply, else the error.
+  ApiClient(std::vector<ServerUrl> urls, std::string display, std::string token)
+      : urls_(std::move(urls)), display_(std::move(display)), token_(std::move(token)) {}
+  // One request (cli/http.h), to the servers in turn as below; the body of a 2xx reply, else
+  // the error.
   Result<std::string> Fetch(const std::string& method, const std::string& path, const Json* body,
-                            const Headers& headers) const;
+                            const Headers& headers);
 
-  ServerUrl url_;
+  // Several URLs (comma-separated) name a daemon's replicas: a request goes to the one that
+  // answered last; a 307 from a follower is followed to the leader (at most three hops); a server
+  // that cannot be reached, or answers 503, makes the request go to the next one, a write only
+  // when nothing reached the server or the server said it does not lead.
+  std::vector<ServerUrl> urls_;
+  size_t current_ = 0;
   std::string display_;  // the URL as the user gave it
   std::string token_;
 };

@@ -15,6 +15,7 @@ const char* const kServeUsage =
     "                     [--snapshot-every-records N (20000)] [--snapshot-every-mb N (64)]\n"
     "                     [--retention-s SECONDS (3600)] [--max-finished-jobs N (20000)]\n"
     "                     [--history-scrub-s SECONDS (86400)]\n"
+    "                     [--advertise-url URL (http://LISTEN)] [--lease-ms N (3000)]\n"
     "  Runs the control-plane daemon: the REST API under /v1, /metrics, the web console at /, the\n"
     "  journal in SQLite under DIR. --listen with port 0 picks a free port, written to DIR/port.\n"
     "  A damaged journal stops the start; --recover keeps its records up to the last intact one\n"
@@ -30,7 +31,10 @@ const char* const kServeUsage =
     "  their own (port 0: DIR/agent-port) that API traffic cannot crowd out; --http-threads are\n"
     "  I/O threads; past a connection limit a client gets 429. --store postgresql://HOST/DB keeps\n"
     "  the journal, snapshots and history in PostgreSQL instead (schema gpupool, or\n"
-    "  ?gpupool_schema=NAME); the process that opens a store last is its only writer.\n"
+    "  ?gpupool_schema=NAME). Several serve processes on one PostgreSQL store are replicas: one\n"
+    "  leads (a lease of --lease-ms, renewed every third of it), the others follow its journal,\n"
+    "  serve reads and answer writes with 307 to the leader's --advertise-url; one that another\n"
+    "  took over from exits with status 1 (run it again to follow). /healthz says which it is.\n"
     "  docs/design/daemon.md.\n";
 
 const char* const kAgentUsage =

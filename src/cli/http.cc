@@ -186,6 +186,7 @@ struct Head {
   size_t body_start = 0;
   long long length = -1;  // Content-Length; -1 without
   bool chunked = false;
+  std::string location;
 };
 
 Result<Head> ParseHead(const std::string& raw, size_t head_end) {
@@ -206,6 +207,12 @@ Result<Head> ParseHead(const std::string& raw, size_t head_end) {
     const std::string value = Lower(header.substr(colon + 1));
     if (name == "content-length") h.length = std::atoll(value.c_str());
     if (name == "transfer-encoding" && value.find("chunked") != std::string::npos) h.chunked = true;
+    if (name == "location") {
+      std::string v = header.substr(colon + 1);
+      while (!v.empty() && v.front() == ' ') v.erase(0, 1);
+      while (!v.empty() && v.back() == ' ') v.pop_back();
+      h.location = v;
+    }
   }
   return h;
 }
@@ -228,6 +235,7 @@ Result<Parsed> Parse(const std::string& raw, bool at_end, HttpResponse* out) {
   Result<Head> h = ParseHead(raw, head_end);
   if (!h.ok()) return h.error();
   out->status = h->status;
+  out->location = h->location;
   const std::string rest = raw.substr(h->body_start);
   if (h->chunked) {
     Result<Parsed> p = Dechunk(rest, &out->body);
@@ -269,10 +277,12 @@ Result<HttpResponse> ParseHttpResponse(const std::string& raw) {
   return out;
 }
 
-Result<HttpResponse> HttpSend(const HttpRequest& request, size_t max_body) {
+Result<HttpResponse> HttpSend(const HttpRequest& request, size_t max_body, bool* connected) {
   IgnoreSigpipe sigpipe;
   Connection c;
+  if (connected != nullptr) *connected = false;
   GP_RETURN_IF_ERROR(c.Open(request));
+  if (connected != nullptr) *connected = true;
   GP_RETURN_IF_ERROR(c.WriteAll(RequestText(request)));
   std::string raw;
   char buf[65536];

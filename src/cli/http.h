@@ -31,11 +31,15 @@ struct HttpRequest {
 
 struct HttpResponse {
   int status = 0;
-  std::string body;  // de-chunked
+  std::string body;      // de-chunked
+  std::string location;  // the Location header, as sent ("" without)
 };
 
 // Sends `request` and reads the whole reply. Replies above `max_body` bytes are an error.
-Result<HttpResponse> HttpSend(const HttpRequest& request, size_t max_body = size_t{1} << 30);
+// `connected`, if given, says whether the connection was made (an error before it: nothing
+// reached the server, so another server may be tried even for a write).
+Result<HttpResponse> HttpSend(const HttpRequest& request, size_t max_body = size_t{1} << 30,
+                              bool* connected = nullptr);
 
 // The body of an HTTP/1.1 reply (status line and headers included in `raw`): its status and
 // body, honouring Content-Length and chunked transfer coding. Exposed for tests.

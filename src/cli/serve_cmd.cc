@@ -19,7 +19,8 @@ int Serve(const std::vector<std::string>& argv) {
   Result<Args> args = Args::Parse(argv, {"config", "data-dir", "store", "listen", "demo", "no-demo-traffic", "http-threads", "agent-listen",
                                          "max-connections", "max-connections-per-source",
                                          "simulate-executor", "recover", "heartbeat-interval-ms", "heartbeat-timeout-ms",
-                                         "snapshot-every-records", "snapshot-every-mb", "retention-s", "max-finished-jobs", "history-scrub-s", "help"},
+                                         "snapshot-every-records", "snapshot-every-mb", "retention-s", "max-finished-jobs", "history-scrub-s",
+                                         "advertise-url", "lease-ms", "help"},
                                   {"demo", "no-demo-traffic", "simulate-executor", "recover", "help"});
   if (!args.ok()) return UsageError(args.error().message);
   if (args->Has("help")) {
@@ -37,6 +38,14 @@ int Serve(const std::vector<std::string>& argv) {
   o.recover = args->Has("recover");
   o.simulate_executor = args->Has("simulate-executor");
   o.agent_listen = args->Str("agent-listen", "");
+  o.advertise_url = args->Str("advertise-url", "");
+  if (!o.advertise_url.empty() && o.advertise_url.rfind("http://", 0) != 0 && o.advertise_url.rfind("https://", 0) != 0) {
+    return UsageError("--advertise-url wants http://HOST:PORT or https://HOST:PORT, got '" + o.advertise_url + "'");
+  }
+  while (!o.advertise_url.empty() && o.advertise_url.back() == '/') o.advertise_url.pop_back();
+  Result<int64_t> lease = args->Int("lease-ms", o.lease_ms, 300, 600000);
+  if (!lease.ok()) return UsageError(lease.error().message);
+  o.lease_ms = *lease;
   Result<int64_t> threads = args->Int("http-threads", 2, 1, 64);
   if (!threads.ok()) return UsageError(threads.error().message);
   o.http_threads = static_cast<int>(*threads);

@@ -61,17 +61,47 @@ Status ControlPlane::Flush() {
     return Ok();
   }
   // Memory is ahead of disk: rebuild from what is durable, then report. If even that fails,
-  // stop: serving from a state that is not on disk could acknowledge what a restart loses, and
-  // a restart recovers exactly what is durable.
-  const Status rebuilt = Rebuild();
-  GP_CHECK(rebuilt.ok()) << "journal replay failed after a failed append: " << rebuilt.error().message;
+  // the core is stale and serves nothing until a Reload succeeds: serving from a state that is
+  // not in the store could acknowledge what a restart loses.
+  if (Status rebuilt = Rebuild(); !rebuilt.ok()) {
+    stale_ = true;
+    Log("error", "the journal cannot be read back after a failed append; serving nothing until it can",
+        {{"error", rebuilt.error().message}});
+  }
   return s;
 }
 
 void ControlPlane::Abandon() {
   (void)js_->TakeStaged();
-  const Status rebuilt = Rebuild();
-  GP_CHECK(rebuilt.ok()) << "journal replay failed after an abandoned batch: " << rebuilt.error().message;
+  if (Status rebuilt = Rebuild(); !rebuilt.ok()) {
+    stale_ = true;
+    Log("error", "the journal cannot be read back after an abandoned batch; serving nothing until it can",
+        {{"error", rebuilt.error().message}});
+  }
+}
+
+Status ControlPlane::Reload() {
+  (void)js_->TakeStaged();
+  GP_RETURN_IF_ERROR(Rebuild());
+  stale_ = false;
+  snapshot_seq_ = js_->snapshot_seq();
+  bytes_since_snapshot_ = 0;
+  return Ok();
+}
+
+Result<int64_t> ControlPlane::CatchUp() {
+  if (stale_) {
+    GP_RETURN_IF_ERROR(Reload());
+    return int64_t{0};
+  }
+  Result<std::vector<Record>> records = journal_->ReadAfter(js_->applied_seq());
+  if (!records.ok() && records.error().code != ErrorCode::kNotFound) return records.error();
+  if (records.ok() && js_->Follow(*records).ok()) return static_cast<int64_t>(records->size());
+  // Compacted past this state, or a record that does not apply on it: this state may be part
+  // way through the records, so a fresh one is loaded (stale until it is).
+  stale_ = true;
+  GP_RETURN_IF_ERROR(Reload());
+  return int64_t{0};
 }
 
 Status ControlPlane::Rebuild() {

@@ -147,12 +147,29 @@ class ControlPlane {
   void Tick(Time now, bool simulate_executor);
 
   // Appends staged records durably. On failure the core is rebuilt from the journal and the
-  // error returned: callers answer 503 for everything since the last successful Flush.
+  // error returned: callers answer 503 for everything since the last successful Flush. If the
+  // journal cannot be read back either (the store is unreachable), the core is stale: memory may
+  // be ahead of the store, so nothing may be served from it until Reload succeeds.
   Status Flush();
   // Drops every change since the last Flush and rebuilds from the journal (a handler threw
-  // halfway through its change: nothing of that batch may reach the journal). Aborts if the
-  // journal cannot be read back, as Flush does.
+  // halfway through its change: nothing of that batch may reach the journal); stale, as Flush
+  // leaves it, if the journal cannot be read back.
   void Abandon();
+  // The state in memory may differ from the store's (a failed append whose rebuild failed too).
+  bool stale() const { return stale_; }
+  // Loads the journaled state afresh from the store: after the store came back (stale), or on
+  // becoming the leader of a shared store (what the predecessor left). Clears stale on success.
+  Status Reload();
+
+  // --- replicas (docs/design/daemon.md, "Replicas") ---
+  // A follower's catch-up: the records the leader appended since the last call are applied; if
+  // the journal was compacted past them or one does not apply, the state is loaded afresh.
+  // Returns how many records were applied; an error (the store unreachable) leaves the state
+  // as it was, only older.
+  Result<int64_t> CatchUp();
+  // The epoch this process leads a shared store in (0: a store of its own): the agents' replies
+  // carry it, and agents act on none older than the newest they saw.
+  void SetEpoch(int64_t epoch) { epoch_ = epoch; }
 
   const State& state() const { return js_->state(); }
   const Ledger& ledger() const { return js_->ledger(); }
@@ -345,6 +362,8 @@ class ControlPlane {
   Duration retention_ = Duration::Hours(1);
   size_t max_finished_ = 20000;        // finished jobs in memory at most (SetMaxFinishedInMemory)
   int64_t snapshot_seq_ = 0;           // the snapshot loaded or last written
+  bool stale_ = false;                 // memory may be ahead of the store (Flush)
+  int64_t epoch_ = 0;                  // SetEpoch
   uint64_t bytes_since_snapshot_ = 0;  // record bytes appended since (by this process)
 };
 

@@ -161,6 +161,7 @@ Reply ControlPlane::RegisterAgent(const CallContext& c, const std::string& body)
   reply.heartbeat_interval_ms = heartbeat_interval_.millis();
   reply.heartbeat_timeout_ms = heartbeat_timeout_.millis();
   reply.lease_ms = heartbeat_timeout_.millis();
+  if (epoch_ > 0) reply.epoch = epoch_;
   return Reply{200, Encode(reply)};
 }
 

@@ -24,7 +24,10 @@ using Json = nlohmann::json;
 // A real SQLite journal that can be told to fail its next appends (disk full, I/O error).
 class FlakyJournal final : public Journal {
  public:
-  explicit FlakyJournal(std::unique_ptr<Journal> inner, int* fail_next) : inner_(std::move(inner)), fail_(fail_next) {}
+  // `fail_reads`, if given: the next this many loads (ReadSnapshot) fail, as a store that cannot
+  // be reached.
+  explicit FlakyJournal(std::unique_ptr<Journal> inner, int* fail_next, int* fail_reads = nullptr)
+      : inner_(std::move(inner)), fail_(fail_next), fail_reads_(fail_reads) {}
   Status Append(std::vector<Record>& batch) override {
     if (*fail_ > 0) {
       --*fail_;
@@ -42,7 +45,13 @@ class FlakyJournal final : public Journal {
     return inner_->WriteSnapshot(s);
   }
   int fail_snapshots = 0;  // the next this many snapshot writes fail (a full disk)
-  Result<Snapshot> ReadSnapshot() override { return inner_->ReadSnapshot(); }
+  Result<Snapshot> ReadSnapshot() override {
+    if (fail_reads_ != nullptr && *fail_reads_ > 0) {
+      --*fail_reads_;
+      return Error{ErrorCode::kUnavailable, "injected: the store cannot be reached"};
+    }
+    return inner_->ReadSnapshot();
+  }
   Status Compact(int64_t seq) override { return inner_->Compact(seq); }
   Result<std::optional<std::string>> ArchivedJob(int64_t id) override { return inner_->ArchivedJob(id); }
   Result<std::vector<std::pair<int64_t, std::string>>> ArchivedJobs(const ArchiveQuery& q) override {
@@ -59,6 +68,7 @@ class FlakyJournal final : public Journal {
  private:
   std::unique_ptr<Journal> inner_;
   int* fail_;
+  int* fail_reads_;
 };
 
 class CoreTest : public ::testing::Test {
@@ -81,7 +91,7 @@ class CoreTest : public ::testing::Test {
   std::unique_ptr<ControlPlane> Open() {
     Result<std::unique_ptr<Journal>> j = OpenSqliteJournal((dir_ / "journal.db").string());
     EXPECT_TRUE(j.ok());
-    auto flaky = std::make_unique<FlakyJournal>(std::move(*j), &fail_next_);
+    auto flaky = std::make_unique<FlakyJournal>(std::move(*j), &fail_next_, &fail_reads_);
     Result<std::unique_ptr<ControlPlane>> core = ControlPlane::Open(std::move(flaky), SchedulerConfig());
     EXPECT_TRUE(core.ok()) << (core.ok() ? "" : core.error().message);
     return std::move(*core);
@@ -108,6 +118,7 @@ class CoreTest : public ::testing::Test {
 
   std::filesystem::path dir_;
   int fail_next_ = 0;
+  int fail_reads_ = 0;
   std::unique_ptr<ControlPlane> core_;
   Principal admin_{"admin", Role::kClusterAdmin, TenantId(), ""};
   std::map<std::string, Principal> members_, viewers_;

@@ -147,6 +147,7 @@ Reply ControlPlane::AgentHeartbeat(const CallContext& c, const std::string& name
   out.mig = MigTargets(node, a, pending);
   out.start = StartList(node, a, occupied, pending);
   out.lease_ms = heartbeat_timeout_.millis();
+  if (epoch_ > 0) out.epoch = epoch_;
   out.condition = std::string(NodeConditionName(state().node(node).condition));
   return Reply{200, Encode(out)};
 }

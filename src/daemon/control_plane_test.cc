@@ -163,6 +163,25 @@ TEST_F(CoreTest, AFailedJournalWriteLeavesMemoryEqualToDisk) {
   EXPECT_EQ(core_->state().jobs().size(), 2u);
 }
 
+// A failed append whose read-back fails too (the store went away): the core is stale, serves
+// nothing until a reload succeeds, and the reload brings back exactly what is durable. It used
+// to abort the process.
+TEST_F(CoreTest, AFailedWriteThatCannotBeReadBackLeavesTheCoreStaleUntilAReload) {
+  ASSERT_EQ(core_->SubmitJob(As(members_["research"]), Job("research", 8, "kept"), "").status, 201);
+  ASSERT_TRUE(core_->Flush().ok());
+  const std::string durable = Snapshot(*core_);
+  ASSERT_EQ(core_->SubmitJob(As(members_["research"]), Job("research", 8, "lost"), "").status, 201);
+  fail_next_ = 1;
+  fail_reads_ = 2;
+  EXPECT_FALSE(core_->Flush().ok());
+  EXPECT_TRUE(core_->stale());
+  EXPECT_FALSE(core_->Reload().ok()) << "the store is still away";
+  EXPECT_TRUE(core_->stale());
+  ASSERT_TRUE(core_->Reload().ok());
+  EXPECT_FALSE(core_->stale());
+  EXPECT_EQ(Snapshot(*core_), durable);
+}
+
 TEST_F(CoreTest, TenantLifecycle) {
   const CallContext a = As(admin_);
   ASSERT_EQ(core_->CreateTenant(a, R"({"name": "vision", "quotas": {"h100-80gb": {"guaranteed": 4}}})").status, 201);

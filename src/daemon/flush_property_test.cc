@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <future>
 #include <random>
 #include <set>
@@ -110,6 +111,44 @@ TEST_F(LoopTest, AHandlerThatRefusesAfterAChangeAbandonsItsBatch) {
   EXPECT_NE(jobs.find("\"retried\""), std::string::npos);
   const std::string err = ::testing::internal::GetCapturedStderr();
   EXPECT_NE(err.find("request handler refused after it changed state"), std::string::npos) << err;
+}
+
+// A store that cannot be read back after a failed write: the loop answers 503 without running
+// any handler (memory may be ahead of the store), reloads every half second, and serves again
+// once the store answers; nothing it refused is in the journal.
+TEST_F(LoopTest, AStaleCoreServesNothingUntilTheStoreAnswersAgain) {
+  ::testing::internal::CaptureStderr();
+  Metrics metrics;
+  Loop loop(*core_, metrics, 200, false);
+  const CallContext m = As(members_["research"], now_);
+  fail_next_ = 1;   // the first batch's append fails
+  fail_reads_ = 3;  // and the store cannot be read for three loads
+  std::atomic<bool> stop{false};
+  std::thread runner([&] { loop.Run(stop); });
+  auto submit = [&](const std::string& name) {
+    std::promise<Reply> p;
+    loop.Post([&, name](ControlPlane& c, Time) { return c.SubmitJob(m, Job("research", 1, name), ""); },
+              [&](Reply r) { p.set_value(std::move(r)); });
+    return p.get_future().get();
+  };
+  EXPECT_EQ(submit("lost").status, 503);
+  int refused = 0;
+  Reply r;
+  for (int i = 0; i < 100 && (r = submit("after")).status == 503; ++i) {
+    ++refused;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_EQ(r.status, 201) << r.body;
+  EXPECT_GE(refused, 1) << "a stale core answered before the store could be read";
+  stop = true;
+  runner.join();
+  std::unique_ptr<ControlPlane> fresh = Fresh();
+  ASSERT_TRUE(fresh);
+  const std::string jobs = fresh->ListJobs(As(admin_, now_), {}).body;
+  EXPECT_EQ(jobs.find("\"lost\""), std::string::npos);
+  EXPECT_NE(jobs.find("\"after\""), std::string::npos);
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find("serving nothing until it can"), std::string::npos) << err;
 }
 
 // A heartbeat whose second replica report is malformed is refused whole: the first report's

@@ -3,8 +3,11 @@
 #include <chrono>
 #include <memory>
 
+#include <nlohmann/json.hpp>
+
 #include "api/decode.h"
 #include "api/openapi.h"
+#include "api/url.h"
 #include "daemon/web_assets.h"
 
 namespace gpupool {
@@ -300,6 +303,27 @@ void ToLoop(Loop& loop, Metrics& metrics, http::Request req, http::Respond respo
   if (route->takes_body && !req.has_body) {
     return respond(Json(400, ErrorBody({ErrorCode::kInvalidArgument, EmptyBodyMessage(req.method, req.path)})));
   }
+  const bool read = req.method == "GET";
+  if (!read) {
+    // A replica that does not lead sends writes to the one that does (307 keeps the method and
+    // the body; the clients follow it), or, while none is known, asks for a retry.
+    if (const ReplicaRole role = loop.role(); !role.leader) {
+      if (role.leader_url.empty()) {
+        http::Response r = Json(503, ErrorBody({ErrorCode::kUnavailable, "no replica leads the store yet; retry"}));
+        r.headers.emplace_back("Retry-After", "1");
+        return respond(std::move(r));
+      }
+      std::string target = role.leader_url + req.path;
+      char sep = '?';
+      for (const auto& [k, v] : req.query) {
+        target += sep + UrlEncode(k) + "=" + UrlEncode(v);
+        sep = '&';
+      }
+      http::Response r = Json(307, ErrorBody({ErrorCode::kUnavailable, "this replica follows; the leader is " + role.leader_url}));
+      r.headers.emplace_back("Location", target);
+      return respond(std::move(r));
+    }
+  }
   const auto start = std::chrono::steady_clock::now();
   const std::string name = req.method + " " + route->pattern;
   auto shared = std::make_shared<const http::Request>(std::move(req));
@@ -319,16 +343,29 @@ void ToLoop(Loop& loop, Metrics& metrics, http::Request req, http::Respond respo
       [respond, &metrics, name, start](Reply r) {
         metrics.ObserveRequest(name, r.status, SecondsSince(start));
         respond(FromReply(std::move(r)));
-      });
+      },
+      read);
 }
 
-bool Healthz(const http::Request& req, const http::Respond& respond) {
+// {"status":"ok"}, and a replica's role: {"role": "leader"|"follower", "leader": URL, "epoch": N,
+// "seq": the last record its state holds}.
+bool Healthz(const Loop& loop, const http::Request& req, const http::Respond& respond) {
   if (req.path != "/healthz") return false;
   if (req.method != "GET" && req.method != "HEAD") {
     respond(Json(405, ErrorBody({ErrorCode::kInvalidArgument, "method not allowed; this path takes GET"})));
-  } else {
-    respond(Json(200, R"({"status":"ok"})"));
+    return true;
   }
+  const ReplicaRole role = loop.role();
+  if (!role.replica) {
+    respond(Json(200, R"({"status":"ok"})"));
+    return true;
+  }
+  const nlohmann::json body = {{"status", "ok"},
+                               {"role", role.leader ? "leader" : "follower"},
+                               {"leader", role.leader_url},
+                               {"epoch", role.epoch},
+                               {"seq", role.seq}};
+  respond(Json(200, body.dump()));
   return true;
 }
 
@@ -351,7 +388,7 @@ std::vector<DocumentedRoute> DocumentedRoutes() {
 
 http::Handler ApiHandler(Loop& loop, Metrics& metrics, std::function<void()> connections) {
   return [&loop, &metrics, connections](http::Request req, http::Respond respond) {
-    if (Healthz(req, respond)) return;
+    if (Healthz(loop, req, respond)) return;
     if (req.method == "GET") {
       if (req.path == "/v1/openapi.json") {
         static const std::string document = OpenApiDocument(DocumentedRoutes());
@@ -381,7 +418,7 @@ http::Handler ApiHandler(Loop& loop, Metrics& metrics, std::function<void()> con
 
 http::Handler AgentHandler(Loop& loop, Metrics& metrics) {
   return [&loop, &metrics](http::Request req, http::Respond respond) {
-    if (Healthz(req, respond)) return;
+    if (Healthz(loop, req, respond)) return;
     if (req.segments.size() < 2 || req.segments[0] != "v1" || req.segments[1] != "agents") {
       return respond(Json(404, ErrorBody({ErrorCode::kNotFound,
                                           "no such route: this listener serves only the node agents' /v1/agents/ "

@@ -25,7 +25,21 @@ Result<std::unique_ptr<JournaledState>> JournaledState::Load(Journal& journal) {
   GP_RETURN_IF_ERROR(js->Replay(*records));
   js->ForgetArchivedUsage();
   js->empty_ = snapshot->seq == 0 && records->empty();
+  js->applied_seq_ = records->empty() ? snapshot->seq : records->back().seq;
   return js;
+}
+
+Status JournaledState::Follow(const std::vector<Record>& records) {
+  if (records.empty()) return Ok();
+  if (records.front().seq != applied_seq_ + 1) {
+    return FailedPrecondition("the journal resumes at record " + std::to_string(records.front().seq) +
+                              " after record " + std::to_string(applied_seq_));
+  }
+  GP_RETURN_IF_ERROR(Replay(records));
+  ForgetArchivedUsage();
+  applied_seq_ = records.back().seq;
+  empty_ = false;
+  return Ok();
 }
 
 Status JournaledState::Replay(const std::vector<Record>& records) {

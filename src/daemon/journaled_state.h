@@ -61,6 +61,12 @@ class JournaledState {
   // Errors: a snapshot or record that cannot be read, decoded or applied (saying which).
   static Result<std::unique_ptr<JournaledState>> Load(Journal& journal);
 
+  // A follower's catch-up: `records` (the journal's next ones, in order, as ReadAfter returns
+  // them) applied as a start would. An error leaves this state part-way: load a fresh one.
+  Status Follow(const std::vector<Record>& records);
+  // The last journal record this state holds (a follower reads after it); staged ones excluded.
+  int64_t applied_seq() const { return applied_seq_; }
+
   // Checks `c` against this state, applies it and stages its record; an error changes nothing.
   Status Commit(const Change& c);
   // The records committed since the last call, for the owner to append.
@@ -173,6 +179,7 @@ class JournaledState {
   std::set<JobId> forget_usage_;                 // archived; their closed intervals still in the ledger
   int64_t archived_ = 0;
   int64_t snapshot_seq_ = 0;
+  int64_t applied_seq_ = 0;  // as loaded or followed; a leader's appends do not move it
   std::vector<Record> staged_;
   bool empty_ = true;
 };

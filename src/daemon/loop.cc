@@ -1,5 +1,6 @@
 #include "daemon/loop.h"
 
+#include <algorithm>
 #include <chrono>
 #include <exception>
 
@@ -24,11 +25,11 @@ Time WallNow() {
 Loop::Loop(ControlPlane& core, Metrics& metrics, int tick_ms, bool executor)
     : core_(core), metrics_(metrics), tick_ms_(tick_ms), executor_(executor) {}
 
-void Loop::Post(Work work, Done done) {
+void Loop::Post(Work work, Done done, bool read) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (!stopped_) {
-      queue_.push_back({std::move(work), std::move(done)});
+      queue_.push_back({std::move(work), std::move(done), read});
       cv_.notify_one();
       return;
     }
@@ -36,17 +37,41 @@ void Loop::Post(Work work, Done done) {
   done({503, ErrorBody({ErrorCode::kUnavailable, "shutting down"})});
 }
 
+void Loop::SetReplica(ReplicaOptions options) {
+  replica_ = std::move(options);
+  SetRole({.replica = true, .leader = false, .seq = core_.journal().last_seq()});
+}
+
+ReplicaRole Loop::role() const {
+  std::lock_guard<std::mutex> lock(role_mu_);
+  return role_;
+}
+
+void Loop::SetRole(const ReplicaRole& r) {
+  std::lock_guard<std::mutex> lock(role_mu_);
+  role_ = r;
+}
+
 void Loop::Run(const std::atomic<bool>& stop) {
-  auto next_tick = std::chrono::steady_clock::now();
+  auto next_tick = Clock::now();
   while (true) {
     std::deque<Task> batch;
     bool last = false;
     {
+      auto wake = next_tick;
+      if (replica_) wake = std::min({wake, next_campaign_, leading_ ? lease_deadline_ : next_catch_up_});
+      if (core_.stale()) wake = std::min(wake, next_reload_);
       std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait_until(lock, next_tick, [&] { return !queue_.empty() || stop.load(); });
+      cv_.wait_until(lock, wake, [&] { return !queue_.empty() || stop.load(); });
       batch.swap(queue_);
       if (stop) last = stopped_ = true;
     }
+    Upkeep(Clock::now());
+    if (!ended_.ok()) {
+      std::lock_guard<std::mutex> lock(mu_);
+      last = stopped_ = true;
+    }
+    const bool lead = leading() && !core_.stale();
     const Time now = WallNow();
     std::vector<Reply> replies;
     replies.reserve(batch.size());
@@ -55,6 +80,17 @@ void Loop::Run(const std::atomic<bool>& stop) {
     // something, is a bug; memory may be half changed, so the batch is abandoned.
     size_t broken = batch.size();
     for (size_t i = 0; i < batch.size(); ++i) {
+      if (core_.stale()) {  // memory may be ahead of the store: nothing is served from it
+        replies.push_back({503, ErrorBody({ErrorCode::kUnavailable, "the store cannot be read; retry"})});
+        continue;
+      }
+      if (!lead && !batch[i].read) {  // raced a change of leader: the front end redirects the next one
+        const ReplicaRole r = role();
+        replies.push_back({503, ErrorBody({ErrorCode::kUnavailable,
+                                           "this replica does not lead" +
+                                               (r.leader_url.empty() ? std::string("; retry") : "; the leader is " + r.leader_url)})});
+        continue;
+      }
       const size_t staged = core_.staged();
       try {
         replies.push_back(batch[i].work(core_, now));
@@ -68,6 +104,11 @@ void Loop::Run(const std::atomic<bool>& stop) {
         replies.push_back({500, ErrorBody({ErrorCode::kInternal, "internal error"})});
         if (broken == batch.size()) broken = i;
       }
+    }
+    if (!lead && broken == batch.size() && core_.staged() > 0) {  // a bug: reads never stage
+      Log("error", "a read changed state on a replica that does not lead", {{"records", std::to_string(core_.staged())}});
+      core_.Abandon();
+      for (Reply& r : replies) r = {503, ErrorBody({ErrorCode::kUnavailable, "this replica does not lead; retry"})};
     }
     if (broken < batch.size()) {
       // None of this batch reaches the journal, memory goes back to what is durable, the broken
@@ -88,20 +129,124 @@ void Loop::Run(const std::atomic<bool>& stop) {
                                  : Reply{503, ErrorBody({ErrorCode::kUnavailable,
                                                          "journal write failed: " + flushed.error().message})});
     }
-    const auto start = std::chrono::steady_clock::now();
+    const auto start = Clock::now();
     if (start >= next_tick) {
-      const int64_t cycles = core_.cycles();
-      const Time tick_now = WallNow();
-      core_.Tick(tick_now, executor_);
-      const bool ran = core_.cycles() != cycles;
-      metrics_.AfterCycle(core_.state(), tick_now, ran ? &core_.last_plan() : nullptr, SecondsSince(start));
-      (void)FlushTimed();
-      next_tick = std::chrono::steady_clock::now() + std::chrono::milliseconds(tick_ms_);
+      if (leading() && !core_.stale()) {
+        const int64_t cycles = core_.cycles();
+        const Time tick_now = WallNow();
+        core_.Tick(tick_now, executor_);
+        const bool ran = core_.cycles() != cycles;
+        metrics_.AfterCycle(core_.state(), tick_now, ran ? &core_.last_plan() : nullptr, SecondsSince(start));
+        (void)FlushTimed();
+      } else {
+        metrics_.AfterCycle(core_.state(), WallNow(), nullptr, 0);
+      }
+      next_tick = Clock::now() + std::chrono::milliseconds(tick_ms_);
     }
-    if (snapshots_ && core_.staged() == 0) snapshots_->AfterFlush(core_);
+    if (snapshots_ && leading() && !core_.stale() && core_.staged() == 0) snapshots_->AfterFlush(core_);
     if (last) break;
   }
-  if (snapshots_) snapshots_->Finish(core_);
+  if (snapshots_ && leading() && !core_.stale()) snapshots_->Finish(core_);
+}
+
+void Loop::Upkeep(Clock::time_point now) {
+  if (core_.stale() && now >= next_reload_) {
+    next_reload_ = now + std::chrono::milliseconds(500);
+    if (Status s = core_.Reload(); s.ok()) {
+      Log("info", "the store is readable again; serving");
+    }
+  }
+  if (!replica_) return;
+  if (now >= next_campaign_) Campaign(now);
+  if (leading_ && role_seq_ != core_.journal().last_seq()) {
+    role_seq_ = core_.journal().last_seq();
+    ReplicaRole r = role();
+    r.seq = role_seq_;
+    SetRole(r);
+  }
+  if (leading_ && Clock::now() >= lease_deadline_) StepDown("the lease was not renewed in time");
+  if (!leading_ && !core_.stale() && ended_.ok() && Clock::now() >= next_catch_up_) {
+    next_catch_up_ = Clock::now() + std::chrono::milliseconds(replica_->catch_up_ms);
+    Result<int64_t> caught = core_.CatchUp();
+    if (!caught.ok()) {
+      Log("warn", "cannot follow the leader's journal", {{"error", caught.error().message}});
+    } else {
+      ReplicaRole r = role();
+      r.seq = core_.journal().last_seq();
+      SetRole(r);
+    }
+  }
+}
+
+void Loop::Campaign(Clock::time_point now) {
+  const int64_t lease_ms = replica_->candidate.lease_ms;
+  next_campaign_ = now + std::chrono::milliseconds(std::max<int64_t>(1, lease_ms / 3));
+  // The store's lease runs from when it read its clock, which is after `now`; this process
+  // counts from `now` and stops a tenth early, so it stops leading before another may start.
+  const Clock::time_point deadline = now + std::chrono::milliseconds(lease_ms - lease_ms / 10);
+  Result<Leadership> l = core_.journal().Campaign(replica_->candidate);
+  if (!l.ok()) {
+    if (l.error().message != last_campaign_error_) {
+      Log("warn", "cannot reach the store to renew or take the lease", {{"error", l.error().message}});
+      last_campaign_error_ = l.error().message;
+    }
+    return;
+  }
+  last_campaign_error_.clear();
+  if (l->leader) {
+    if (l->promoted || !leading_) {
+      Promote(*l);
+      if (!leading_) return;
+    }
+    lease_deadline_ = deadline;
+    return;
+  }
+  if (l->deposed || leading_) {
+    ended_ = Error{ErrorCode::kUnavailable, "another replica (" + (l->leader_url.empty() ? "?" : l->leader_url) +
+                                                ") took over the store at epoch " + std::to_string(l->epoch) +
+                                                "; this process stops (start it again to follow)"};
+    Log("error", "deposed", {{"leader", l->leader_url}, {"epoch", std::to_string(l->epoch)}});
+    leading_ = false;
+  }
+  // A follower asks again just after the holder's lease would lapse, rather than up to a third
+  // of a lease later: a dead leader is replaced as soon as its lease allows.
+  next_campaign_ = std::min(next_campaign_, now + std::chrono::milliseconds(std::max<int64_t>(10, l->lease_left_ms + 5)));
+  ReplicaRole r = role();
+  r.leader = false;
+  r.leader_url = l->leader_url;
+  r.epoch = l->epoch;
+  SetRole(r);
+}
+
+void Loop::Promote(const Leadership& l) {
+  // What the predecessor wrote up to its last append is the state; this process's copy may be
+  // a catch-up behind it.
+  if (Status s = core_.Reload(); !s.ok()) {
+    Log("error", "took the lease but cannot read the store; not leading yet", {{"error", s.error().message}});
+    return;
+  }
+  core_.SetEpoch(l.epoch);
+  if (replica_->on_promote) {
+    if (Status s = replica_->on_promote(core_); !s.ok()) {
+      ended_ = s;
+      Log("error", "cannot start leading", {{"error", s.error().message}});
+      return;
+    }
+  }
+  leading_ = true;
+  Log("info", "leading", {{"epoch", std::to_string(l.epoch)}, {"url", replica_->candidate.url},
+                          {"records", std::to_string(core_.journal().last_seq())}});
+  SetRole({.replica = true, .leader = true, .leader_url = replica_->candidate.url, .epoch = l.epoch,
+           .seq = core_.journal().last_seq()});
+}
+
+void Loop::StepDown(const std::string& why) {
+  Log("error", "stepped down: writes wait for a leader", {{"why", why}});
+  leading_ = false;
+  ReplicaRole r = role();
+  r.leader = false;
+  r.leader_url.clear();
+  SetRole(r);
 }
 
 Status Loop::FlushTimed() {

@@ -178,8 +178,53 @@ Result<std::pair<std::string, int>> ParseListen(const std::string& s) {
 
 namespace {
 
-// The data directory's journal, opened (after --recover, if asked) and replayed; a new one is
-// bootstrapped from the configuration (or the demo cluster) and its secrets written.
+// A new cluster into the empty store, from the configuration (or the demo cluster), and its
+// secrets into the data directory.
+Status BootstrapCore(const ServeOptions& o, DaemonConfig& config, const std::string& data_dir, ControlPlane& core,
+                     const DataDirFiles& files) {
+  namespace fs = std::filesystem;
+  GP_RETURN_IF_ERROR(RefuseEmptyJournalIfBootstrapped(files));
+  if (!o.demo && config.cluster.nodes().empty()) {
+    return InvalidArgument("a new data directory needs a cluster: pass --config FILE.yaml with nodes "
+                           "and tenants, or --demo");
+  }
+  const State cluster = o.demo ? DemoCluster() : std::move(config.cluster);
+  const PriceList prices = o.demo && config.prices == PriceList() ? DemoPrices(cluster) : config.prices;
+  Result<std::string> admin = core.Bootstrap(cluster, Now(), prices);
+  if (!admin.ok()) return admin.error();
+  // The secrets reach the disk before the journal that holds their hashes, the admin's as
+  // admin.token.new: a crash before the flush leaves an empty journal and no admin.token, and
+  // the next start bootstraps again with new secrets (data_dir.h).
+  if (o.demo) {
+    Result<std::string> tokens = IssueDemoTokens(core, Now());
+    if (!tokens.ok()) return tokens.error();
+    GP_RETURN_IF_ERROR(WriteSecret(fs::path(data_dir) / "demo-tokens.json", *tokens));
+  }
+  GP_RETURN_IF_ERROR(WriteSecret(files.admin_token_new, *admin + "\n"));
+  GP_RETURN_IF_ERROR(core.Flush());
+  GP_RETURN_IF_ERROR(PublishAdminToken(files));
+  GP_RETURN_IF_ERROR(WriteSecret(files.bootstrapped, Rfc3339(Now()) + "\n"));
+  Log("info", "bootstrapped a new cluster", {{"admin_token_file", files.admin_token.string()}});
+  return Ok();
+}
+
+// The replica's id, made at its first start (store/journal.h, Candidate): the data directory's
+// lock holds one process per id.
+Result<std::string> ReplicaId(const std::filesystem::path& data_dir) {
+  const std::filesystem::path p = data_dir / "replica-id";
+  std::string id;
+  if (std::ifstream in(p); in) std::getline(in, id);
+  if (!id.empty()) return id;
+  std::random_device rd;
+  static constexpr char kHex[] = "0123456789abcdef";
+  for (int i = 0; i < 32; ++i) id += kHex[rd() % 16];
+  GP_RETURN_IF_ERROR(WriteSecret(p, id + "\n"));
+  return id;
+}
+
+// The data directory's journal, opened (after --recover, if asked) and replayed; a new SQLite
+// one is bootstrapped. A shared store (PostgreSQL) opens as a follower: the replica that takes
+// the lease first bootstraps it (Serve's on_promote).
 Result<std::unique_ptr<ControlPlane>> OpenCore(const ServeOptions& o, DaemonConfig& config, const std::string& data_dir,
                                                const StoreUrl& store) {
   namespace fs = std::filesystem;
@@ -190,42 +235,22 @@ Result<std::unique_ptr<ControlPlane>> OpenCore(const ServeOptions& o, DaemonConf
   // The journal refuses to open when it is damaged or lost records (store/journal.h); --recover
   // first cuts it back to its last intact record, once an operator accepts the loss.
   const DataDirFiles files = StoreFiles(data_dir, store);
+  const bool shared = store.kind == StoreUrl::Kind::kPostgres;
   if (o.recover) {
-    if (store.kind == StoreUrl::Kind::kPostgres) {
+    if (shared) {
       return InvalidArgument("--recover cuts back SQLite journals; a damaged PostgreSQL store is restored from its "
                              "backup or its standby");
     }
     GP_RETURN_IF_ERROR(RecoverJournal(files));
   }
-  Result<std::unique_ptr<Journal>> journal = OpenStore(store, data_dir);
+  Result<std::unique_ptr<Journal>> journal = OpenStore(store, data_dir, /*follower=*/shared);
   if (!journal.ok()) return journal.error();
   Log("info", "journal opened", {{"store", store.shown}});
   Result<std::unique_ptr<ControlPlane>> opened = ControlPlane::Open(std::move(*journal), config.scheduler);
   if (!opened.ok()) return opened.error();
   ControlPlane& core = **opened;
   if (core.empty()) {
-    GP_RETURN_IF_ERROR(RefuseEmptyJournalIfBootstrapped(files));
-    if (!o.demo && config.cluster.nodes().empty()) {
-      return InvalidArgument("a new data directory needs a cluster: pass --config FILE.yaml with nodes "
-                             "and tenants, or --demo");
-    }
-    const State cluster = o.demo ? DemoCluster() : std::move(config.cluster);
-    const PriceList prices = o.demo && config.prices == PriceList() ? DemoPrices(cluster) : config.prices;
-    Result<std::string> admin = core.Bootstrap(cluster, Now(), prices);
-    if (!admin.ok()) return admin.error();
-    // The secrets reach the disk before the journal that holds their hashes, the admin's as
-    // admin.token.new: a crash before the flush leaves an empty journal and no admin.token, and
-    // the next start bootstraps again with new secrets (data_dir.h).
-    if (o.demo) {
-      Result<std::string> tokens = IssueDemoTokens(core, Now());
-      if (!tokens.ok()) return tokens.error();
-      GP_RETURN_IF_ERROR(WriteSecret(fs::path(data_dir) / "demo-tokens.json", *tokens));
-    }
-    GP_RETURN_IF_ERROR(WriteSecret(files.admin_token_new, *admin + "\n"));
-    GP_RETURN_IF_ERROR(core.Flush());
-    GP_RETURN_IF_ERROR(PublishAdminToken(files));
-    GP_RETURN_IF_ERROR(WriteSecret(files.bootstrapped, Rfc3339(Now()) + "\n"));
-    Log("info", "bootstrapped a new cluster", {{"admin_token_file", files.admin_token.string()}});
+    if (!shared) GP_RETURN_IF_ERROR(BootstrapCore(o, config, data_dir, core, files));
   } else {
     GP_RETURN_IF_ERROR(PublishAdminToken(files));  // a crash between the bootstrap's flush and the rename
     // A data directory from before the marker existed gets it now.
@@ -342,8 +367,19 @@ Status Serve(const ServeOptions& o) {
   if (!opened.ok()) return opened.error();
   ControlPlane& core = **opened;
   core.SetHeartbeat(Duration::Millis(o.heartbeat_interval_ms), Duration::Millis(o.heartbeat_timeout_ms));
-  if (!o.demo && !o.simulate_executor) core.SetAgentExecutor(config.start_deadline);
-  GP_RETURN_IF_ERROR(StartBurst(o, config, core));
+  const bool shared = store->kind == StoreUrl::Kind::kPostgres;
+  // What only the leader runs: at once with a store of its own, on taking the lease with a
+  // shared one.
+  bool leader_started = false;
+  auto start_leading = [&](ControlPlane& c) -> Status {
+    if (c.empty()) GP_RETURN_IF_ERROR(BootstrapCore(o, config, data_dir, c, StoreFiles(data_dir, *store)));
+    if (leader_started) return Ok();
+    if (!o.demo && !o.simulate_executor) c.SetAgentExecutor(config.start_deadline);
+    GP_RETURN_IF_ERROR(StartBurst(o, config, c));
+    leader_started = true;
+    return Ok();
+  };
+  if (!shared) GP_RETURN_IF_ERROR(start_leading(core));
 
   std::signal(SIGINT, OnSignal);
   std::signal(SIGTERM, OnSignal);
@@ -358,6 +394,19 @@ Status Serve(const ServeOptions& o) {
   http::Server* server = nullptr;  // set before the first request can reach /metrics
   Result<std::unique_ptr<http::Server>> started = StartFrontEnd(o, host, want_port, data_dir, loop, metrics, server);
   if (!started.ok()) return started.error();
+  if (shared) {
+    Result<std::string> id = ReplicaId(data_dir);
+    if (!id.ok()) return id.error();
+    ReplicaOptions replica;
+    replica.candidate = {.url = !o.advertise_url.empty() ? o.advertise_url
+                                                         : "http://" + host + ":" + std::to_string(server->port(0)),
+                         .id = *id,
+                         .lease_ms = o.lease_ms};
+    replica.on_promote = start_leading;
+    Log("info", "replica of a shared store: campaigning for its lease",
+        {{"url", replica.candidate.url}, {"id", *id}, {"lease_ms", std::to_string(o.lease_ms)}});
+    loop.SetReplica(std::move(replica));
+  }
   {
     std::optional<DemoTraffic> traffic;
     if (o.demo && o.demo_traffic) traffic.emplace(loop, g_stop);
@@ -370,6 +419,7 @@ Status Serve(const ServeOptions& o) {
   server->Stop();
   const Status s = core.Flush();
   Log("info", "gpupool stopped");
+  if (!loop.ended().ok()) return loop.ended();
   return s;
 }
 

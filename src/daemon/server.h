@@ -18,6 +18,10 @@ struct ServeOptions {
   // postgresql:// URI; --store wins over the configuration's store:.
   std::string store;
   std::string listen;             // HOST:PORT, default 127.0.0.1:8080; port 0: any free port
+  // Replicas of a shared store (docs/design/daemon.md, "Replicas"): the URL the other replicas
+  // send clients' writes to (default http://LISTEN), and the leader's lease.
+  std::string advertise_url;
+  int64_t lease_ms = 3000;
   bool demo = false;              // embedded demo cluster, tenant tokens, simulated executor
   bool demo_traffic = true;       // with demo: submit a demo job every few seconds
   // Admitted jobs start at once and end after their estimate (implied by demo). Without it,

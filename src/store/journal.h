@@ -68,6 +68,15 @@ struct Leadership {
   bool deposed = false;   // it was the writer and another process is now
   int64_t epoch = 0;      // the store's epoch
   std::string leader_url; // the writer's advertised URL ("" if none)
+  int64_t lease_left_ms = 0;  // a follower: how long the writer's lease still runs (the store's clock)
+};
+
+// A replica that campaigns for a shared store's lease.
+struct Candidate {
+  std::string url;       // what followers send writes to (its advertised URL)
+  std::string id;        // stable across its restarts, unique among replicas ("" for none): a
+                         // holder that restarted takes its own lease back without waiting
+  int64_t lease_ms = 3000;
 };
 
 class Journal {
@@ -99,10 +108,7 @@ class Journal {
   // --- replicas: a store that several processes share (PostgreSQL); one process owns the others ---
   // Renews this process's lease on the store, or takes the lease when it has lapsed (a new
   // epoch), or says who holds it. A store that one process owns says leader.
-  virtual Result<Leadership> Campaign(const std::string& url, int64_t lease_ms) {
-    (void)lease_ms;
-    return Leadership{.leader_url = url};
-  }
+  virtual Result<Leadership> Campaign(const Candidate& c) { return Leadership{.leader_url = c.url}; }
   // The records after `seq`, for a follower (which then has them: last_seq() is the last of
   // them); kNotFound if records after `seq` were compacted (load the snapshot again).
   virtual Result<std::vector<Record>> ReadAfter(int64_t seq) {

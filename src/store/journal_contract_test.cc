@@ -308,11 +308,11 @@ TEST_F(PostgresJournalTest, TheLeaseGoesToOneReplicaAndOverToAnotherWhenItLapses
   std::vector<Record> early = {{0, "x", "1"}};
   EXPECT_FALSE(a->Append(early).ok()) << "no replica writes before it holds the lease";
 
-  Result<Leadership> la = a->Campaign("http://a", 400);
+  Result<Leadership> la = a->Campaign({.url = "http://a", .lease_ms = 400});
   ASSERT_TRUE(la.ok()) << la.error().message;
   EXPECT_TRUE(la->leader);
   EXPECT_TRUE(la->promoted);
-  Result<Leadership> lb = b->Campaign("http://b", 400);
+  Result<Leadership> lb = b->Campaign({.url = "http://b", .lease_ms = 400});
   ASSERT_TRUE(lb.ok());
   EXPECT_FALSE(lb->leader);
   EXPECT_EQ(lb->leader_url, "http://a");
@@ -327,12 +327,12 @@ TEST_F(PostgresJournalTest, TheLeaseGoesToOneReplicaAndOverToAnotherWhenItLapses
   EXPECT_EQ(b->last_seq(), 2);
   EXPECT_TRUE(b->ReadAfter(2)->empty());
 
-  Result<Leadership> renewed = a->Campaign("http://a", 400);
+  Result<Leadership> renewed = a->Campaign({.url = "http://a", .lease_ms = 400});
   ASSERT_TRUE(renewed.ok());
   EXPECT_TRUE(renewed->leader);
   EXPECT_FALSE(renewed->promoted);
   std::this_thread::sleep_for(std::chrono::milliseconds(600));  // a stops renewing
-  Result<Leadership> taken = b->Campaign("http://b", 400);
+  Result<Leadership> taken = b->Campaign({.url = "http://b", .lease_ms = 400});
   ASSERT_TRUE(taken.ok());
   EXPECT_TRUE(taken->promoted);
   EXPECT_EQ(taken->epoch, la->epoch + 1);
@@ -341,7 +341,7 @@ TEST_F(PostgresJournalTest, TheLeaseGoesToOneReplicaAndOverToAnotherWhenItLapses
   std::vector<Record> two = {{0, "b3", "3"}};
   ASSERT_TRUE(b->Append(two).ok());
   EXPECT_EQ(two[0].seq, 3);
-  Result<Leadership> told = a->Campaign("http://a", 400);
+  Result<Leadership> told = a->Campaign({.url = "http://a", .lease_ms = 400});
   ASSERT_TRUE(told.ok());
   EXPECT_FALSE(told->leader);
   EXPECT_TRUE(told->deposed);
@@ -353,6 +353,32 @@ TEST_F(PostgresJournalTest, TheLeaseGoesToOneReplicaAndOverToAnotherWhenItLapses
   Result<std::vector<Record>> gone = a->ReadAfter(1);
   ASSERT_FALSE(gone.ok());
   EXPECT_EQ(gone.error().code, ErrorCode::kNotFound);
+}
+
+// A replica that restarts (same id: its data directory's lock holds one process per id) takes
+// its live lease back at once; another id waits for the lease to lapse.
+TEST_F(PostgresJournalTest, AReplicaThatRestartsTakesItsOwnLeaseBackAtOnce) {
+  auto open_follower = [&] {
+    Result<std::unique_ptr<Journal>> j = OpenPostgresJournal(url_, {.schema = schema_, .take_over = false});
+    EXPECT_TRUE(j.ok()) << j.error().message;
+    return j.ok() ? std::move(*j) : nullptr;
+  };
+  std::unique_ptr<Journal> first = open_follower();
+  ASSERT_NE(first, nullptr);
+  Result<Leadership> held = first->Campaign({.url = "http://a", .id = "replica-a", .lease_ms = 60000});
+  ASSERT_TRUE(held.ok() && held->promoted);
+  std::unique_ptr<Journal> other = open_follower(), again = open_follower();
+  Result<Leadership> waits = other->Campaign({.url = "http://b", .id = "replica-b", .lease_ms = 60000});
+  ASSERT_TRUE(waits.ok());
+  EXPECT_FALSE(waits->leader) << "another replica waits for the lease to lapse";
+  Result<Leadership> back = again->Campaign({.url = "http://a", .id = "replica-a", .lease_ms = 60000});
+  ASSERT_TRUE(back.ok());
+  EXPECT_TRUE(back->promoted);
+  EXPECT_EQ(back->epoch, held->epoch + 1);
+  std::vector<Record> stale = {{0, "x", "1"}};
+  EXPECT_FALSE(first->Append(stale).ok()) << "the previous process of the replica is fenced";
+  std::vector<Record> fresh = {{0, "y", "1"}};
+  EXPECT_TRUE(again->Append(fresh).ok());
 }
 
 TEST_F(PostgresJournalTest, AnUnreachableServerIsUnavailable) {

@@ -45,8 +45,10 @@ std::string Bytes(const PGresult* r, int row, int col);
 class Conn {
  public:
   // Connects; kUnavailable (with libpq's reason) when it cannot. `conninfo` is a libpq
-  // connection string or URI.
-  static Result<std::unique_ptr<Conn>> Open(const std::string& conninfo);
+  // connection string or URI. No statement waits longer than `timeout_ms` for the server (nor
+  // a connect, unless the string sets connect_timeout): a stopped or unreachable server makes
+  // it fail with kUnavailable, and the next one connects again.
+  static Result<std::unique_ptr<Conn>> Open(const std::string& conninfo, int timeout_ms = 5000);
   ~Conn();
   Conn(const Conn&) = delete;
   Conn& operator=(const Conn&) = delete;
@@ -57,17 +59,24 @@ class Conn {
   Status Script(const std::string& sql);
   // "BEGIN" ... "COMMIT" around `body`; "ROLLBACK" when it fails (or the COMMIT does).
   Status Transaction(const std::function<Status()>& body);
+  // The same in one snapshot of the database (REPEATABLE READ, READ ONLY): reads that must agree
+  // with each other while another process writes.
+  Status ReadSnapshot(const std::function<Status()>& body);
   // An identifier quoted for SQL ("gpupool" -> "\"gpupool\"").
   std::string Quote(const std::string& identifier);
   // "PostgreSQL at HOST:PORT, database DB" for messages.
   const std::string& name() const { return name_; }
 
  private:
-  explicit Conn(PGconn* c);
+  Conn(PGconn* c, int timeout_ms);
   Status Reconnect();
+  Result<Rows> Await();
+  Status Run(const char* begin_sql, const std::function<Status()>& body);
   Result<Rows> Check(PGresult* raw);
   PGconn* conn_;
   std::string name_;
+  int timeout_ms_;
+  bool broken_ = false;  // a statement timed out: connect again before the next
 };
 
 }  // namespace gpupool::pg_store

@@ -38,6 +38,7 @@ std::string Schema(const std::string& s) {
          "CREATE INDEX IF NOT EXISTS archived_jobs_usage ON " + s + ".archived_jobs (usage_to);" +
          "CREATE TABLE IF NOT EXISTS " + s +
          ".audit_log (seq bigint PRIMARY KEY, tenant text NOT NULL, body bytea NOT NULL, crc bigint NOT NULL);" +
+         "ALTER TABLE " + s + ".meta ADD COLUMN IF NOT EXISTS holder text NOT NULL DEFAULT '';" +
          "CREATE INDEX IF NOT EXISTS audit_log_tenant ON " + s + ".audit_log (tenant, seq);" +
          "ALTER TABLE " + s + ".meta ADD COLUMN IF NOT EXISTS leader text NOT NULL DEFAULT '';" +
          "ALTER TABLE " + s + ".meta ADD COLUMN IF NOT EXISTS lease_until timestamptz";
@@ -96,6 +97,30 @@ Result<Scan> ScanJournal(Conn& c, const std::string& s, const Meta& m) {
   return out;
 }
 
+// The meta row and the records after `after` (-1: after the compaction point), read in one
+// snapshot, so that a writer appending meanwhile cannot make them disagree.
+struct Read {
+  Meta meta;
+  Scan scan;
+};
+Result<Read> ReadJournal(Conn& c, const std::string& s, int64_t after) {
+  Read out;
+  Status st = c.ReadSnapshot([&]() -> Status {
+    Result<Meta> m = ReadMeta(c, s);
+    if (!m.ok()) return m.error();
+    out.meta = *m;
+    if (after >= 0 && m->base > after) return Ok();  // compacted past it: the caller says so
+    Meta from = *m;
+    if (after >= 0) from.base = after;  // the scan checks after+1..last_seq
+    Result<Scan> scan = ScanJournal(c, s, from);
+    if (!scan.ok()) return scan.error();
+    out.scan = std::move(*scan);
+    return Ok();
+  });
+  if (!st.ok()) return st.error();
+  return out;
+}
+
 Error JournalDamaged(const std::string& where, const std::string& what, int64_t intact) {
   return FailedPrecondition("the journal in " + where + " is damaged: " + what + " (records up to " +
                             std::to_string(intact) + " are intact). Restore the database from a backup");
@@ -130,43 +155,49 @@ class PostgresJournal final : public Journal {
       return out;
     }
     // After a failed append the commit may have happened all the same: what is there counts.
-    Result<Meta> m = ReadMeta(*conn_, s_);
-    if (!m.ok()) return m.error().code == ErrorCode::kFailedPrecondition ? Damaged(m.error().message, 0) : m.error();
-    Result<Scan> scan = ScanJournal(*conn_, s_, *m);
-    if (!scan.ok()) return scan.error();
-    if (!scan->damage.empty()) return Damaged(scan->damage, m->base + static_cast<int64_t>(scan->records.size()));
-    base_ = m->base;
-    next_ = m->last_seq + 1;
-    return std::move(scan->records);
+    Result<Read> r = ReadJournal(*conn_, s_, -1);
+    if (!r.ok()) return r.error().code == ErrorCode::kFailedPrecondition ? Damaged(r.error().message, 0) : r.error();
+    if (!r->scan.damage.empty()) {
+      return Damaged(r->scan.damage, r->meta.base + static_cast<int64_t>(r->scan.records.size()));
+    }
+    base_ = r->meta.base;
+    next_ = r->meta.last_seq + 1;
+    return std::move(r->scan.records);
   }
 
   int64_t last_seq() const override { return next_ - 1; }
 
   // The lease is kept in the database's clock (clock_timestamp()), so the replicas' clocks
   // need not agree.
-  Result<Leadership> Campaign(const std::string& url, int64_t lease_ms) override {
+  Result<Leadership> Campaign(const Candidate& c) override {
     Leadership out;
     Status s = conn_->Transaction([&]() -> Status {
-      Result<Rows> r = conn_->Exec("SELECT epoch, leader, coalesce(lease_until > clock_timestamp(), false) FROM " + s_ +
-                                   ".meta FOR UPDATE");
+      Result<Rows> r = conn_->Exec(
+          "SELECT epoch, leader, coalesce(lease_until > clock_timestamp(), false), holder, "
+          "coalesce(greatest(0, ceil(extract(epoch from lease_until - clock_timestamp()) * 1000))::bigint, 0) FROM " +
+          s_ + ".meta FOR UPDATE");
       if (!r.ok()) return r.error();
       if (PQntuples(r->get()) != 1) return FailedPrecondition("the store's meta row is missing");
       const int64_t epoch = pg_store::Int(r->get(), 0, 0);
       const bool live = PQgetvalue(r->get(), 0, 2)[0] != 0;
-      const std::vector<Param> params = {Param::Text(url), Param::Int(lease_ms)};
-      const std::string lease = "leader = $1, lease_until = clock_timestamp() + $2::bigint * interval '1 millisecond'";
+      // The data directory's lock keeps one process per replica id: a live lease of this id is
+      // one that this replica's previous process held until it died.
+      const bool own = !c.id.empty() && pg_store::Bytes(r->get(), 0, 3) == c.id;
+      const std::vector<Param> params = {Param::Text(c.url), Param::Int(c.lease_ms), Param::Text(c.id)};
+      const std::string lease =
+          "leader = $1, lease_until = clock_timestamp() + $2::bigint * interval '1 millisecond', holder = $3";
       if (epoch_ != 0 && epoch == epoch_) {  // ours: renew
         Result<Rows> u = conn_->Exec("UPDATE " + s_ + ".meta SET " + lease, params);
         if (!u.ok()) return u.error();
-        out = Leadership{.leader = true, .epoch = epoch, .leader_url = url};
-      } else if (!live) {  // lapsed (or never held): take it, deposing whoever had it
+        out = Leadership{.leader = true, .epoch = epoch, .leader_url = c.url};
+      } else if (!live || own) {  // lapsed (or never held, or ours from before a restart): take it
         Result<Rows> u = conn_->Exec("UPDATE " + s_ + ".meta SET epoch = epoch + 1, " + lease + " RETURNING epoch", params);
         if (!u.ok()) return u.error();
         out = Leadership{.leader = true, .promoted = true, .deposed = false, .epoch = pg_store::Int(u->get(), 0, 0),
-                         .leader_url = url};
+                         .leader_url = c.url};
       } else {
         out = Leadership{.leader = false, .deposed = epoch_ != 0, .epoch = epoch,
-                         .leader_url = pg_store::Bytes(r->get(), 0, 1)};
+                         .leader_url = pg_store::Bytes(r->get(), 0, 1), .lease_left_ms = pg_store::Int(r->get(), 0, 4)};
       }
       return Ok();
     });
@@ -177,27 +208,23 @@ class PostgresJournal final : public Journal {
   }
 
   Result<std::vector<Record>> ReadAfter(int64_t seq) override {
-    Result<Meta> m = ReadMeta(*conn_, s_);
-    if (!m.ok()) return m.error();
-    if (m->base > seq) {
+    Result<Read> r = ReadJournal(*conn_, s_, seq);
+    if (!r.ok()) return r.error();
+    if (r->meta.base > seq) {
       return Error{ErrorCode::kNotFound, "records after " + std::to_string(seq) + " were compacted (the journal starts after " +
-                                             std::to_string(m->base) + ")"};
+                                             std::to_string(r->meta.base) + ")"};
     }
-    Meta from = *m;
-    from.base = seq;  // the scan checks seq+1..last_seq
-    Result<Scan> scan = ScanJournal(*conn_, s_, from);
-    if (!scan.ok()) return scan.error();
-    if (!scan->damage.empty()) return Damaged(scan->damage, seq + static_cast<int64_t>(scan->records.size()));
-    base_ = m->base;
-    next_ = m->last_seq + 1;
-    return std::move(scan->records);
+    if (!r->scan.damage.empty()) return Damaged(r->scan.damage, seq + static_cast<int64_t>(r->scan.records.size()));
+    base_ = r->meta.base;
+    next_ = r->meta.last_seq + 1;
+    return std::move(r->scan.records);
   }
 
   Status WriteSnapshot(const Snapshot& snap) override {
     std::lock_guard<std::mutex> lock(snapshot_mu_);
     if (epoch_ == 0) return NotTheWriter();
     if (!snapshot_conn_) {
-      Result<std::unique_ptr<Conn>> c = Conn::Open(conninfo_);
+      Result<std::unique_ptr<Conn>> c = Conn::Open(conninfo_, /*timeout_ms=*/60000);  // a large state takes a while
       if (!c.ok()) return c.error();
       snapshot_conn_ = std::move(*c);
     }
@@ -213,6 +240,12 @@ class PostgresJournal final : public Journal {
   }
 
   Result<Snapshot> ReadSnapshot() override {
+    if (epoch_ == 0) {  // a follower: the leader may have written snapshots and compacted since
+      Result<Meta> m = ReadMeta(*conn_, s_);
+      if (!m.ok()) return m.error();
+      base_ = m->base;
+      next_ = m->last_seq + 1;
+    }
     Result<Rows> seqs = conn_->Exec("SELECT seq FROM " + s_ + ".snapshots WHERE seq >= $1 ORDER BY seq DESC",
                                     {Param::Int(base_)});
     if (!seqs.ok()) return seqs.error();
@@ -463,13 +496,23 @@ Result<std::unique_ptr<Journal>> OpenPostgresJournal(const std::string& conninfo
     return FailedPrecondition("the journal in " + where + " has format " + std::to_string(meta.format) +
                               "; this gpupool reads format " + std::to_string(kFormat));
   }
-  Result<Scan> scan = ScanJournal(c, s, meta);
-  if (!scan.ok()) return scan.error();
-  if (!scan->damage.empty()) {
-    return JournalDamaged(where, scan->damage, meta.base + static_cast<int64_t>(scan->records.size()));
+  // A follower reads while the leader may append: the meta row and the records in one snapshot.
+  // (A writer's epoch, taken above, stops every other writer, so its own read agrees already.)
+  Result<Read> read = options.take_over ? Result<Read>(Read{meta, {}}) : ReadJournal(c, s, -1);
+  if (!read.ok()) return read.error();
+  if (!options.take_over) {
+    meta = read->meta;
+    meta.epoch = 0;  // not the writer until a Campaign says so
+  } else {
+    Result<Scan> scan = ScanJournal(c, s, meta);
+    if (!scan.ok()) return scan.error();
+    read->scan = std::move(*scan);
+  }
+  if (!read->scan.damage.empty()) {
+    return JournalDamaged(where, read->scan.damage, meta.base + static_cast<int64_t>(read->scan.records.size()));
   }
   return std::unique_ptr<Journal>(
-      new PostgresJournal(conninfo, std::move(*opened), s, meta, std::move(scan->records)));
+      new PostgresJournal(conninfo, std::move(*opened), s, meta, std::move(read->scan.records)));
 }
 
 }  // namespace gpupool

@@ -68,8 +68,10 @@ Result<StoreUrl> ParseStoreUrl(const std::string& url) {
   return out;
 }
 
-Result<std::unique_ptr<Journal>> OpenStore(const StoreUrl& url, const std::string& data_dir) {
-  if (url.kind == StoreUrl::Kind::kPostgres) return OpenPostgresJournal(url.conninfo, {.schema = url.schema});
+Result<std::unique_ptr<Journal>> OpenStore(const StoreUrl& url, const std::string& data_dir, bool follower) {
+  if (url.kind == StoreUrl::Kind::kPostgres) {
+    return OpenPostgresJournal(url.conninfo, {.schema = url.schema, .take_over = !follower});
+  }
   const std::string dir = url.sqlite_dir.empty() ? data_dir : url.sqlite_dir;
   return OpenSqliteJournal((std::filesystem::path(dir) / "journal.db").string());
 }

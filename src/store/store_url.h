@@ -30,6 +30,8 @@ struct StoreUrl {
 Result<StoreUrl> ParseStoreUrl(const std::string& url);
 
 // Opens the journal the URL names; `data_dir` is where sqlite: without a directory keeps it.
-Result<std::unique_ptr<Journal>> OpenStore(const StoreUrl& url, const std::string& data_dir);
+// `follower`: a shared store's journal opens without taking the writer's epoch (a replica
+// campaigns for it: Journal::Campaign); else the opener is its one writer at once.
+Result<std::unique_ptr<Journal>> OpenStore(const StoreUrl& url, const std::string& data_dir, bool follower = false);
 
 }  // namespace gpupool
