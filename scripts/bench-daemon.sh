@@ -4,21 +4,24 @@
 # build/bench/load_bench against it: concurrent clients submitting durable jobs.
 #
 # usage: scripts/bench-daemon.sh [--clients N] [--seconds S] [--nodes N] [--runs R] [--json DIR]
+#                                [--rate PER_CLIENT_PER_S] [--store URL]
+# --rate paces each client (an open load of N x RATE submissions/s) instead of back to back.
 # Prints each run and, with --runs > 1, the medians. The daemon's peak RSS comes from /proc. After
 # each run the daemon is killed with -9 and restarted on its journal; the time until it serves
 # again is printed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-clients=16 seconds=20 nodes=1000 runs=1 json=
+clients=16 seconds=20 nodes=1000 runs=1 json= rate=0
 while [ $# -gt 0 ]; do
   case $1 in
     --clients) clients=$2; shift 2 ;;
     --seconds) seconds=$2; shift 2 ;;
     --nodes) nodes=$2; shift 2 ;;
     --runs) runs=$2; shift 2 ;;
+    --rate) rate=$2; shift 2 ;;
     --json) json=$2; shift 2 ;;
     --store) store=$2; shift 2 ;;
-    *) echo "usage: $0 [--clients N] [--seconds S] [--nodes N] [--runs R] [--json DIR] [--store postgresql://...?...]" >&2; exit 2 ;;
+    *) echo "usage: $0 [--clients N] [--seconds S] [--nodes N] [--runs R] [--json DIR] [--rate PER_CLIENT_PER_S] [--store postgresql://...?...]" >&2; exit 2 ;;
   esac
 done
 ./scripts/build.sh > /dev/null
@@ -60,7 +63,7 @@ for run in $(seq 1 "$runs"); do
   [ -s "$tmp/data/port" ] || { cat "$tmp/daemon.log" >&2; exit 1; }
   echo "--- run $run"
   "$gen" --url "http://127.0.0.1:$(cat "$tmp/data/port")" --token "$(cat "$tmp/data/admin.token")" \
-    --clients "$clients" --seconds "$seconds" --warmup 3 --duration-s 1 --json "$tmp/run$run.json" || true
+    --clients "$clients" --seconds "$seconds" --warmup 3 --duration-s 1 --rate "$rate" --json "$tmp/run$run.json" || true
   echo "daemon        peak RSS $(awk '/VmHWM/ {printf "%.0f MiB", $2 / 1024}' /proc/$daemon/status)," \
        "journal $(du -sm "$tmp/data" | cut -f1) MiB"
   # Recovery: kill -9, restart on the same journal, time until it serves again.

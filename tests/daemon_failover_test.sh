@@ -53,6 +53,18 @@ for r in 1 2 3; do until_ok 10 sh -c "[ \"\$(curl -sf http://127.0.0.1:${port[$r
 for r in 1 2 3; do [ "$r" = "$first" ] || [ ! -e "$tmp/data-$r/admin.token" ] || fail "a follower wrote admin.token"; done
 export GPUPOOL_URL="$urls" GPUPOOL_TOKEN="$(cat "$tmp/data-$first/admin.token")"
 echo "replica $first leads; the others follow"
+# A follower answers a write with 307 to the leader, which the CLI follows; it serves reads
+# from its own copy of the state, which catches up with the leader's journal.
+follower=$(( first % 3 + 1 ))
+code=$(curl -s -o /dev/null -w '%{http_code}' -X POST -H "Authorization: Bearer $GPUPOOL_TOKEN" -d '{}' \
+  "http://127.0.0.1:${port[$follower]}/v1/jobs")
+[ "$code" = 307 ] || fail "a follower answered a write with $code, not 307"
+id=$(GPUPOOL_URL="http://127.0.0.1:${port[$follower]}" "$bin" submit --tenant research --name via-follower --flavor a100-80gb \
+  --gpus 1 --duration 60 -o json -- true | python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])') ||
+  fail "a submission through a follower's URL failed"
+seen_by_follower() { curl -sf -H "Authorization: Bearer $GPUPOOL_TOKEN" "http://127.0.0.1:${port[$follower]}/v1/jobs/$id" > /dev/null; }
+until_ok 5 seen_by_follower || fail "the follower does not serve job $id, which the leader acknowledged"
+echo "a follower redirects writes (307, followed by the CLI) and serves reads from its copy"
 
 for n in n-0 n-1 n-2 n-3; do
   (umask 077; "$bin" create token "$n" --role node-agent -o json |

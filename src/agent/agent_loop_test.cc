@@ -88,6 +88,11 @@ class FakeDaemon {
   }
   std::vector<Request> Registers() const { return Requests("/register"); }
   void SetHeartbeatDelay(int ms) { heartbeat_delay_ms_ = ms; }
+  // A replica that follows: every request is answered 307 to `leader` + its path.
+  void RedirectTo(const std::string& leader) {
+    std::lock_guard<std::mutex> l(mu_);
+    redirect_ = leader;
+  }
   std::vector<Request> Heartbeats() const { return Requests("/heartbeat"); }
   std::vector<std::string> Refused() const {
     std::lock_guard<std::mutex> l(mu_);
@@ -113,6 +118,12 @@ class FakeDaemon {
     std::lock_guard<std::mutex> l(mu_);
     requests_.push_back(
         {req.path, req.get_header_value("Authorization"), Json::parse(req.body, nullptr, false)});
+    if (!redirect_.empty()) {
+      res.status = 307;
+      res.set_header("Location", redirect_ + req.path);
+      res.set_content(R"({"error": {"code": "unavailable", "message": "this replica follows"}})", "application/json");
+      return;
+    }
     Check(req);
     int status = 200;
     Json body = fallback;
@@ -132,6 +143,7 @@ class FakeDaemon {
   std::vector<Request> requests_;
   std::vector<std::string> refused_;
   std::atomic<int> heartbeat_delay_ms_{0};
+  std::string redirect_;
 };
 
 class AgentAloneProtocolTest : public ::testing::Test {
@@ -161,7 +173,7 @@ class AgentAloneProtocolTest : public ::testing::Test {
     auto probe = FakeProbe::Create("n1", spec);
     ASSERT_TRUE(probe.ok()) << probe.error().message;
     probe_ = std::move(*probe);
-    o.server_url = daemon_.url();
+    if (o.server_url.empty()) o.server_url = daemon_.url();
     o.token = "secret-token";
     o.node = "n1";
     if (o.users.empty() && o.allow_root.empty()) o.allow_root = {"*"};  // jobs as the test's user
@@ -1313,6 +1325,55 @@ TEST_F(AgentAloneProtocolTest, AStartWaitsForTheStoppingReplicaOnItsGpu) {
   ASSERT_TRUE(agent_->HeartbeatOnce(Time::FromSeconds(++clock_s_)).ok());
   const Json hb = HeartbeatUntilState("2", 0, "exited");
   EXPECT_EQ((*FindReplica(hb, "2", 0))["exit_code"], 0);
+}
+
+}  // namespace
+}  // namespace gpupool
+
+namespace gpupool {
+namespace {
+
+// A daemon with replicas (docs/design/daemon.md, "Replicas"): a follower's 307 is followed to the
+// leader, which the agent then talks to directly.
+TEST_F(AgentAloneProtocolTest, AFollowersRedirectIsFollowedToTheLeader) {
+  FakeDaemon follower;
+  follower.RedirectTo(daemon_.url());
+  AgentOptions o;
+  o.server_url = follower.url() + "," + daemon_.url();
+  MakeAgent("1xh100-80gb", o);
+  ASSERT_TRUE(agent_->HeartbeatOnce(Time::FromSeconds(++clock_s_)).ok());
+  ASSERT_TRUE(agent_->HeartbeatOnce(Time::FromSeconds(++clock_s_)).ok());
+  EXPECT_EQ(daemon_.Registers().size(), 1u);
+  EXPECT_EQ(daemon_.Heartbeats().size(), 2u);
+  EXPECT_EQ(follower.Requests("").size(), 1u) << "after the redirect the agent talks to the leader";
+  EXPECT_TRUE(Logged("following the daemon's leader"));
+}
+
+// A URL that does not answer: the next request goes to the next URL given.
+TEST_F(AgentAloneProtocolTest, ASilentServerIsSkippedForTheNextUrl) {
+  AgentOptions o;
+  o.server_url = "http://127.0.0.1:1," + daemon_.url();  // nothing listens on port 1
+  MakeAgent("1xh100-80gb", o);
+  const Status first = agent_->HeartbeatOnce(Time::FromSeconds(++clock_s_));
+  EXPECT_FALSE(first.ok());
+  ASSERT_TRUE(agent_->HeartbeatOnce(Time::FromSeconds(++clock_s_)).ok());
+  EXPECT_EQ(daemon_.Registers().size(), 1u);
+}
+
+// Once a reply of epoch 5 came, a reply of epoch 4 (a deposed leader that has not stopped yet)
+// is not acted on: its start does not run and its lease is not taken.
+TEST_F(AgentAloneProtocolTest, AReplyOfAnOlderEpochIsIgnored) {
+  MakeAgent("1xh100-80gb");
+  daemon_.QueueRegister(200, Json::parse(Encode(RegisterReply{.node = "n1", .condition = "ready", .epoch = 5})));
+  ASSERT_TRUE(agent_->HeartbeatOnce(Time::FromSeconds(++clock_s_)).ok());
+  daemon_.QueueHeartbeat(200, {{"epoch", 4}, {"start", {Start("old", 0, {"/bin/sleep", "2"})}}});
+  const Status stale = agent_->HeartbeatOnce(Time::FromSeconds(++clock_s_));
+  ASSERT_FALSE(stale.ok());
+  EXPECT_NE(stale.error().message.find("older than epoch 5"), std::string::npos) << stale.error().message;
+  EXPECT_TRUE(agent_->replicas().empty()) << "the deposed leader's start must not run";
+  daemon_.QueueHeartbeat(200, {{"epoch", 6}, {"start", {Start("new", 0, {"/bin/sleep", "2"})}}});
+  ASSERT_TRUE(agent_->HeartbeatOnce(Time::FromSeconds(++clock_s_)).ok());
+  EXPECT_EQ(agent_->replicas().size(), 1u);
 }
 
 }  // namespace

@@ -71,56 +71,7 @@ void Loop::Run(const std::atomic<bool>& stop) {
       std::lock_guard<std::mutex> lock(mu_);
       last = stopped_ = true;
     }
-    const bool lead = leading() && !core_.stale();
-    const Time now = WallNow();
-    std::vector<Reply> replies;
-    replies.reserve(batch.size());
-    // A request is all or nothing: a handler checks every change it makes before the first one
-    // applies (as Apply does for an event). One that throws, or refuses after it changed
-    // something, is a bug; memory may be half changed, so the batch is abandoned.
-    size_t broken = batch.size();
-    for (size_t i = 0; i < batch.size(); ++i) {
-      if (core_.stale()) {  // memory may be ahead of the store: nothing is served from it
-        replies.push_back({503, ErrorBody({ErrorCode::kUnavailable, "the store cannot be read; retry"})});
-        continue;
-      }
-      if (!lead && !batch[i].read) {  // raced a change of leader: the front end redirects the next one
-        const ReplicaRole r = role();
-        replies.push_back({503, ErrorBody({ErrorCode::kUnavailable,
-                                           "this replica does not lead" +
-                                               (r.leader_url.empty() ? std::string("; retry") : "; the leader is " + r.leader_url)})});
-        continue;
-      }
-      const size_t staged = core_.staged();
-      try {
-        replies.push_back(batch[i].work(core_, now));
-        if (replies.back().status >= 400 && core_.staged() != staged && broken == batch.size()) {
-          Log("error", "request handler refused after it changed state",
-              {{"status", std::to_string(replies.back().status)}, {"body", replies.back().body.substr(0, 200)}});
-          broken = i;
-        }
-      } catch (const std::exception& e) {  // a handler bug must not take the daemon down
-        Log("error", "request handler threw", {{"what", e.what()}});
-        replies.push_back({500, ErrorBody({ErrorCode::kInternal, "internal error"})});
-        if (broken == batch.size()) broken = i;
-      }
-    }
-    if (!lead && broken == batch.size() && core_.staged() > 0) {  // a bug: reads never stage
-      Log("error", "a read changed state on a replica that does not lead", {{"records", std::to_string(core_.staged())}});
-      core_.Abandon();
-      for (Reply& r : replies) r = {503, ErrorBody({ErrorCode::kUnavailable, "this replica does not lead; retry"})};
-    }
-    if (broken < batch.size()) {
-      // None of this batch reaches the journal, memory goes back to what is durable, the broken
-      // request keeps its answer (nothing of it was applied) and the others are told to retry.
-      core_.Abandon();
-      metrics_.ObserveAbandonedBatch();
-      for (size_t i = 0; i < replies.size(); ++i) {
-        if (i != broken && replies[i].status != 500) {
-          replies[i] = {503, ErrorBody({ErrorCode::kUnavailable, "the batch was abandoned; retry"})};
-        }
-      }
-    }
+    std::vector<Reply> replies = Answer(batch);
     // The batch's replies go out before a due tick runs: a request never waits for a
     // scheduling cycle it did not need. The tick's own records are a second group commit.
     const Status flushed = FlushTimed();
@@ -147,6 +98,60 @@ void Loop::Run(const std::atomic<bool>& stop) {
     if (last) break;
   }
   if (snapshots_ && leading() && !core_.stale()) snapshots_->Finish(core_);
+}
+
+std::vector<Reply> Loop::Answer(std::deque<Task>& batch) {
+  const bool lead = leading() && !core_.stale();
+  const Time now = WallNow();
+  std::vector<Reply> replies;
+  replies.reserve(batch.size());
+  // A request is all or nothing: a handler checks every change it makes before the first one
+  // applies (as Apply does for an event). One that throws, or refuses after it changed
+  // something, is a bug; memory may be half changed, so the batch is abandoned.
+  size_t broken = batch.size();
+  for (size_t i = 0; i < batch.size(); ++i) {
+    if (core_.stale()) {  // memory may be ahead of the store: nothing is served from it
+      replies.push_back({503, ErrorBody({ErrorCode::kUnavailable, "the store cannot be read; retry"})});
+      continue;
+    }
+    if (!lead && !batch[i].read) {  // raced a change of leader: the front end redirects the next one
+      const ReplicaRole r = role();
+      replies.push_back({503, ErrorBody({ErrorCode::kUnavailable,
+                                         "this replica does not lead" +
+                                             (r.leader_url.empty() ? std::string("; retry") : "; the leader is " + r.leader_url)})});
+      continue;
+    }
+    const size_t staged = core_.staged();
+    try {
+      replies.push_back(batch[i].work(core_, now));
+      if (replies.back().status >= 400 && core_.staged() != staged && broken == batch.size()) {
+        Log("error", "request handler refused after it changed state",
+            {{"status", std::to_string(replies.back().status)}, {"body", replies.back().body.substr(0, 200)}});
+        broken = i;
+      }
+    } catch (const std::exception& e) {  // a handler bug must not take the daemon down
+      Log("error", "request handler threw", {{"what", e.what()}});
+      replies.push_back({500, ErrorBody({ErrorCode::kInternal, "internal error"})});
+      if (broken == batch.size()) broken = i;
+    }
+  }
+  if (!lead && broken == batch.size() && core_.staged() > 0) {  // a bug: reads never stage
+    Log("error", "a read changed state on a replica that does not lead", {{"records", std::to_string(core_.staged())}});
+    core_.Abandon();
+    for (Reply& r : replies) r = {503, ErrorBody({ErrorCode::kUnavailable, "this replica does not lead; retry"})};
+  }
+  if (broken < batch.size()) {
+    // None of this batch reaches the journal, memory goes back to what is durable, the broken
+    // request keeps its answer (nothing of it was applied) and the others are told to retry.
+    core_.Abandon();
+    metrics_.ObserveAbandonedBatch();
+    for (size_t i = 0; i < replies.size(); ++i) {
+      if (i != broken && replies[i].status != 500) {
+        replies[i] = {503, ErrorBody({ErrorCode::kUnavailable, "the batch was abandoned; retry"})};
+      }
+    }
+  }
+  return replies;
 }
 
 void Loop::Upkeep(Clock::time_point now) {

@@ -87,6 +87,9 @@ class Loop {
     Done done;
     bool read = false;
   };
+  // Runs a batch's handlers (none while the core is stale; only reads while this replica does
+  // not lead); abandons the batch if a handler broke it. The replies, in order.
+  std::vector<Reply> Answer(std::deque<Task>& batch);
 
   ControlPlane& core_;
   Metrics& metrics_;
