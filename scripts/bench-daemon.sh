@@ -59,8 +59,9 @@ for run in $(seq 1 "$runs"); do
   "$bin" serve --config "$tmp/config.yaml" --data-dir "$tmp/data" --listen 127.0.0.1:0 "${store_args[@]}" \
     --simulate-executor 2> "$tmp/daemon.log" &
   daemon=$!
-  for _ in $(seq 1 200); do [ -s "$tmp/data/port" ] && break; sleep 0.05; done
-  [ -s "$tmp/data/port" ] || { cat "$tmp/daemon.log" >&2; exit 1; }
+  # Serving writes: listening, bootstrapped (a PostgreSQL replica bootstraps once it leads).
+  for _ in $(seq 1 200); do [ -s "$tmp/data/port" ] && [ -s "$tmp/data/admin.token" ] && break; sleep 0.05; done
+  [ -s "$tmp/data/admin.token" ] || { cat "$tmp/daemon.log" >&2; exit 1; }
   echo "--- run $run"
   "$gen" --url "http://127.0.0.1:$(cat "$tmp/data/port")" --token "$(cat "$tmp/data/admin.token")" \
     --clients "$clients" --seconds "$seconds" --warmup 3 --duration-s 1 --rate "$rate" --json "$tmp/run$run.json" || true
@@ -73,7 +74,9 @@ for run in $(seq 1 "$runs"); do
   "$bin" serve --config "$tmp/config.yaml" --data-dir "$tmp/data" --listen 127.0.0.1:0 "${store_args[@]}" \
     --simulate-executor 2> "$tmp/restart.log" &
   daemon=$!
-  for _ in $(seq 1 1200); do [ -s "$tmp/data/port" ] && break; sleep 0.01; done
+  # Serving writes again: a PostgreSQL replica once /healthz says it leads.
+  leads() { curl -sf "http://127.0.0.1:$(cat "$tmp/data/port")/healthz" | grep -qv '"role":"follower"'; }
+  for _ in $(seq 1 1200); do [ -s "$tmp/data/port" ] && leads && break; sleep 0.01; done
   python3 -c "import sys; print(f'restart       after kill -9: serving in {float(sys.argv[2]) - float(sys.argv[1]):.2f} s,', end=' ')" \
     "$start" "$(date +%s.%N)"
   grep -o '"jobs":"[0-9]*"' "$tmp/restart.log" | head -1 | sed 's/"jobs":"\([0-9]*\)"/\1 jobs recovered/'

@@ -3,7 +3,8 @@
 # admin.token (issue 16 item 7); a crash during the bootstrap (before the journal is durable)
 # still bootstraps again, and one just after it keeps its admin token. Journals written by
 # earlier versions (tests/fixtures/journal-v*) still replay. Every kind of damage to every file:
-# daemon_journal_damage_test.sh. Usage: daemon_journal_test.sh GPUPOOL_BINARY
+# daemon_journal_damage_test.sh. The data directory and its files are the owner's only (issue 18
+# item 5). Usage: daemon_journal_test.sh GPUPOOL_BINARY
 set -u
 bin=${1:?usage: daemon_journal_test.sh GPUPOOL_BINARY}
 fixtures=$(cd "$(dirname "$0")/fixtures" && pwd)
@@ -26,7 +27,20 @@ serve_once || fail "the first start failed"
 [ -s "$tmp/data/journal.hwm" ] || fail "no high-water mark after the bootstrap"
 [ ! -e "$tmp/data/admin.token.new" ] || fail "admin.token.new left after the bootstrap"
 token=$(cat "$tmp/data/admin.token")
+# The data directory is the owner's only: 0700, its files 0600; also one an older version made
+# readable (0755, 0644) once the daemon started on it again.
+private() {
+  [ "$(stat -c %a "$tmp/data")" = 700 ] || fail "$1: the data directory is $(stat -c %a "$tmp/data"), not 700"
+  local f
+  for f in "$tmp"/data/*; do
+    [ -f "$f" ] || continue
+    [ "$(stat -c %a "$f")" = 600 ] || fail "$1: $(basename "$f") is $(stat -c %a "$f"), not 600"
+  done
+}
+private "after the bootstrap"
+chmod 755 "$tmp/data"; chmod 644 "$tmp/data/journal.db" "$tmp/data/journal.hwm"
 serve_once || fail "a restart on an intact journal failed"
+private "after a restart on a readable data directory"
 for f in journal.db journal.db-wal journal.db-shm; do rm -f "$tmp/data/$f"; done
 if serve_once; then fail "started over a missing journal"; fi
 grep -q "journal.db is missing or has no records, but its high-water mark .* says [0-9]* records were acknowledged" "$tmp/daemon.log" ||

@@ -12,6 +12,7 @@
 #include "cli/client.h"
 #include "cli/client_request.h"
 #include "cli/client_view.h"
+#include "cli/terminal.h"
 
 namespace gpupool::cli {
 namespace {
@@ -367,6 +368,23 @@ TEST(Rendering, ToleratesMissingAndMistypedFields) {
   DescribeJob(Json::array(), kNow, out);
   DescribeTenant(Json::parse(R"({"quotas":[1],"usage":{"x":3}})"), out);
   EXPECT_FALSE(out.str().empty());
+}
+
+}  // namespace
+}  // namespace gpupool::cli
+
+namespace gpupool::cli {
+namespace {
+
+// Other users' text cannot drive the terminal: C0 controls but tab and newline, DEL and C1
+// controls (in UTF-8) print as '?'; other UTF-8, a lone 0xC2 at the end included, is kept.
+TEST(StripControls, ReplacesWhatDrivesATerminalAndKeepsTheRest) {
+  EXPECT_EQ(StripControls("\x1b[2Jjob\tname\n"), "?[2Jjob\tname\n");
+  EXPECT_EQ(StripControls("a\rb\x07" "c\x7f"), "a?b?c?");
+  EXPECT_EQ(StripControls("\xc2\x9b" "31m"), "?31m") << "CSI as a C1 control";
+  EXPECT_EQ(StripControls("caf\xc3\xa9 \xc2\xa0 \xe2\x82\xac"), "caf\xc3\xa9 \xc2\xa0 \xe2\x82\xac");
+  EXPECT_EQ(StripControls("end\xc2"), "end\xc2");
+  EXPECT_EQ(StripControls(R"({"name":"\u001b[2J"})"), R"({"name":"\u001b[2J"})") << "JSON escapes pass";
 }
 
 }  // namespace

@@ -20,7 +20,7 @@ int Serve(const std::vector<std::string>& argv) {
                                          "max-connections", "max-connections-per-source",
                                          "simulate-executor", "recover", "heartbeat-interval-ms", "heartbeat-timeout-ms",
                                          "snapshot-every-records", "snapshot-every-mb", "retention-s", "max-finished-jobs", "history-scrub-s",
-                                         "advertise-url", "lease-ms", "help"},
+                                         "advertise-url", "lease-ms", "max-auth-failures", "help"},
                                   {"demo", "no-demo-traffic", "simulate-executor", "recover", "help"});
   if (!args.ok()) return UsageError(args.error().message);
   if (args->Has("help")) {
@@ -46,6 +46,9 @@ int Serve(const std::vector<std::string>& argv) {
   Result<int64_t> lease = args->Int("lease-ms", o.lease_ms, 300, 600000);
   if (!lease.ok()) return UsageError(lease.error().message);
   o.lease_ms = *lease;
+  Result<int64_t> auth = args->Int("max-auth-failures", o.max_auth_failures, 0, 1 << 20);
+  if (!auth.ok()) return UsageError(auth.error().message);
+  o.max_auth_failures = static_cast<int>(*auth);
   Result<int64_t> threads = args->Int("http-threads", 2, 1, 64);
   if (!threads.ok()) return UsageError(threads.error().message);
   o.http_threads = static_cast<int>(*threads);

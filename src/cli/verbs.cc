@@ -9,6 +9,7 @@
 #include "cli/commands.h"
 #include "cli/completion.h"
 #include "cli/exec_full.h"
+#include "cli/terminal.h"
 
 namespace gpupool::cli {
 namespace {
@@ -17,6 +18,11 @@ FullVerbs full_verbs = nullptr;  // set by Main
 
 // Runs `v`, from this binary or from the full one.
 int Run(const Verb& v, const std::vector<std::string>& argv) {
+  if (v.run != nullptr && v.client) {
+    // What the server sends was written by other users: it must not drive the terminal.
+    const SafeTerminalOutput safe;
+    return v.run(argv);
+  }
   if (v.run != nullptr) return v.run(argv);
   if (full_verbs != nullptr) {
     if (RunFn f = full_verbs(v.name)) return f(argv);

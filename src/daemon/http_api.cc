@@ -2,12 +2,15 @@
 
 #include <chrono>
 #include <memory>
+#include <mutex>
+#include <unordered_map>
 
 #include <nlohmann/json.hpp>
 
 #include "api/decode.h"
 #include "api/openapi.h"
 #include "api/url.h"
+#include "daemon/log.h"
 #include "daemon/web_assets.h"
 
 namespace gpupool {
@@ -278,9 +281,67 @@ std::string Bearer(const http::Request& req) {
   return h.rfind("Bearer ", 0) == 0 ? h.substr(7) : "";
 }
 
+// Failed authentications per source address: a source that fails more than `max_failures` times
+// (0: no limit) within kWindow is answered 429 before authentication until its window ends, and logged once
+// per window (its address and count, never a token). Bounded: past kMaxSources addresses the
+// expired windows go, and if that is not enough all of them (the limit fails open rather than
+// locking everyone out).
+class AuthFailures {
+ public:
+  using Clock = std::chrono::steady_clock;
+  static constexpr std::chrono::seconds kWindow{10};
+  explicit AuthFailures(int max_failures) : max_failures_(max_failures) {}
+  static constexpr size_t kMaxSources = 10000;
+
+  // Seconds until `source` may try again; 0: now.
+  int64_t RetryAfter(const std::string& source, Clock::time_point now) {
+    std::lock_guard<std::mutex> lock(mu_);
+    const auto it = by_source_.find(source);
+    if (max_failures_ <= 0 || it == by_source_.end() || it->second.failures <= max_failures_ ||
+        now - it->second.start >= kWindow) {
+      return 0;
+    }
+    return std::chrono::ceil<std::chrono::seconds>(it->second.start + kWindow - now).count();
+  }
+
+  void Failed(const std::string& source, Clock::time_point now) {
+    if (max_failures_ <= 0) return;
+    std::lock_guard<std::mutex> lock(mu_);
+    if (by_source_.size() >= kMaxSources && by_source_.find(source) == by_source_.end()) {
+      std::erase_if(by_source_, [&](const auto& w) { return now - w.second.start >= kWindow; });
+      if (by_source_.size() >= kMaxSources) by_source_.clear();
+    }
+    Window& w = by_source_[source];
+    if (w.failures == 0 || now - w.start >= kWindow) w = Window{now, 0, false};
+    if (++w.failures > max_failures_ && !w.logged) {
+      w.logged = true;
+      Log("warn", "repeated failed authentication: the source is refused until its window ends",
+          {{"source", source}, {"failures", std::to_string(w.failures)},
+           {"window_s", std::to_string(kWindow.count())}});
+    }
+  }
+
+ private:
+  struct Window {
+    Clock::time_point start;
+    int failures = 0;
+    bool logged = false;
+  };
+  const int max_failures_;
+  std::mutex mu_;
+  std::unordered_map<std::string, Window> by_source_;
+};
+
 // Finds the route, checks what can be checked without the state (method, framing), and hands
 // the rest to the loop.
-void ToLoop(Loop& loop, Metrics& metrics, http::Request req, http::Respond respond) {
+void ToLoop(Loop& loop, Metrics& metrics, AuthFailures& failures, http::Request req, http::Respond respond) {
+  if (const int64_t wait = failures.RetryAfter(req.remote, AuthFailures::Clock::now()); wait > 0) {
+    http::Response r = Json(429, ErrorBody({ErrorCode::kResourceExhausted,
+                                            "too many failed authentications from this address; retry in " +
+                                                std::to_string(wait) + " s"}));
+    r.headers.emplace_back("Retry-After", std::to_string(wait));
+    return respond(std::move(r));
+  }
   PathParams params;
   const Route* route = nullptr;
   std::string allowed;
@@ -340,8 +401,9 @@ void ToLoop(Loop& loop, Metrics& metrics, http::Request req, http::Respond respo
         }
         return route->fn(core, c, *shared, params);
       },
-      [respond, &metrics, name, start](Reply r) {
+      [respond, &metrics, &failures, remote = shared->remote, name, start](Reply r) {
         metrics.ObserveRequest(name, r.status, SecondsSince(start));
+        if (r.status == 401) failures.Failed(remote, AuthFailures::Clock::now());
         respond(FromReply(std::move(r)));
       },
       read);
@@ -386,8 +448,9 @@ std::vector<DocumentedRoute> DocumentedRoutes() {
   return out;
 }
 
-http::Handler ApiHandler(Loop& loop, Metrics& metrics, std::function<void()> connections) {
-  return [&loop, &metrics, connections](http::Request req, http::Respond respond) {
+http::Handler ApiHandler(Loop& loop, Metrics& metrics, std::function<void()> connections, int max_auth_failures) {
+  auto failures = std::make_shared<AuthFailures>(max_auth_failures);
+  return [&loop, &metrics, connections, failures](http::Request req, http::Respond respond) {
     if (Healthz(loop, req, respond)) return;
     if (req.method == "GET") {
       if (req.path == "/v1/openapi.json") {
@@ -412,19 +475,20 @@ http::Handler ApiHandler(Loop& loop, Metrics& metrics, std::function<void()> con
                         false});
       }
     }
-    ToLoop(loop, metrics, std::move(req), std::move(respond));
+    ToLoop(loop, metrics, *failures, std::move(req), std::move(respond));
   };
 }
 
-http::Handler AgentHandler(Loop& loop, Metrics& metrics) {
-  return [&loop, &metrics](http::Request req, http::Respond respond) {
+http::Handler AgentHandler(Loop& loop, Metrics& metrics, int max_auth_failures) {
+  auto failures = std::make_shared<AuthFailures>(max_auth_failures);
+  return [&loop, &metrics, failures](http::Request req, http::Respond respond) {
     if (Healthz(loop, req, respond)) return;
     if (req.segments.size() < 2 || req.segments[0] != "v1" || req.segments[1] != "agents") {
       return respond(Json(404, ErrorBody({ErrorCode::kNotFound,
                                           "no such route: this listener serves only the node agents' /v1/agents/ "
                                           "routes and /healthz"})));
     }
-    ToLoop(loop, metrics, std::move(req), std::move(respond));
+    ToLoop(loop, metrics, *failures, std::move(req), std::move(respond));
   };
 }
 

@@ -54,7 +54,10 @@ const std::vector<Route>& HttpRoutes();
 std::vector<DocumentedRoute> DocumentedRoutes();
 
 // `connections`, if set, is called before /metrics renders, to refresh the connection gauges.
-http::Handler ApiHandler(Loop& loop, Metrics& metrics, std::function<void()> connections);
-http::Handler AgentHandler(Loop& loop, Metrics& metrics);
+// A source address whose requests failed authentication more than `max_auth_failures` times in
+// 10 s (0: no limit) gets 429 with Retry-After before authentication until the 10 s are over;
+// logged once per window, never with the token.
+http::Handler ApiHandler(Loop& loop, Metrics& metrics, std::function<void()> connections, int max_auth_failures = 20);
+http::Handler AgentHandler(Loop& loop, Metrics& metrics, int max_auth_failures = 20);
 
 }  // namespace gpupool

@@ -232,6 +232,15 @@ Result<std::unique_ptr<ControlPlane>> OpenCore(const ServeOptions& o, DaemonConf
   fs::create_directories(data_dir, ec);
   if (ec) return Error{ErrorCode::kUnavailable, "cannot create " + data_dir + ": " + ec.message()};
   GP_RETURN_IF_ERROR(LockDataDir(data_dir));
+  // The journal holds every tenant's jobs and the tokens' hashes: the data directory is the
+  // owner's only (0700, its files 0600), also one made by an older gpupool with 0755 and 0644.
+  fs::permissions(data_dir, fs::perms::owner_all, fs::perm_options::replace, ec);
+  if (ec) return Error{ErrorCode::kUnavailable, "cannot make " + data_dir + " private: " + ec.message()};
+  for (const fs::directory_entry& e : fs::directory_iterator(data_dir, ec)) {
+    if (e.is_regular_file(ec) && (e.status(ec).permissions() & (fs::perms::group_all | fs::perms::others_all)) != fs::perms::none) {
+      fs::permissions(e.path(), fs::perms::group_all | fs::perms::others_all, fs::perm_options::remove, ec);
+    }
+  }
   // The journal refuses to open when it is damaged or lost records (store/journal.h); --recover
   // first cuts it back to its last intact record, once an operator accepts the loss.
   const DataDirFiles files = StoreFiles(data_dir, store);
@@ -310,8 +319,8 @@ Result<std::unique_ptr<http::Server>> StartFrontEnd(const ServeOptions& o, const
       const http::ListenerStats s = server->stats(i);
       metrics.SetConnections(i == 0 ? "api" : "agents", {s.open, s.accepted, s.refused, s.timed_out, s.rejected});
     }
-  });
-  if (listeners.size() > 1) listeners[1].handler = AgentHandler(loop, metrics);
+  }, o.max_auth_failures);
+  if (listeners.size() > 1) listeners[1].handler = AgentHandler(loop, metrics, o.max_auth_failures);
   Result<std::unique_ptr<http::Server>> started = http::Server::Start(std::move(listeners));
   if (!started.ok()) return started.error();
   server = started->get();
@@ -345,6 +354,7 @@ Result<std::unique_ptr<http::Server>> StartFrontEnd(const ServeOptions& o, const
 
 Status Serve(const ServeOptions& o) {
   namespace fs = std::filesystem;
+  ::umask(077);  // what the daemon creates (journal, snapshots, history, port files) is its own
   DaemonConfig config;
   if (!o.config_path.empty()) {
     Result<DaemonConfig> loaded = LoadDaemonConfig(o.config_path);

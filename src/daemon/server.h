@@ -35,6 +35,9 @@ struct ServeOptions {
   // agents share the API listener (which serves their routes either way).
   std::string agent_listen;
   int http_threads = 2;              // the API listener's I/O threads (http/server.h)
+  // Failed authentications one source address may make in 10 s before it gets 429 until the 10 s
+  // are over (http_api.h); 0: no limit (a source that many users share, behind a NAT).
+  int max_auth_failures = 20;
   http::Limits http_limits;          // both listeners' limits (the agents' allow 64 per source)
   int heartbeat_interval_ms = 1000;  // what node agents are told to keep
   int heartbeat_timeout_ms = 10000;  // a node silent this long is unreachable, its jobs requeued
