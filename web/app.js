@@ -128,10 +128,12 @@ async function api(method, path, body, headers) {
     });
   } catch (e) {
     if (session !== S.session) throw stale();
+    if (method !== 'GET') void toLeader();  // a write a follower redirected to another origin
     throw new ApiError(0, 'Cannot reach the gpupool daemon. Retrying.');
   }
   const text = await r.text();
   if (session !== S.session) throw stale();
+  if (r.status === 503) void toLeader();  // this replica may have stopped leading
   if (!r.ok) {
     let msg = `${r.status} ${r.statusText}`;
     try { msg = JSON.parse(text).error.message || msg; } catch (e) { /* not JSON */ }
@@ -1185,9 +1187,39 @@ document.addEventListener('visibilitychange', () => {
   if (!document.hidden && S.view) tick(S.view);  // at once, unless a refresh is already out
 });
 
+// A daemon with replicas (docs/design/daemon.md, "Replicas"): the console runs on the leader.
+// A follower's /healthz names it, and the page moves there (the address bar says so); a token
+// is kept per origin, so one signs in again on the leader. While no replica leads, it waits.
+// Called at start and whenever the daemon cannot be reached or says it does not lead (a
+// failover: the follower's 307 to another origin is refused by the page's policy).
+async function toLeader() {
+  let h;
+  try {
+    const r = await fetch('/healthz', { cache: 'no-store' });
+    h = await r.json();
+  } catch (e) {
+    return 'here';
+  }
+  if (h.role !== 'follower') return 'here';
+  if (!h.leader) {
+    showError('No gpupool replica leads yet. Retrying.');
+    return 'waiting';
+  }
+  const target = new URL(location.pathname + location.search + location.hash, h.leader);
+  if (target.origin === location.origin) return 'here';
+  showError(`This replica follows; opening the leader at ${h.leader}.`);
+  location.replace(target.href);
+  return 'moving';
+}
+
 document.addEventListener('DOMContentLoaded', async () => {
   $('#tz').textContent = `Times are shown in ${TZ}.`;
   $('#skip').addEventListener('click', (ev) => { ev.preventDefault(); $('#main').focus(); });
+  for (let where; (where = await toLeader()) !== 'here';) {
+    if (where === 'moving') return;
+    await new Promise((done) => setTimeout(done, 1000));
+  }
+  showError('');
   if (!S.token) { renderSignIn(); return; }
   try {
     await signIn();
