@@ -19,10 +19,10 @@ bool AllDigits(const std::string& s) {
 }
 
 struct FileConfig {
-  std::string url, token;
+  std::string url, token, ca;
 };
 
-// The config file: a YAML mapping with `url` and `token`, both optional, nothing else.
+// The config file: a YAML mapping with `url`, `token` and `ca`, all optional, nothing else.
 Result<FileConfig> ReadConfigFile(const std::string& path) {
   std::ifstream in(path);
   if (!in) return NotFound("cannot read config file " + path);
@@ -35,9 +35,9 @@ Result<FileConfig> ReadConfigFile(const std::string& path) {
     if (!root.IsMap()) return InvalidArgument(path + ": expected a mapping with url: and token:");
     for (const auto& kv : root) {
       const std::string key = kv.first.as<std::string>();
-      if (key != "url" && key != "token") return InvalidArgument(path + ": unknown key '" + key + "'");
+      if (key != "url" && key != "token" && key != "ca") return InvalidArgument(path + ": unknown key '" + key + "'");
       if (!kv.second.IsScalar()) return InvalidArgument(path + ": '" + key + "' must be a string");
-      (key == "url" ? out.url : out.token) = kv.second.Scalar();
+      (key == "url" ? out.url : key == "token" ? out.token : out.ca) = kv.second.Scalar();
     }
   } catch (const YAML::Exception& e) {
     return InvalidArgument(path + ": not valid YAML: " + e.what());
@@ -117,7 +117,8 @@ Result<ClientConfig> ResolveClientConfig(const std::string& flag_url, const std:
   ClientConfig c{flag_url, flag_token, flag_url.empty() ? "" : "--url"};
   if (c.url.empty() && !env("GPUPOOL_URL").empty()) c.url = env("GPUPOOL_URL"), c.url_source = "GPUPOOL_URL";
   if (c.token.empty()) c.token = env("GPUPOOL_TOKEN");
-  if (c.url.empty() || c.token.empty()) {
+  c.ca_file = env("GPUPOOL_CA");
+  if (c.url.empty() || c.token.empty() || c.ca_file.empty()) {
     const std::string explicit_path = env("GPUPOOL_CONFIG");
     const std::string path = !explicit_path.empty() ? explicit_path
                              : !env("HOME").empty() ? env("HOME") + "/.config/gpupool/config.yaml"
@@ -129,6 +130,7 @@ Result<ClientConfig> ResolveClientConfig(const std::string& flag_url, const std:
     if (file.ok()) {
       if (c.url.empty() && !file->url.empty()) c.url = file->url, c.url_source = path;
       if (c.token.empty()) c.token = file->token;
+      if (c.ca_file.empty()) c.ca_file = file->ca;
     }
   }
   if (c.url.empty()) c.url = kDefaultServerUrl, c.url_source = "the default";
@@ -167,7 +169,7 @@ Result<std::unique_ptr<ApiClient>> ApiClient::Connect(const ClientConfig& config
     urls.push_back(*url);
     from = comma + 1;
   }
-  return std::unique_ptr<ApiClient>(new ApiClient(std::move(urls), config.url, config.token));
+  return std::unique_ptr<ApiClient>(new ApiClient(std::move(urls), config.url, config.token, config.ca_file));
 }
 
 namespace {
@@ -194,7 +196,7 @@ Result<std::string> ApiClient::Fetch(const std::string& method, const std::strin
   int hops = 0;
   for (size_t tried = 0; tried < urls_.size();) {
     const ServerUrl& url = urls_[current_];
-    HttpRequest r{method, url.scheme == "https", url.host, url.port, url.prefix + path, {}, "", 5, 30};
+    HttpRequest r{method, url.scheme == "https", url.host, url.port, url.prefix + path, {}, "", 5, 30, ca_file_};
     if (!token_.empty()) r.headers.emplace_back("Authorization", "Bearer " + token_);
     if (body != nullptr) {
       r.headers.emplace_back("Content-Type", "application/json");

@@ -44,6 +44,9 @@ struct ClientConfig {
   std::string url;
   std::string token;
   std::string url_source;  // where url came from, for messages: "--url", "GPUPOOL_URL", a path
+  // A PEM file of certificates to trust for https besides the system's: --ca, GPUPOOL_CA, or
+  // ca: in the config file ("" for the system's only).
+  std::string ca_file;
 };
 
 // The flags, the environment (through `getenv`, so tests can supply their own) and the config
@@ -78,8 +81,8 @@ class ApiClient {
   Result<std::string> GetText(const std::string& path) { return Fetch("GET", path, nullptr, {}); }
 
  private:
-  ApiClient(std::vector<ServerUrl> urls, std::string display, std::string token)
-      : urls_(std::move(urls)), display_(std::move(display)), token_(std::move(token)) {}
+  ApiClient(std::vector<ServerUrl> urls, std::string display, std::string token, std::string ca_file)
+      : urls_(std::move(urls)), display_(std::move(display)), token_(std::move(token)), ca_file_(std::move(ca_file)) {}
   // One request (cli/http.h), to the servers in turn as below; the body of a 2xx reply, else
   // the error.
   Result<std::string> Fetch(const std::string& method, const std::string& path, const Json* body,
@@ -93,6 +96,7 @@ class ApiClient {
   size_t current_ = 0;
   std::string display_;  // the URL as the user gave it
   std::string token_;
+  std::string ca_file_;
 };
 
 }  // namespace gpupool::cli

@@ -42,7 +42,7 @@ class Connection {
     timeval tv{r.io_timeout_s, 0};
     setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
     setsockopt(fd_, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-    return r.tls ? Handshake(r.host) : Ok();
+    return r.tls ? Handshake(r.host, r.ca_file) : Ok();
   }
 
   Status WriteAll(const std::string& data) {
@@ -113,11 +113,14 @@ class Connection {
     return std::string(": ") + buf;
   }
 
-  Status Handshake(const std::string& host) {
+  Status Handshake(const std::string& host, const std::string& ca_file) {
     ctx_ = SSL_CTX_new(TLS_client_method());
     if (ctx_ == nullptr) return Unavailable("cannot set up TLS" + TlsError());
     SSL_CTX_set_min_proto_version(ctx_, TLS1_2_VERSION);
     if (SSL_CTX_set_default_verify_paths(ctx_) != 1) return Unavailable("cannot load TLS certificates" + TlsError());
+    if (!ca_file.empty() && SSL_CTX_load_verify_locations(ctx_, ca_file.c_str(), nullptr) != 1) {
+      return Error{ErrorCode::kInvalidArgument, "cannot read the CA file " + ca_file + TlsError()};
+    }
     SSL_CTX_set_verify(ctx_, SSL_VERIFY_PEER, nullptr);
     ssl_ = SSL_new(ctx_);
     if (ssl_ == nullptr || SSL_set_fd(ssl_, fd_) != 1) return Unavailable("cannot set up TLS" + TlsError());

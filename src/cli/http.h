@@ -27,6 +27,7 @@ struct HttpRequest {
   std::string body;    // sent with Content-Length when not empty, or for POST and PATCH
   int connect_timeout_s = 5;
   int io_timeout_s = 30;  // each read and write
+  std::string ca_file;    // with tls: a PEM file trusted besides the system's certificates
 };
 
 struct HttpResponse {

@@ -13,12 +13,12 @@
 namespace gpupool::cli {
 
 const char* const kConnectionFlags =
-    "  --url URL  --token TOKEN  (else GPUPOOL_URL, GPUPOOL_TOKEN, or url:/token: in\n"
+    "  --url URL  --token TOKEN  --ca FILE  (else GPUPOOL_URL, GPUPOOL_TOKEN, GPUPOOL_CA, or url:/token:/ca: in\n"
     "  $GPUPOOL_CONFIG or ~/.config/gpupool/config.yaml)  -o table|json|yaml\n"
     "  (these may also come before the verb: gpupool --token T get jobs)\n";
 
 namespace {
-const std::set<std::string> kCommonFlags = {"url", "token", "output", "help"};
+const std::set<std::string> kCommonFlags = {"url", "token", "ca", "output", "help"};
 }  // namespace
 
 int64_t NowMillis() {
@@ -60,6 +60,7 @@ int Invocation::Connect() {
   Result<ClientConfig> config = ResolveClientConfig(args_.Str("url", ""), args_.Str("token", ""),
                                                     [](const char* name) { return std::getenv(name); });
   if (!config.ok()) return Fail(config.error(), 2);
+  if (args_.Has("ca")) config->ca_file = args_.Str("ca", "");
   Result<std::unique_ptr<ApiClient>> api = ApiClient::Connect(*config);
   if (!api.ok()) return Fail(api.error(), 2);
   api_ = std::move(*api);

@@ -20,8 +20,9 @@ int Serve(const std::vector<std::string>& argv) {
                                          "max-connections", "max-connections-per-source",
                                          "simulate-executor", "recover", "heartbeat-interval-ms", "heartbeat-timeout-ms",
                                          "snapshot-every-records", "snapshot-every-mb", "retention-s", "max-finished-jobs", "history-scrub-s",
-                                         "advertise-url", "lease-ms", "max-auth-failures", "help"},
-                                  {"demo", "no-demo-traffic", "simulate-executor", "recover", "help"});
+                                         "advertise-url", "lease-ms", "max-auth-failures", "tls-cert", "tls-key",
+                                         "insecure-listen", "help"},
+                                  {"demo", "no-demo-traffic", "simulate-executor", "recover", "insecure-listen", "help"});
   if (!args.ok()) return UsageError(args.error().message);
   if (args->Has("help")) {
     std::cout << kServeUsage;
@@ -39,6 +40,9 @@ int Serve(const std::vector<std::string>& argv) {
   o.simulate_executor = args->Has("simulate-executor");
   o.agent_listen = args->Str("agent-listen", "");
   o.advertise_url = args->Str("advertise-url", "");
+  o.tls_cert = args->Str("tls-cert", "");
+  o.tls_key = args->Str("tls-key", "");
+  o.insecure_listen = args->Has("insecure-listen");
   if (!o.advertise_url.empty() && o.advertise_url.rfind("http://", 0) != 0 && o.advertise_url.rfind("https://", 0) != 0) {
     return UsageError("--advertise-url wants http://HOST:PORT or https://HOST:PORT, got '" + o.advertise_url + "'");
   }

@@ -100,18 +100,18 @@ Result<std::vector<std::string>> HoistGlobalFlags(const std::vector<std::string>
   size_t i = 0;
   for (; i < argv.size() && argv[i].size() > 1 && argv[i][0] == '-'; ++i) {
     const std::string& s = argv[i];
-    const bool joined = s.rfind("--url=", 0) == 0 || s.rfind("--token=", 0) == 0 || s.rfind("--output=", 0) == 0 ||
-                        (s.rfind("-o", 0) == 0 && s.size() > 2);
+    const bool joined = s.rfind("--url=", 0) == 0 || s.rfind("--token=", 0) == 0 || s.rfind("--ca=", 0) == 0 ||
+                        s.rfind("--output=", 0) == 0 || (s.rfind("-o", 0) == 0 && s.size() > 2);
     if (joined) {
       global.push_back(s);
-    } else if (s == "--url" || s == "--token" || s == "--output" || s == "-o") {
+    } else if (s == "--url" || s == "--token" || s == "--ca" || s == "--output" || s == "-o") {
       if (i + 1 >= argv.size()) return InvalidArgument(s + " needs a value");
       global.push_back(s);
       global.push_back(argv[++i]);
     } else if (s == "--help" || s == "-h") {
       return std::vector<std::string>{"help"};
     } else {
-      return InvalidArgument("unknown flag " + s + " before the command (--url, --token and -o go there)");
+      return InvalidArgument("unknown flag " + s + " before the command (--url, --token, --ca and -o go there)");
     }
   }
   if (i == argv.size()) return global.empty() ? std::vector<std::string>{} : std::vector<std::string>{""};

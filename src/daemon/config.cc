@@ -75,8 +75,8 @@ Result<DaemonConfig> ParseDaemonConfig(const std::string& yaml_text) {
   Result<Json> parsed = YamlToJson(yaml_text);
   if (!parsed.ok()) return parsed.error();
   const Json& root = *parsed;
-  GP_RETURN_IF_ERROR(OnlyKeys(root, {"scheduler", "agents", "listen", "data_dir", "store", "priority_classes", "tenants", "nodes",
-                                      "prices", "burst"}, ""));
+  GP_RETURN_IF_ERROR(OnlyKeys(root, {"scheduler", "agents", "listen", "data_dir", "store", "tls", "priority_classes", "tenants",
+                                      "nodes", "prices", "burst"}, ""));
   DaemonConfig out;
   if (root.contains("agents")) {
     const Json& a = root["agents"];
@@ -109,6 +109,16 @@ Result<DaemonConfig> ParseDaemonConfig(const std::string& yaml_text) {
     Result<std::string> v = StrOf(root, key, "config", false);
     if (!v.ok()) return v.error();
     *field = *v;
+  }
+  if (root.contains("tls")) {
+    const Json& t = root["tls"];
+    if (!t.is_object()) return InvalidArgument("'tls' must be a map of cert_file and key_file");
+    GP_RETURN_IF_ERROR(OnlyKeys(t, {"cert_file", "key_file"}, "tls"));
+    for (auto [key, field] : {std::pair{"cert_file", &out.tls_cert}, std::pair{"key_file", &out.tls_key}}) {
+      Result<std::string> v = StrOf(t, key, "tls", false);
+      if (!v.ok()) return v.error();
+      *field = *v;
+    }
   }
   State& s = out.cluster;
   if (root.contains("priority_classes")) {

@@ -10,6 +10,7 @@
 //   data_dir: /var/lib/gpupool      # --data-dir wins
 //   store: postgresql://db1,db2/gpupool?target_session_attrs=read-write  # --store wins;
 //                                   # default: SQLite in data_dir (store/store_url.h)
+//   tls: {cert_file: /etc/gpupool/tls.pem, key_file: /etc/gpupool/tls.key}  # HTTPS; --tls-* win
 //   priority_classes:               # optional; the defaults when absent
 //     - {name: training, value: 100, preemptible: true, may_borrow: true}
 //   tenants:                        # same fields as POST /v1/tenants
@@ -52,6 +53,7 @@ struct DaemonConfig {
   std::string listen;    // empty: not set in the file
   std::string data_dir;  // empty: not set in the file
   std::string store;     // empty: not set in the file
+  std::string tls_cert, tls_key;  // empty: not set in the file
 };
 
 Result<DaemonConfig> LoadDaemonConfig(const std::string& path);

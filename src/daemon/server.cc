@@ -47,7 +47,13 @@ namespace gpupool {
 namespace {
 
 std::atomic<bool> g_stop{false};
+std::atomic<bool> g_reload{false};
 void OnSignal(int) { g_stop = true; }
+void OnHangup(int) { g_reload = true; }
+
+bool IsLoopback(const std::string& host) {
+  return host == "localhost" || host == "::1" || host == "[::1]" || host.rfind("127.", 0) == 0;
+}
 
 Time Now() { return WallNow(); }
 
@@ -59,6 +65,29 @@ bool SleepUnlessStopped(int64_t ms, const std::atomic<bool>& stop) {
   }
   return !stop;
 }
+
+// SIGHUP re-reads the TLS certificate and key (a renewed certificate takes effect without a
+// restart): new connections get the new ones, open ones keep theirs; a reload that fails keeps
+// the old ones and says why.
+class TlsReloader {
+ public:
+  TlsReloader(std::shared_ptr<http::TlsCredentials> tls, const std::atomic<bool>& stop)
+      : thread_([tls = std::move(tls), &stop] {
+          while (SleepUnlessStopped(200, stop)) {
+            if (!g_reload.exchange(false)) continue;
+            const Status s = tls->Reload();
+            if (s.ok()) {
+              Log("info", "TLS certificate reloaded", {{"cert_file", tls->cert_file()}});
+            } else {
+              Log("error", "TLS certificate reload failed; the previous one stays", {{"error", s.error().message}});
+            }
+          }
+        }) {}
+  ~TlsReloader() { thread_.join(); }
+
+ private:
+  std::thread thread_;
+};
 
 // The demo's traffic: a job every one to four seconds, posted to the loop like a client's.
 class DemoTraffic {
@@ -299,19 +328,24 @@ Status StartBurst(const ServeOptions& o, const DaemonConfig& config, ControlPlan
 // The listeners: the API's, and the agents' if asked; the port files and the start-up lines.
 Result<std::unique_ptr<http::Server>> StartFrontEnd(const ServeOptions& o, const std::string& host, int want_port,
                                                     const std::string& data_dir, Loop& loop, Metrics& metrics,
+                                                    const std::shared_ptr<http::TlsCredentials>& tls,
                                                     http::Server*& server) {
   namespace fs = std::filesystem;
   std::error_code ec;
   std::vector<http::Listener> listeners;
   http::Limits api_limits = o.http_limits;
-  listeners.push_back({"api", host, want_port, api_limits, o.http_threads, {}});
+  listeners.push_back({"api", host, want_port, api_limits, o.http_threads, {}, tls});
   if (!o.agent_listen.empty()) {
     Result<std::pair<std::string, int>> agents = ParseListen(o.agent_listen);
     if (!agents.ok()) return agents.error();
     // Agents are few and known: a smaller budget per source, the same bounds on every request.
     http::Limits agent_limits = api_limits;
     agent_limits.max_connections_per_source = std::min(agent_limits.max_connections_per_source, 64);
-    listeners.push_back({"agents", agents->first, agents->second, agent_limits, 1, {}});
+    if (!tls && !o.insecure_listen && !IsLoopback(agents->first)) {
+      return InvalidArgument("--agent-listen " + o.agent_listen + " is not a loopback address and there is no TLS: give "
+                             "--tls-cert and --tls-key, or --insecure-listen to serve plain HTTP there");
+    }
+    listeners.push_back({"agents", agents->first, agents->second, agent_limits, 1, {}, tls});
   }
   listeners[0].handler = ApiHandler(loop, metrics, [&server, &metrics, n = listeners.size()] {
     if (server == nullptr) return;
@@ -329,10 +363,12 @@ Result<std::unique_ptr<http::Server>> StartFrontEnd(const ServeOptions& o, const
     std::ofstream(fs::path(data_dir) / "port.tmp") << port << "\n";
     fs::rename(fs::path(data_dir) / "port.tmp", fs::path(data_dir) / "port", ec);
   }
-  const std::string url = "http://" + host + ":" + std::to_string(port);
-  LogFields fields = {{"url", url}, {"data_dir", data_dir}};
+  const std::string scheme = tls ? "https://" : "http://";
+  const std::string url = scheme + host + ":" + std::to_string(port);
+  LogFields fields = {{"url", url}, {"data_dir", data_dir},
+                      {"tls", tls ? "on" : o.insecure_listen ? "off (--insecure-listen)" : "off (loopback only)"}};
   if (!o.agent_listen.empty()) {
-    const std::string agent_url = "http://" + ParseListen(o.agent_listen)->first + ":" + std::to_string(server->port(1));
+    const std::string agent_url = scheme + ParseListen(o.agent_listen)->first + ":" + std::to_string(server->port(1));
     fields.emplace_back("agent_url", agent_url);
     std::ofstream(fs::path(data_dir) / "agent-port.tmp") << server->port(1) << "\n";
     fs::rename(fs::path(data_dir) / "agent-port.tmp", fs::path(data_dir) / "agent-port", ec);
@@ -348,6 +384,34 @@ Result<std::unique_ptr<http::Server>> StartFrontEnd(const ServeOptions& o, const
               << "  stop with Ctrl-C" << std::endl;
   }
   return started;
+}
+
+// HTTPS, or plain HTTP on loopback only (unless asked otherwise): tokens must not cross a
+// network in the clear by default. Null: plain HTTP.
+Result<std::shared_ptr<http::TlsCredentials>> OpenTls(const ServeOptions& o, const DaemonConfig& config,
+                                                      const std::string& host, int want_port) {
+  const std::string tls_cert = !o.tls_cert.empty() ? o.tls_cert : config.tls_cert;
+  const std::string tls_key = !o.tls_key.empty() ? o.tls_key : config.tls_key;
+  if (tls_cert.empty() != tls_key.empty()) return InvalidArgument("TLS needs both a certificate and a key (--tls-cert, --tls-key)");
+  if (!tls_cert.empty()) return http::TlsCredentials::Load(tls_cert, tls_key);
+  if (!o.insecure_listen && !IsLoopback(host)) {
+    return InvalidArgument("--listen " + host + ":" + std::to_string(want_port) + " is not a loopback address and there is "
+                           "no TLS: give --tls-cert and --tls-key (or tls: in the configuration), or --insecure-listen to "
+                           "serve plain HTTP there");
+  }
+  return std::shared_ptr<http::TlsCredentials>();
+}
+
+// How this process campaigns for a shared store's lease: its advertised URL (`listening` unless
+// --advertise-url), its data directory's replica id, the lease.
+Result<ReplicaOptions> ReplicaFor(const ServeOptions& o, const std::string& data_dir, const std::string& listening) {
+  Result<std::string> id = ReplicaId(data_dir);
+  if (!id.ok()) return id.error();
+  ReplicaOptions replica;
+  replica.candidate = {.url = !o.advertise_url.empty() ? o.advertise_url : listening, .id = *id, .lease_ms = o.lease_ms};
+  Log("info", "replica of a shared store: campaigning for its lease",
+      {{"url", replica.candidate.url}, {"id", *id}, {"lease_ms", std::to_string(o.lease_ms)}});
+  return replica;
 }
 
 }  // namespace
@@ -371,6 +435,9 @@ Status Serve(const ServeOptions& o) {
   if (!listen.ok()) return listen.error();
   const auto& [host, want_port] = *listen;
 
+  Result<std::shared_ptr<http::TlsCredentials>> tls_loaded = OpenTls(o, config, host, want_port);
+  if (!tls_loaded.ok()) return tls_loaded.error();
+  const std::shared_ptr<http::TlsCredentials> tls = *tls_loaded;
   Result<StoreUrl> store = ParseStoreUrl(!o.store.empty() ? o.store : config.store);
   if (!store.ok()) return store.error();
   Result<std::unique_ptr<ControlPlane>> opened = OpenCore(o, config, data_dir, *store);
@@ -394,6 +461,7 @@ Status Serve(const ServeOptions& o) {
   std::signal(SIGINT, OnSignal);
   std::signal(SIGTERM, OnSignal);
   std::signal(SIGPIPE, SIG_IGN);
+  std::signal(SIGHUP, OnHangup);
   Metrics metrics;
   metrics.AfterCycle(core.state(), Now(), nullptr, 0);
   Loop loop(core, metrics, config.tick_ms, o.demo || o.simulate_executor);
@@ -402,24 +470,20 @@ Status Serve(const ServeOptions& o) {
   core.SetMaxFinishedInMemory(static_cast<size_t>(o.max_finished_jobs));
 
   http::Server* server = nullptr;  // set before the first request can reach /metrics
-  Result<std::unique_ptr<http::Server>> started = StartFrontEnd(o, host, want_port, data_dir, loop, metrics, server);
+  Result<std::unique_ptr<http::Server>> started = StartFrontEnd(o, host, want_port, data_dir, loop, metrics, tls, server);
   if (!started.ok()) return started.error();
   if (shared) {
-    Result<std::string> id = ReplicaId(data_dir);
-    if (!id.ok()) return id.error();
-    ReplicaOptions replica;
-    replica.candidate = {.url = !o.advertise_url.empty() ? o.advertise_url
-                                                         : "http://" + host + ":" + std::to_string(server->port(0)),
-                         .id = *id,
-                         .lease_ms = o.lease_ms};
-    replica.on_promote = start_leading;
-    Log("info", "replica of a shared store: campaigning for its lease",
-        {{"url", replica.candidate.url}, {"id", *id}, {"lease_ms", std::to_string(o.lease_ms)}});
-    loop.SetReplica(std::move(replica));
+    Result<ReplicaOptions> replica = ReplicaFor(o, data_dir, (tls ? "https://" : "http://") + host + ":" +
+                                                                 std::to_string(server->port(0)));
+    if (!replica.ok()) return replica.error();
+    replica->on_promote = start_leading;
+    loop.SetReplica(std::move(*replica));
   }
   {
     std::optional<DemoTraffic> traffic;
     if (o.demo && o.demo_traffic) traffic.emplace(loop, g_stop);
+    std::optional<TlsReloader> reloader;
+    if (tls) reloader.emplace(tls, g_stop);
     std::optional<HistoryScrubber> scrubber;
     if (o.history_scrub_s > 0 && store->kind == StoreUrl::Kind::kSqlite) {  // PostgreSQL checks its own pages
       scrubber.emplace(HistoryPath(StoreFiles(data_dir, *store).journal, {}), o.history_scrub_s, metrics, g_stop);

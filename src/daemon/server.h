@@ -22,6 +22,11 @@ struct ServeOptions {
   // send clients' writes to (default http://LISTEN), and the leader's lease.
   std::string advertise_url;
   int64_t lease_ms = 3000;
+  // HTTPS on every listener with this certificate chain and key (PEM; reloaded on SIGHUP); the
+  // configuration's tls: otherwise. Without TLS the daemon listens only on loopback addresses
+  // unless insecure_listen.
+  std::string tls_cert, tls_key;
+  bool insecure_listen = false;
   bool demo = false;              // embedded demo cluster, tenant tokens, simulated executor
   bool demo_traffic = true;       // with demo: submit a demo job every few seconds
   // Admitted jobs start at once and end after their estimate (implied by demo). Without it,

@@ -6,13 +6,16 @@
 #include <algorithm>
 #include <atomic>
 #include <boost/asio.hpp>
+#include <boost/asio/ssl.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
 #include <cctype>
 #include <chrono>
 #include <mutex>
 #include <optional>
 #include <thread>
+#include <type_traits>
 
 namespace gpupool::http {
 
@@ -20,6 +23,11 @@ namespace beast = boost::beast;
 namespace bhttp = boost::beast::http;
 namespace net = boost::asio;
 using tcp = net::ip::tcp;
+
+class TlsCredentials::Context {
+ public:
+  net::ssl::context ssl{net::ssl::context::tls_server};
+};
 
 namespace {
 
@@ -133,22 +141,42 @@ struct ListenerState {
 
 namespace {
 
-class Session : public std::enable_shared_from_this<Session> {
+using TlsStream = beast::ssl_stream<beast::tcp_stream>;
+
+// One connection, plain (beast::tcp_stream) or TLS (TlsStream over one).
+template <class Stream>
+class Session : public std::enable_shared_from_this<Session<Stream>> {
  public:
-  Session(tcp::socket socket, ListenerState& l, std::string source)
-      : stream_(std::move(socket)), l_(l), source_(std::move(source)),
+  static constexpr bool kTls = std::is_same_v<Stream, TlsStream>;
+
+  Session(Stream stream, ListenerState& l, std::string source, std::shared_ptr<TlsCredentials::Context> tls = nullptr)
+      : tls_(std::move(tls)), stream_(std::move(stream)), l_(l), source_(std::move(source)),
         buffer_(l.spec.limits.max_header_bytes + 64 * 1024) {}
   ~Session() { l_.Release(source_); }
 
-  void Start() { WaitForRequest(); }
+  void Start() {
+    if constexpr (kTls) {
+      // The handshake is part of the request's header time: a client that opens a connection
+      // and sends nothing is closed as one that sends no header.
+      Lowest().expires_after(std::chrono::milliseconds(limits().header_timeout_ms));
+      stream_.async_handshake(net::ssl::stream_base::server, [self = this->shared_from_this()](beast::error_code ec) {
+        if (ec) return self->Closed(ec);
+        self->WaitForRequest();
+      });
+    } else {
+      WaitForRequest();
+    }
+  }
 
  private:
+  using std::enable_shared_from_this<Session<Stream>>::shared_from_this;
   const Limits& limits() const { return l_.spec.limits; }
+  beast::tcp_stream& Lowest() { return beast::get_lowest_layer(stream_); }
 
   // Keep-alive: wait up to the idle timeout for a request's first byte.
   void WaitForRequest() {
     if (buffer_.size() > 0) return ReadHeader();
-    stream_.expires_after(std::chrono::milliseconds(limits().idle_timeout_ms));
+    Lowest().expires_after(std::chrono::milliseconds(limits().idle_timeout_ms));
     stream_.async_read_some(buffer_.prepare(4096), [self = shared_from_this()](beast::error_code ec, size_t n) {
       if (ec) return self->Closed(ec);
       self->buffer_.commit(n);
@@ -160,7 +188,7 @@ class Session : public std::enable_shared_from_this<Session> {
     parser_.emplace();
     parser_->header_limit(static_cast<uint32_t>(std::min<size_t>(limits().max_header_bytes, UINT32_MAX)));
     parser_->body_limit(limits().max_body_bytes);
-    stream_.expires_after(std::chrono::milliseconds(limits().header_timeout_ms));
+    Lowest().expires_after(std::chrono::milliseconds(limits().header_timeout_ms));
     bhttp::async_read_header(stream_, buffer_, *parser_, [self = shared_from_this()](beast::error_code ec, size_t) {
       self->OnHeader(ec);
     });
@@ -173,7 +201,7 @@ class Session : public std::enable_shared_from_this<Session> {
       return Reject(431, "too many header fields");
     }
     if (parser_->is_done()) return Dispatch();
-    stream_.expires_after(std::chrono::milliseconds(limits().body_timeout_ms));
+    Lowest().expires_after(std::chrono::milliseconds(limits().body_timeout_ms));
     if (IEquals(SV(req[bhttp::field::expect]), "100-continue")) {
       static const std::string cont = "HTTP/1.1 100 Continue\r\n\r\n";
       net::async_write(stream_, net::buffer(cont), [self = shared_from_this()](beast::error_code e, size_t) {
@@ -193,7 +221,7 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   void Dispatch() {
-    stream_.expires_never();  // the handler may take its time (a durable write); the reply is ours to time
+    Lowest().expires_never();  // the handler may take its time (a durable write); the reply is ours to time
     auto& msg = parser_->get();
     Request r;
     r.method = std::string(SV(msg.method_string()));
@@ -251,7 +279,7 @@ class Session : public std::enable_shared_from_this<Session> {
     msg->body() = std::move(res.body);
     msg->keep_alive(keep_alive_ && !res.close);
     msg->prepare_payload();
-    stream_.expires_after(std::chrono::milliseconds(limits().write_timeout_ms));
+    Lowest().expires_after(std::chrono::milliseconds(limits().write_timeout_ms));
     bhttp::async_write(stream_, *msg, [self = shared_from_this(), msg](beast::error_code ec, size_t) {
       if (ec) return self->Closed(ec);
       if (!msg->keep_alive()) return self->Linger();
@@ -283,8 +311,8 @@ class Session : public std::enable_shared_from_this<Session> {
   // more than we read sees our reply rather than a reset.
   void Linger() {
     beast::error_code ignored;
-    stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
-    stream_.expires_after(kLingerTime);
+    Lowest().socket().shutdown(tcp::socket::shutdown_send, ignored);
+    Lowest().expires_after(kLingerTime);
     Drain();
   }
   void Drain() {
@@ -292,7 +320,7 @@ class Session : public std::enable_shared_from_this<Session> {
       self->drained_ += n;
       if (ec || self->drained_ > kLingerBytes) {
         beast::error_code ignored;
-        self->stream_.socket().close(ignored);
+        self->Lowest().socket().close(ignored);
         return;
       }
       self->Drain();
@@ -302,11 +330,12 @@ class Session : public std::enable_shared_from_this<Session> {
   void Closed(beast::error_code ec) {
     if (ec == beast::error::timeout) ++l_.timed_out;
     beast::error_code ignored;
-    stream_.socket().shutdown(tcp::socket::shutdown_both, ignored);
-    stream_.socket().close(ignored);
+    Lowest().socket().shutdown(tcp::socket::shutdown_both, ignored);
+    Lowest().socket().close(ignored);
   }
 
-  beast::tcp_stream stream_;
+  std::shared_ptr<TlsCredentials::Context> tls_;  // outlives stream_, which uses its context
+  Stream stream_;
   ListenerState& l_;
   const std::string source_;
   beast::flat_buffer buffer_;
@@ -341,7 +370,13 @@ void Accept(ListenerState& l) {
       socket.close(e);
     } else {
       socket.set_option(tcp::no_delay(true), e);  // small JSON replies must not wait for delayed ACKs
-      std::make_shared<Session>(std::move(socket), l, source)->Start();
+      if (l.spec.tls) {
+        std::shared_ptr<TlsCredentials::Context> ctx = l.spec.tls->current();
+        TlsStream stream(beast::tcp_stream(std::move(socket)), ctx->ssl);
+        std::make_shared<Session<TlsStream>>(std::move(stream), l, source, std::move(ctx))->Start();
+      } else {
+        std::make_shared<Session<beast::tcp_stream>>(beast::tcp_stream(std::move(socket)), l, source)->Start();
+      }
     }
     Accept(l);
   });
@@ -358,6 +393,50 @@ void RaiseFileLimit() {
 }
 
 }  // namespace
+
+namespace {
+
+Result<std::shared_ptr<TlsCredentials::Context>> ReadCredentials(const std::string& cert_file, const std::string& key_file) {
+  auto c = std::make_shared<TlsCredentials::Context>();
+  try {
+    c->ssl.set_options(net::ssl::context::default_workarounds | net::ssl::context::no_sslv2 |
+                       net::ssl::context::no_sslv3 | net::ssl::context::no_tlsv1 | net::ssl::context::no_tlsv1_1 |
+                       net::ssl::context::single_dh_use);
+    c->ssl.use_certificate_chain_file(cert_file);
+    c->ssl.use_private_key_file(key_file, net::ssl::context::pem);
+  } catch (const boost::system::system_error& e) {
+    return InvalidArgument("cannot use the TLS certificate " + cert_file + " and key " + key_file + ": " + e.what());
+  }
+  if (SSL_CTX_check_private_key(c->ssl.native_handle()) != 1) {
+    return InvalidArgument("the TLS key " + key_file + " does not belong to the certificate " + cert_file);
+  }
+  return c;
+}
+
+}  // namespace
+
+TlsCredentials::TlsCredentials(std::string cert_file, std::string key_file)
+    : cert_file_(std::move(cert_file)), key_file_(std::move(key_file)) {}
+TlsCredentials::~TlsCredentials() = default;
+
+Result<std::shared_ptr<TlsCredentials>> TlsCredentials::Load(std::string cert_file, std::string key_file) {
+  std::shared_ptr<TlsCredentials> t(new TlsCredentials(std::move(cert_file), std::move(key_file)));
+  GP_RETURN_IF_ERROR(t->Reload());
+  return t;
+}
+
+Status TlsCredentials::Reload() {
+  Result<std::shared_ptr<Context>> c = ReadCredentials(cert_file_, key_file_);
+  if (!c.ok()) return c.error();
+  std::lock_guard<std::mutex> lock(mu_);
+  context_ = std::move(*c);
+  return Ok();
+}
+
+std::shared_ptr<TlsCredentials::Context> TlsCredentials::current() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return context_;
+}
 
 class Server::Impl {
  public:

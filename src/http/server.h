@@ -21,6 +21,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -70,6 +71,26 @@ struct Response {
 using Respond = std::function<void(Response)>;
 using Handler = std::function<void(Request, Respond)>;
 
+// A listener's TLS: a certificate chain and its private key, PEM files. Read at Load and again
+// at each Reload (SIGHUP); a reload that fails keeps what was in use, and a connection keeps the
+// credentials it was accepted with. TLS 1.2 and later. Thread-safe.
+class TlsCredentials {
+ public:
+  static Result<std::shared_ptr<TlsCredentials>> Load(std::string cert_file, std::string key_file);
+  Status Reload();
+  ~TlsCredentials();
+  const std::string& cert_file() const { return cert_file_; }
+
+  class Context;  // an OpenSSL context (server.cc)
+  std::shared_ptr<Context> current() const;
+
+ private:
+  TlsCredentials(std::string cert_file, std::string key_file);
+  std::string cert_file_, key_file_;
+  mutable std::mutex mu_;
+  std::shared_ptr<Context> context_;  // guarded by mu_
+};
+
 struct Listener {
   std::string name;  // "api", "agents": for logs and stats
   std::string host;
@@ -77,6 +98,8 @@ struct Listener {
   Limits limits;
   int threads = 1;
   Handler handler;
+  // HTTPS with these; null: plain HTTP. The handshake must finish within header_timeout_ms.
+  std::shared_ptr<TlsCredentials> tls;
 };
 
 struct ListenerStats {
