@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # HTTPS on the daemon (issue 18 item 1, part), with certificates the openssl CLI makes:
 #  - without TLS, `serve` refuses an address that is not loopback unless --insecure-listen;
-#  - with --tls-cert/--tls-key it serves HTTPS only: curl and the CLI get through when they trust
-#    the certificate (--ca, GPUPOOL_CA), and are refused, before a token is sent, when not;
+#  - with --tls-cert/--tls-key it serves HTTPS only: curl, the CLI and the agent get through when
+#    they trust the certificate (--ca, GPUPOOL_CA), and are refused, before a token is sent, when not;
 #  - SIGHUP re-reads the files: new connections get the new certificate; a reload of a broken
 #    file keeps the previous one and logs why.
 # Usage: daemon_tls_test.sh GPUPOOL_BINARY
@@ -51,6 +51,24 @@ if out=$("$bin" get nodes --url "$url" --token "$token" 2>&1); then fail "the CL
 echo "$out" | grep -q "TLS server verification failed" || fail "the CLI's refusal does not say why: $out"
 if "$bin" get nodes --url "$url" --token "$token" --ca "$tmp/b.pem" > /dev/null 2>&1; then fail "the CLI trusted another certificate"; fi
 echo "HTTPS: curl and the CLI get through trusting the certificate (--ca, GPUPOOL_CA), and are refused otherwise"
+
+# The agent verifies the daemon too: with --ca it registers, without it it is refused before it
+# runs anything a reply could ask for.
+(umask 077; "$bin" create token n-0 --role node-agent --url "$url" --token "$token" --ca "$tmp/a.pem" -o json |
+  python3 -c 'import json,sys; print(json.load(sys.stdin)["token"])' > "$tmp/agent.token") || fail "no node-agent token"
+env -u GPUPOOL_TOKEN "$bin" agent --server "$url" --name n-0 --token-file "$tmp/agent.token" --gpus fake:8xh100-80gb \
+  --work-dir "$tmp/work-untrusting" --rediscover-interval-s 0 > "$tmp/agent-untrusting.log" 2>&1 &
+untrusting=$!
+pids+=($!)
+env -u GPUPOOL_TOKEN "$bin" agent --server "$url" --ca "$tmp/a.pem" --name n-0 --token-file "$tmp/agent.token" \
+  --gpus fake:8xh100-80gb --work-dir "$tmp/work-n-0" --rediscover-interval-s 0 > "$tmp/agent-n-0.log" 2>&1 &
+pids+=($!)
+until_ok 20 grep -q '"msg":"registered"' "$tmp/agent-n-0.log" || fail "the agent with --ca did not register"
+sleep 1
+if grep -q '"msg":"registered"' "$tmp/agent-untrusting.log"; then fail "an agent registered with a server it could not verify"; fi
+grep -qi "certificate\|SSL\|could not connect\|cannot reach" "$tmp/agent-untrusting.log" || fail "the untrusting agent does not say why: $(tail -3 "$tmp/agent-untrusting.log")"
+kill "$untrusting" 2> /dev/null
+echo "the agent registers over HTTPS with --ca, and not without it"
 
 # 3. SIGHUP reloads the certificate.
 cp "$tmp/b.pem" "$tmp/tls.pem"; cp "$tmp/b.key" "$tmp/tls.key"

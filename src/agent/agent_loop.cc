@@ -153,6 +153,10 @@ void Agent::Connect(const Url& u) {
   http_->set_read_timeout(io_timeout_ms_ / 1000, (io_timeout_ms_ % 1000) * 1000);
   http_->set_write_timeout(io_timeout_ms_ / 1000, (io_timeout_ms_ % 1000) * 1000);
   if (!options_.token.empty()) http_->set_bearer_token_auth(options_.token);
+  // https: the server is verified (cpp-httplib's default) against the system's certificates, or
+  // against --ca: the agent runs nothing a reply tells it to from a server it has not verified.
+  if (!options_.ca_file.empty()) http_->set_ca_cert_path(options_.ca_file);
+  http_->enable_server_certificate_verification(true);
 }
 
 Agent::~Agent() = default;

@@ -106,6 +106,7 @@ struct AgentOptions {
   // replicas: the agent follows the leader's 307s and tries the next URL when one is silent.
   std::string server_url;
   std::string token;               // bearer token ("" sends none)
+  std::string ca_file;             // https: a PEM file trusted besides the system's certificates
   std::string node;                // the node's name
   std::string acceptance_command;  // "": none; else run once before registering
   Duration acceptance_timeout = Duration::Minutes(10);

@@ -100,7 +100,7 @@ int Agent(const std::vector<std::string>& argv) {
                                   {"server", "token", "name", "gpus", "work-dir", "acceptance",
                                    "fault-file", "allow-mig-changes", "rediscover-interval-s",
                                    "token-file", "state-dir", "cgroup-parent", "users",
-                                   "allow-root", "device-nodes", "help"},
+                                   "allow-root", "device-nodes", "ca", "help"},
                                   {"help", "allow-mig-changes"});
   if (!args.ok()) return UsageError(args.error().message);
   if (args->Has("help")) {
@@ -126,8 +126,13 @@ int Agent(const std::vector<std::string>& argv) {
   Result<ClientConfig> config =
       ResolveClientConfig(args->Str("server", ""), token_flag, std::getenv);
   if (!config.ok()) return UsageError(config.error().message);
-  if (Result<ServerUrl> url = ParseServerUrl(config->url); !url.ok()) {
-    return UsageError(url.error().message + " (from " + config->url_source + ")");
+  for (size_t from = 0; from <= config->url.size();) {  // several, comma-separated, for replicas
+    size_t comma = config->url.find(',', from);
+    if (comma == std::string::npos) comma = config->url.size();
+    if (Result<ServerUrl> url = ParseServerUrl(config->url.substr(from, comma - from)); !url.ok()) {
+      return UsageError(url.error().message + " (from " + config->url_source + ")");
+    }
+    from = comma + 1;
   }
 
   const std::string gpus = args->Str("gpus", "nvml");
@@ -165,6 +170,7 @@ int Agent(const std::vector<std::string>& argv) {
 
   AgentOptions o;
   o.server_url = config->url;
+  o.ca_file = args->Str("ca", config->ca_file);
   o.token = config->token;
   o.node = name;
   o.acceptance_command = args->Str("acceptance", "");

@@ -48,7 +48,7 @@ const char* const kAgentUsage =
     "                     [--cgroup-parent DIR] [--users FILE] [--allow-root TENANT,...]\n"
     "                     [--device-nodes /dev/nvidia%d] [--acceptance CMD]\n"
     "                     [--fault-file PATH (fake GPUs only)] [--allow-mig-changes]\n"
-    "                     [--rediscover-interval-s SECONDS (30)]\n"
+    "                     [--rediscover-interval-s SECONDS (30)] [--ca FILE]\n"
     "  --allow-mig-changes lets the daemon's MIG layouts be applied (GPU instances destroyed and\n"
     "  created) on GPUs none of this agent's replicas use; without it they are refused and "
     "reported\n"
@@ -62,7 +62,9 @@ const char* const kAgentUsage =
     "  the rest); an agent running as root runs a tenant as root only if --allow-root lists it\n"
     "  --cgroup-parent: where each replica gets its cgroup (default: a gpupool-NODE cgroup on the\n"
     "  cgroup v2 mount); --device-nodes hides the device nodes of GPUs a job was not granted\n"
-    "  Replicas run under shims that stop them when the daemon's lease is not renewed\n";
+    "  Replicas run under shims that stop them when the daemon's lease is not renewed\n"
+    "  --server may list several URLs (comma-separated) of a daemon's replicas; with https the\n"
+    "  daemon's certificate is verified against the system's and --ca FILE (or GPUPOOL_CA)\n";
 
 const char* const kDemoUsage =
     "usage: gpupool demo [--hours H (8)] [--policy P (fgd)] [--seed S (7)] [--every MINUTES (60)]\n"
