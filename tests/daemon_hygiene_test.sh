@@ -4,7 +4,8 @@
 #    gets 429 with Retry-After before any token is looked at (a good one too), the daemon logs it
 #    once, without the token, and the source may try again after the window;
 #  - what other users wrote cannot drive the terminal: a job whose command carries escape
-#    sequences prints with them replaced, in tables and in describe.
+#    sequences prints with them replaced, in tables and in describe;
+#  - /metrics can require a token (--metrics-require-token): a metrics-reader's or an admin's.
 # (The data directory's modes: daemon_journal_test.sh.) Usage: daemon_hygiene_test.sh GPUPOOL_BINARY
 set -u
 bin=${1:?usage: daemon_hygiene_test.sh GPUPOOL_BINARY}
@@ -49,4 +50,21 @@ done
 "$bin" get job "$id" -o json | python3 -c 'import json,sys; d=json.load(sys.stdin); assert "\x1b[2J" in " ".join(d["command"])' ||
   fail "JSON output lost the command's escape (it is escaped, not replaced)"
 echo "escape sequences print as '?' in tables, describe and YAML; JSON keeps them escaped"
+
+# 3. /metrics behind a token (issue 18 item 1): --metrics-require-token.
+"$bin" serve --config "$tmp/config.yaml" --data-dir "$tmp/data-m" --listen 127.0.0.1:0 --metrics-require-token \
+  >> "$tmp/daemon.log" 2>&1 &
+pids+=($!)
+until_ok 20 test -s "$tmp/data-m/admin.token" || fail "the second daemon did not start"
+murl="http://127.0.0.1:$(cat "$tmp/data-m/port")"
+madmin=$(cat "$tmp/data-m/admin.token")
+reader=$("$bin" create token scraper --role metrics-reader --url "$murl" --token "$madmin" -o json |
+  python3 -c 'import json,sys; print(json.load(sys.stdin)["token"])') || fail "no metrics-reader token"
+mcode() { curl -s -o "$tmp/mbody" -w '%{http_code}' ${1:+-H "Authorization: Bearer $1"} "$murl${2:-/metrics}"; }
+[ "$(mcode "")" = 401 ] || fail "/metrics answered without a token"
+[ "$(mcode "$reader")" = 200 ] && grep -q '^gpupool_' "$tmp/mbody" || fail "/metrics refused the metrics-reader"
+[ "$(mcode "$madmin")" = 200 ] || fail "/metrics refused the cluster admin"
+[ "$(mcode "$reader" /v1/jobs)" = 403 ] || fail "a metrics-reader token opened /v1/jobs"
+[ "$(curl -s -o /dev/null -w '%{http_code}' "$url/metrics")" = 200 ] || fail "/metrics needs a token without the flag"
+echo "/metrics with --metrics-require-token: 401 without a token, 200 for metrics-reader and admin; the reader gets 403 elsewhere"
 echo "hygiene ok"

@@ -14,12 +14,14 @@ std::string_view RoleName(Role r) {
     case Role::kMember: return "member";
     case Role::kViewer: return "viewer";
     case Role::kNodeAgent: return "node-agent";
+    case Role::kMetricsReader: return "metrics-reader";
   }
   return "?";
 }
 
 Result<Role> ParseRole(std::string_view s) {
-  for (Role r : {Role::kClusterAdmin, Role::kTenantAdmin, Role::kMember, Role::kViewer, Role::kNodeAgent}) {
+  for (Role r : {Role::kClusterAdmin, Role::kTenantAdmin, Role::kMember, Role::kViewer, Role::kNodeAgent,
+                 Role::kMetricsReader}) {
     if (RoleName(r) == s) return r;
   }
   return InvalidArgument("unknown role '" + std::string(s) +

@@ -17,7 +17,8 @@
 
 namespace gpupool {
 
-enum class Role { kClusterAdmin, kTenantAdmin, kMember, kViewer, kNodeAgent };
+// kMetricsReader: reads /metrics and nothing else (serve --metrics-require-token), no tenant.
+enum class Role { kClusterAdmin, kTenantAdmin, kMember, kViewer, kNodeAgent, kMetricsReader };
 std::string_view RoleName(Role r);
 Result<Role> ParseRole(std::string_view s);
 

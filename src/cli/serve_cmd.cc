@@ -21,8 +21,9 @@ int Serve(const std::vector<std::string>& argv) {
                                          "simulate-executor", "recover", "heartbeat-interval-ms", "heartbeat-timeout-ms",
                                          "snapshot-every-records", "snapshot-every-mb", "retention-s", "max-finished-jobs", "history-scrub-s",
                                          "advertise-url", "lease-ms", "max-auth-failures", "tls-cert", "tls-key",
-                                         "insecure-listen", "help"},
-                                  {"demo", "no-demo-traffic", "simulate-executor", "recover", "insecure-listen", "help"});
+                                         "insecure-listen", "metrics-require-token", "help"},
+                                  {"demo", "no-demo-traffic", "simulate-executor", "recover", "insecure-listen",
+                                   "metrics-require-token", "help"});
   if (!args.ok()) return UsageError(args.error().message);
   if (args->Has("help")) {
     std::cout << kServeUsage;
@@ -43,6 +44,7 @@ int Serve(const std::vector<std::string>& argv) {
   o.tls_cert = args->Str("tls-cert", "");
   o.tls_key = args->Str("tls-key", "");
   o.insecure_listen = args->Has("insecure-listen");
+  o.metrics_require_token = args->Has("metrics-require-token");
   if (!o.advertise_url.empty() && o.advertise_url.rfind("http://", 0) != 0 && o.advertise_url.rfind("https://", 0) != 0) {
     return UsageError("--advertise-url wants http://HOST:PORT or https://HOST:PORT, got '" + o.advertise_url + "'");
   }

@@ -69,13 +69,37 @@ Status Nodes(State& s, const Json& nodes) {
   return Ok();
 }
 
+// tls: and metrics:, how the daemon serves.
+Status ParseServing(const Json& root, DaemonConfig& out) {
+  if (root.contains("tls")) {
+    const Json& t = root["tls"];
+    if (!t.is_object()) return InvalidArgument("'tls' must be a map of cert_file and key_file");
+    GP_RETURN_IF_ERROR(OnlyKeys(t, {"cert_file", "key_file"}, "tls"));
+    for (auto [key, field] : {std::pair{"cert_file", &out.tls_cert}, std::pair{"key_file", &out.tls_key}}) {
+      Result<std::string> v = StrOf(t, key, "tls", false);
+      if (!v.ok()) return v.error();
+      *field = *v;
+    }
+  }
+  if (root.contains("metrics")) {
+    const Json& m = root["metrics"];
+    if (!m.is_object()) return InvalidArgument("'metrics' must be a map");
+    GP_RETURN_IF_ERROR(OnlyKeys(m, {"require_token"}, "metrics"));
+    if (m.contains("require_token")) {
+      if (!m["require_token"].is_boolean()) return InvalidArgument("metrics: 'require_token' must be true or false");
+      out.metrics_require_token = m["require_token"].get<bool>();
+    }
+  }
+  return Ok();
+}
+
 }  // namespace
 
 Result<DaemonConfig> ParseDaemonConfig(const std::string& yaml_text) {
   Result<Json> parsed = YamlToJson(yaml_text);
   if (!parsed.ok()) return parsed.error();
   const Json& root = *parsed;
-  GP_RETURN_IF_ERROR(OnlyKeys(root, {"scheduler", "agents", "listen", "data_dir", "store", "tls", "priority_classes", "tenants",
+  GP_RETURN_IF_ERROR(OnlyKeys(root, {"scheduler", "agents", "listen", "data_dir", "store", "tls", "metrics", "priority_classes", "tenants",
                                       "nodes", "prices", "burst"}, ""));
   DaemonConfig out;
   if (root.contains("agents")) {
@@ -110,16 +134,7 @@ Result<DaemonConfig> ParseDaemonConfig(const std::string& yaml_text) {
     if (!v.ok()) return v.error();
     *field = *v;
   }
-  if (root.contains("tls")) {
-    const Json& t = root["tls"];
-    if (!t.is_object()) return InvalidArgument("'tls' must be a map of cert_file and key_file");
-    GP_RETURN_IF_ERROR(OnlyKeys(t, {"cert_file", "key_file"}, "tls"));
-    for (auto [key, field] : {std::pair{"cert_file", &out.tls_cert}, std::pair{"key_file", &out.tls_key}}) {
-      Result<std::string> v = StrOf(t, key, "tls", false);
-      if (!v.ok()) return v.error();
-      *field = *v;
-    }
-  }
+  GP_RETURN_IF_ERROR(ParseServing(root, out));
   State& s = out.cluster;
   if (root.contains("priority_classes")) {
     if (!root["priority_classes"].is_array()) return InvalidArgument("'priority_classes' must be a list");

@@ -11,6 +11,7 @@
 //   store: postgresql://db1,db2/gpupool?target_session_attrs=read-write  # --store wins;
 //                                   # default: SQLite in data_dir (store/store_url.h)
 //   tls: {cert_file: /etc/gpupool/tls.pem, key_file: /etc/gpupool/tls.key}  # HTTPS; --tls-* win
+//   metrics: {require_token: true}  # /metrics for cluster-admin and metrics-reader tokens only
 //   priority_classes:               # optional; the defaults when absent
 //     - {name: training, value: 100, preemptible: true, may_borrow: true}
 //   tenants:                        # same fields as POST /v1/tenants
@@ -54,6 +55,7 @@ struct DaemonConfig {
   std::string data_dir;  // empty: not set in the file
   std::string store;     // empty: not set in the file
   std::string tls_cert, tls_key;  // empty: not set in the file
+  bool metrics_require_token = false;  // metrics: {require_token: true}
 };
 
 Result<DaemonConfig> LoadDaemonConfig(const std::string& path);

@@ -40,7 +40,10 @@ Reply ControlPlane::CreateToken(const CallContext& c, const std::string& body) {
   if (*role == Role::kNodeAgent && j.contains("tenant")) {
     return Err(InvalidArgument("a node-agent token has no tenant; its name is the node it acts for"));
   }
-  if (*role != Role::kClusterAdmin && *role != Role::kNodeAgent) {
+  if (*role == Role::kMetricsReader && j.contains("tenant")) {
+    return Err(InvalidArgument("a metrics-reader token has no tenant; it reads /metrics only"));
+  }
+  if (*role != Role::kClusterAdmin && *role != Role::kNodeAgent && *role != Role::kMetricsReader) {
     if (!j.contains("tenant") || !j["tenant"].is_string()) return Err(InvalidArgument("'tenant' is required"));
     Result<TenantId> t = state().FindTenant(j["tenant"].get<std::string>());
     if (!t.ok() || !c.principal->Sees(*t) || js_->deleted().count(*t)) return Err(NotFound("unknown tenant"));

@@ -393,6 +393,9 @@ void ToLoop(Loop& loop, Metrics& metrics, AuthFailures& failures, http::Request 
         const CallContext c{core.Authenticate(Bearer(*shared)), shared->remote, now};
         if (c.principal == nullptr) return Reply{401, ErrorBody({ErrorCode::kUnauthenticated, "missing or invalid bearer token"})};
         // A node agent's credential opens the agents' routes and nothing else.
+        if (c.principal->role == Role::kMetricsReader) {
+          return Reply{403, ErrorBody({ErrorCode::kPermissionDenied, "a metrics-reader token may only read /metrics"})};
+        }
         if (c.principal->role == Role::kNodeAgent && route->access != Access::kAgent) {
           return Reply{403, ErrorBody({ErrorCode::kPermissionDenied, "a node-agent token may only register and heartbeat its node"})};
         }
@@ -448,9 +451,36 @@ std::vector<DocumentedRoute> DocumentedRoutes() {
   return out;
 }
 
-http::Handler ApiHandler(Loop& loop, Metrics& metrics, std::function<void()> connections, int max_auth_failures) {
+// GET /metrics behind a token (serve --metrics-require-token): a cluster admin's or a
+// metrics-reader's, checked on the loop like any other.
+void MetricsWithToken(Loop& loop, Metrics& metrics, const std::function<void()>& connections, AuthFailures& failures,
+                      const http::Request& req, const http::Respond& respond) {
+  if (const int64_t wait = failures.RetryAfter(req.remote, AuthFailures::Clock::now()); wait > 0) {
+    http::Response r = Json(429, ErrorBody({ErrorCode::kResourceExhausted, "too many failed authentications from this address"}));
+    r.headers.emplace_back("Retry-After", std::to_string(wait));
+    return respond(std::move(r));
+  }
+  loop.Post(
+      [&metrics, connections, bearer = Bearer(req)](ControlPlane& core, Time) {
+        const Principal* p = core.Authenticate(bearer);
+        if (p == nullptr) return Reply{401, ErrorBody({ErrorCode::kUnauthenticated, "missing or invalid bearer token"})};
+        if (!p->admin() && p->role != Role::kMetricsReader) {
+          return Reply{403, ErrorBody({ErrorCode::kPermissionDenied, "/metrics needs a metrics-reader or cluster-admin token"})};
+        }
+        if (connections) connections();
+        return Reply{200, metrics.Render(), "text/plain; version=0.0.4"};
+      },
+      [respond, &failures, remote = req.remote](Reply r) {
+        if (r.status == 401) failures.Failed(remote, AuthFailures::Clock::now());
+        respond(FromReply(std::move(r)));
+      },
+      /*read=*/true);
+}
+
+http::Handler ApiHandler(Loop& loop, Metrics& metrics, std::function<void()> connections, int max_auth_failures,
+                         bool metrics_require_token) {
   auto failures = std::make_shared<AuthFailures>(max_auth_failures);
-  return [&loop, &metrics, connections, failures](http::Request req, http::Respond respond) {
+  return [&loop, &metrics, connections, failures, metrics_require_token](http::Request req, http::Respond respond) {
     if (Healthz(loop, req, respond)) return;
     if (req.method == "GET") {
       if (req.path == "/v1/openapi.json") {
@@ -458,6 +488,7 @@ http::Handler ApiHandler(Loop& loop, Metrics& metrics, std::function<void()> con
         return respond(Json(200, document));
       }
       if (req.path == "/metrics") {
+        if (metrics_require_token) return MetricsWithToken(loop, metrics, connections, *failures, req, respond);
         if (connections) connections();
         return respond({200, metrics.Render(), "text/plain; version=0.0.4", {}, false});
       }

@@ -57,7 +57,9 @@ std::vector<DocumentedRoute> DocumentedRoutes();
 // A source address whose requests failed authentication more than `max_auth_failures` times in
 // 10 s (0: no limit) gets 429 with Retry-After before authentication until the 10 s are over;
 // logged once per window, never with the token.
-http::Handler ApiHandler(Loop& loop, Metrics& metrics, std::function<void()> connections, int max_auth_failures = 20);
+// `metrics_require_token`: /metrics answers only a cluster admin's or a metrics-reader's token.
+http::Handler ApiHandler(Loop& loop, Metrics& metrics, std::function<void()> connections, int max_auth_failures = 20,
+                         bool metrics_require_token = false);
 http::Handler AgentHandler(Loop& loop, Metrics& metrics, int max_auth_failures = 20);
 
 }  // namespace gpupool

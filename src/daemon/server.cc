@@ -329,7 +329,7 @@ Status StartBurst(const ServeOptions& o, const DaemonConfig& config, ControlPlan
 Result<std::unique_ptr<http::Server>> StartFrontEnd(const ServeOptions& o, const std::string& host, int want_port,
                                                     const std::string& data_dir, Loop& loop, Metrics& metrics,
                                                     const std::shared_ptr<http::TlsCredentials>& tls,
-                                                    http::Server*& server) {
+                                                    const DaemonConfig& config, http::Server*& server) {
   namespace fs = std::filesystem;
   std::error_code ec;
   std::vector<http::Listener> listeners;
@@ -353,7 +353,7 @@ Result<std::unique_ptr<http::Server>> StartFrontEnd(const ServeOptions& o, const
       const http::ListenerStats s = server->stats(i);
       metrics.SetConnections(i == 0 ? "api" : "agents", {s.open, s.accepted, s.refused, s.timed_out, s.rejected});
     }
-  }, o.max_auth_failures);
+  }, o.max_auth_failures, o.metrics_require_token || config.metrics_require_token);
   if (listeners.size() > 1) listeners[1].handler = AgentHandler(loop, metrics, o.max_auth_failures);
   Result<std::unique_ptr<http::Server>> started = http::Server::Start(std::move(listeners));
   if (!started.ok()) return started.error();
@@ -470,7 +470,7 @@ Status Serve(const ServeOptions& o) {
   core.SetMaxFinishedInMemory(static_cast<size_t>(o.max_finished_jobs));
 
   http::Server* server = nullptr;  // set before the first request can reach /metrics
-  Result<std::unique_ptr<http::Server>> started = StartFrontEnd(o, host, want_port, data_dir, loop, metrics, tls, server);
+  Result<std::unique_ptr<http::Server>> started = StartFrontEnd(o, host, want_port, data_dir, loop, metrics, tls, config, server);
   if (!started.ok()) return started.error();
   if (shared) {
     Result<ReplicaOptions> replica = ReplicaFor(o, data_dir, (tls ? "https://" : "http://") + host + ":" +

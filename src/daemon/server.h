@@ -27,6 +27,9 @@ struct ServeOptions {
   // unless insecure_listen.
   std::string tls_cert, tls_key;
   bool insecure_listen = false;
+  // /metrics answers only a cluster admin's or a metrics-reader's token (or metrics:
+  // {require_token: true} in the configuration).
+  bool metrics_require_token = false;
   bool demo = false;              // embedded demo cluster, tenant tokens, simulated executor
   bool demo_traffic = true;       // with demo: submit a demo job every few seconds
   // Admitted jobs start at once and end after their estimate (implied by demo). Without it,
