@@ -56,6 +56,8 @@ echo "replica $first leads; the others follow"
 # A follower answers a write with 307 to the leader, which the CLI follows; it serves reads
 # from its own copy of the state, which catches up with the leader's journal.
 follower=$(( first % 3 + 1 ))
+knows_leader() { curl -sf "http://127.0.0.1:${port[$follower]}/healthz" | grep -q "\"leader\":\"http://127.0.0.1:${port[$first]}\""; }
+until_ok 10 knows_leader || fail "replica $follower does not name the leader"
 code=$(curl -s -o /dev/null -w '%{http_code}' -X POST -H "Authorization: Bearer $GPUPOOL_TOKEN" -d '{}' \
   "http://127.0.0.1:${port[$follower]}/v1/jobs")
 [ "$code" = 307 ] || fail "a follower answered a write with $code, not 307"
