@@ -39,7 +39,7 @@ err_has "no priority-class 'nosuch'"
 # --- tokens: a tenant admin's token made, used, listed and revoked.
 gp create token ra --role tenant-admin --tenant research
 expect_rc 0 "create token"
-out_has '^token [0-9a-z]+ \(ra, tenant-admin\): gp_'
+out_has '^token [0-9a-z]+ \(ra, tenant-admin, expires [0-9T:.-]+Z\): gp_'
 err_has 'shown only this once'
 ra_id=$(sed -E 's/^token ([^ ]+) .*/\1/' "$tmp/out")
 ra_secret=$(sed -E 's/.*: (gp_.*)$/\1/' "$tmp/out")

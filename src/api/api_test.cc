@@ -179,16 +179,16 @@ TEST(Tokens, OnlyTheHashIsKeptAndRevocationIsImmediate) {
   EXPECT_EQ(secret.rfind("gp_" + record.id + "_", 0), 0u);
   EXPECT_EQ(record.sha256, Sha256Hex(secret));
   EXPECT_EQ(record.sha256.find(secret), std::string::npos);
-  EXPECT_EQ(store.Authenticate(secret), nullptr) << "not added yet";
+  EXPECT_EQ(store.Authenticate(secret, Time::FromMillis(1)), nullptr) << "not added yet";
   store.Add(record);
-  const Principal* who = store.Authenticate(secret);
+  const Principal* who = store.Authenticate(secret, Time::FromMillis(1));
   ASSERT_NE(who, nullptr);
   EXPECT_EQ(who->name, "alice");
   EXPECT_EQ(who->token_id, record.id);
-  EXPECT_EQ(store.Authenticate(secret + "x"), nullptr);
-  EXPECT_EQ(store.Authenticate(""), nullptr);
+  EXPECT_EQ(store.Authenticate(secret + "x", Time::FromMillis(1)), nullptr);
+  EXPECT_EQ(store.Authenticate("", Time::FromMillis(1)), nullptr);
   ASSERT_TRUE(store.Revoke(record.id).ok());
-  EXPECT_EQ(store.Authenticate(secret), nullptr);
+  EXPECT_EQ(store.Authenticate(secret, Time::FromMillis(1)), nullptr);
   EXPECT_FALSE(store.Revoke("nope").ok());
 }
 

@@ -80,10 +80,12 @@ Status TokenStore::Revoke(const std::string& id) {
   return Ok();
 }
 
-const Principal* TokenStore::Authenticate(const std::string& token) const {
+const Principal* TokenStore::Authenticate(const std::string& token, Time now) const {
   auto it = id_by_hash_.find(Sha256Hex(token));
   if (it == id_by_hash_.end()) return nullptr;
-  return &by_id_.at(it->second).principal;
+  const TokenRecord& r = by_id_.at(it->second);
+  if (r.expires != Time() && now >= r.expires) return nullptr;
+  return &r.principal;
 }
 
 }  // namespace gpupool

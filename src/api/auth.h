@@ -44,6 +44,7 @@ struct TokenRecord {
   std::string sha256;  // hex of the whole token
   Principal principal;
   Time created;
+  Time expires;  // from then on it authenticates nothing; Time() (0): never
   bool revoked = false;
 };
 
@@ -58,7 +59,8 @@ class TokenStore {
   std::pair<TokenRecord, std::string> Create(Principal p, Time now) const;
   void Add(const TokenRecord& r);  // from Create or from the journal
   Status Revoke(const std::string& id);
-  const Principal* Authenticate(const std::string& token) const;
+  // The principal of a token that is known, not revoked and not expired at `now`.
+  const Principal* Authenticate(const std::string& token, Time now) const;
   const std::map<std::string, TokenRecord>& tokens() const { return by_id_; }
 
  private:

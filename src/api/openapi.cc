@@ -114,8 +114,10 @@ void TenantSchemas(Json& out) {
                         {"properties",
                          {{"name", {{"type", "string"}}},
                           {"role", {{"type", "string"},
-                                    {"enum", {"cluster-admin", "tenant-admin", "member", "viewer", "node-agent"}}}},
-                          {"tenant", {{"type", "string"}}}}}};
+                                    {"enum", {"cluster-admin", "tenant-admin", "member", "viewer", "node-agent",
+                                              "metrics-reader"}}}},
+                          {"tenant", {{"type", "string"}}},
+                          {"expires_in_days", {{"type", "integer"}, {"minimum", 1}}}}}};
   Json class_request = {{"type", "object"},
                         {"additionalProperties", false},
                         {"required", {"name", "value"}},

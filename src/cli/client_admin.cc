@@ -18,9 +18,9 @@ const char* const kDeleteUsage =
     "  reservation ID   cancel a reservation or maintenance window\n"
     "  token ID         revoke a token (gpupool get tokens shows the IDs)\n";
 const char* const kCreateUsage =
-    "usage: gpupool create token NAME --role ROLE [--tenant T]\n"
-    "         ROLE: cluster-admin, tenant-admin, member, viewer (these three with --tenant), or\n"
-    "         node-agent (NAME is then its node); the secret is printed once\n"
+    "usage: gpupool create token NAME --role ROLE [--tenant T] [--expires-in-days N (90)]\n"
+    "         ROLE: cluster-admin, tenant-admin, member, viewer (these three with --tenant),\n"
+    "         node-agent (NAME is then its node) or metrics-reader; the secret is printed once\n"
     "       gpupool create tenant NAME [--weight W] [--quota FLAVOR=G[,borrow=B][,lend=L]]...\n"
     "         [--limit KEY=VALUE]... [--allow-gpu-cotenancy true|false]   (admins)\n"
     "       gpupool create tenant -f TENANT.yaml   (the fields of the POST /v1/tenants body)\n"
@@ -54,16 +54,23 @@ int NodeAction(const std::string& action, const char* usage, const std::vector<s
 
 int CreateToken(Invocation& inv) {
   const Args& args = inv.args();
-  if (int rc = inv.ExpectPositionals(2, "create token NAME --role ROLE [--tenant T]"); rc >= 0) return rc;
+  if (int rc = inv.ExpectPositionals(2, "create token NAME --role ROLE [--tenant T] [--expires-in-days N]"); rc >= 0) {
+    return rc;
+  }
   if (!args.Has("role")) return inv.Usage("--role is required");
   for (const char* f : {"weight", "quota", "limit", "allow-gpu-cotenancy", "file"}) {
     if (args.Has(f)) return inv.Usage(std::string("--") + f + " is for tenants");
   }
   Json body = {{"name", args.positional()[1]}, {"role", args.Str("role", "")}};
   if (args.Has("tenant")) body["tenant"] = args.Str("tenant", "");
+  if (args.Has("expires-in-days")) {
+    Result<int64_t> days = args.Int("expires-in-days", 90, 1, 100000);
+    if (!days.ok()) return inv.Usage(days.error().message);
+    body["expires_in_days"] = *days;
+  }
   return inv.Call("POST", "/v1/tokens", &body, [](const Json& r) {
     std::cout << "token " << r.value("id", "?") << " (" << r.value("name", "") << ", " << r.value("role", "")
-              << "): " << r.value("token", "") << "\n";
+              << ", expires " << r.value("expires", "never") << "): " << r.value("token", "") << "\n";
     std::cerr << "keep the secret: it is shown only this once\n";
   });
 }
@@ -83,7 +90,8 @@ int Delete(const std::vector<std::string>& argv) {
 
 int Create(const std::vector<std::string>& argv) {
   Invocation inv("create", kCreateUsage);
-  if (int rc = inv.Parse(argv, {"role", "tenant", "weight", "quota", "limit", "allow-gpu-cotenancy", "file"}); rc >= 0) {
+  if (int rc = inv.Parse(argv, {"role", "tenant", "expires-in-days", "weight", "quota", "limit", "allow-gpu-cotenancy", "file"});
+      rc >= 0) {
     return rc;
   }
   const auto& pos = inv.args().positional();

@@ -17,7 +17,7 @@ const char* const kServeUsage =
     "                     [--history-scrub-s SECONDS (86400)]\n"
     "                     [--advertise-url URL (http://LISTEN)] [--lease-ms N (3000)]\n"
     "                     [--max-auth-failures N (20)] [--tls-cert FILE --tls-key FILE] [--insecure-listen]\n"
-    "                     [--metrics-require-token]\n"
+    "                     [--metrics-require-token] [--max-token-days N (365)]\n"
     "  Runs the control-plane daemon: the REST API under /v1, /metrics, the web console at /, the\n"
     "  journal in SQLite under DIR. --listen with port 0 picks a free port, written to DIR/port.\n"
     "  A damaged journal stops the start; --recover keeps its records up to the last intact one\n"
@@ -42,6 +42,8 @@ const char* const kServeUsage =
     "  --tls-cert and --tls-key (PEM; re-read on SIGHUP) serve HTTPS on every listener; without\n"
     "  them the daemon listens only on loopback addresses unless --insecure-listen is given.\n"
     "  --metrics-require-token: /metrics answers cluster-admin and metrics-reader tokens only.\n"
+    "  API tokens expire after expires_in_days (default 90, at most --max-token-days); the\n"
+    "  bootstrap admin.token does not.\n"
     "  docs/design/daemon.md.\n";
 
 const char* const kAgentUsage =

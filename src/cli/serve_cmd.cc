@@ -21,7 +21,7 @@ int Serve(const std::vector<std::string>& argv) {
                                          "simulate-executor", "recover", "heartbeat-interval-ms", "heartbeat-timeout-ms",
                                          "snapshot-every-records", "snapshot-every-mb", "retention-s", "max-finished-jobs", "history-scrub-s",
                                          "advertise-url", "lease-ms", "max-auth-failures", "tls-cert", "tls-key",
-                                         "insecure-listen", "metrics-require-token", "help"},
+                                         "insecure-listen", "metrics-require-token", "max-token-days", "help"},
                                   {"demo", "no-demo-traffic", "simulate-executor", "recover", "insecure-listen",
                                    "metrics-require-token", "help"});
   if (!args.ok()) return UsageError(args.error().message);
@@ -45,6 +45,9 @@ int Serve(const std::vector<std::string>& argv) {
   o.tls_key = args->Str("tls-key", "");
   o.insecure_listen = args->Has("insecure-listen");
   o.metrics_require_token = args->Has("metrics-require-token");
+  Result<int64_t> token_days = args->Int("max-token-days", o.max_token_days, 1, 36500);
+  if (!token_days.ok()) return UsageError(token_days.error().message);
+  o.max_token_days = *token_days;
   if (!o.advertise_url.empty() && o.advertise_url.rfind("http://", 0) != 0 && o.advertise_url.rfind("https://", 0) != 0) {
     return UsageError("--advertise-url wants http://HOST:PORT or https://HOST:PORT, got '" + o.advertise_url + "'");
   }

@@ -49,7 +49,8 @@ Json EncodeBody(const State& s, const Change& change) {
                         {"name", p.name},
                         {"role", std::string(RoleName(p.role))},
                         {"tenant", TenantName(s, p.tenant)},
-                        {"created_ms", c.token.created.millis()}};
+                        {"created_ms", c.token.created.millis()},
+                        {"expires_ms", c.token.expires == Time() ? Json(nullptr) : Json(c.token.expires.millis())}};
           },
           [&](const TokenRevoked& c) { return Json{{"id", c.id}}; },
           [&](const PricesSet& c) {
@@ -118,6 +119,8 @@ Result<Change> DecodeToken(const State& s, const Json& j) {
     t.principal.tenant = *tid;
   }
   t.created = Time::FromMillis(j.value("created_ms", int64_t{0}));
+  // Records from before expiry existed have none: never.
+  if (j.contains("expires_ms") && j["expires_ms"].is_number_integer()) t.expires = Time::FromMillis(j["expires_ms"].get<int64_t>());
   return Change(TokenIssued{std::move(t)});
 }
 

@@ -36,12 +36,20 @@ class ChangeFixture : public AgentProtocolTest {
     for (Json& n : nodes["items"]) {
       for (const char* k : {"agent", "last_heartbeat_ms", "ready", "status", "reason", "conditions"}) n.erase(k);
     }
+    // Fields the token list gained after format 1 (created, expires: issue 18) are not in
+    // visible.json; a format-1 token has no expiry.
+    Json tokens = Json::parse(core.ListTokens(c).body);
+    for (Json& t : tokens["items"]) {
+      EXPECT_TRUE(t["expires"].is_null()) << "a token of change format 1 never expires";
+      t.erase("created");
+      t.erase("expires");
+    }
     const std::map<std::string, std::string> usage = {{"from", Rfc3339(At(0))}, {"to", Rfc3339(At(s))}};
     const Json out = {{"jobs", jobs},
                       {"job_1", Json::parse(core.GetJob(c, "1").body)},
                       {"nodes", nodes},
                       {"tenants", Json::parse(core.ListTenants(c).body)},
-                      {"tokens", Json::parse(core.ListTokens(c).body)},
+                      {"tokens", tokens},
                       {"audit", Json::parse(core.ListAudit(c).body)},
                       {"classes", Json::parse(core.ListPriorityClasses(c).body)},
                       {"reservations", Json::parse(core.ListReservations(c).body)},

@@ -136,8 +136,9 @@ Result<std::string> ControlPlane::Bootstrap(const State& config, Time now, const
   return IssueToken(admin, now);
 }
 
-Result<std::string> ControlPlane::IssueToken(const Principal& p, Time now) {
+Result<std::string> ControlPlane::IssueToken(const Principal& p, Time now, Time expires) {
   auto [record, secret] = js_->tokens().Create(p, now);
+  record.expires = expires;
   GP_RETURN_IF_ERROR(Commit(TokenIssued{record}));
   return secret;
 }

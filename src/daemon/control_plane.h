@@ -60,9 +60,13 @@ class ControlPlane {
   // admin token, whose secret is returned once.
   Result<std::string> Bootstrap(const State& config, Time now, const PriceList& prices = {});
   // A token for a named principal (the demo's tenant tokens).
-  Result<std::string> IssueToken(const Principal& p, Time now);
+  // `expires`: Time() for never (the bootstrap admin's and the demo's tokens).
+  Result<std::string> IssueToken(const Principal& p, Time now, Time expires = Time());
+  // API tokens expire after `expires_in_days` (default 90) of at most `max_days` (default 365).
+  void SetTokenMaxDays(int64_t max_days) { token_max_days_ = max_days; }
+  static constexpr int64_t kTokenDefaultDays = 90;
 
-  const Principal* Authenticate(const std::string& token) const { return js_->tokens().Authenticate(token); }
+  const Principal* Authenticate(const std::string& token, Time now) const { return js_->tokens().Authenticate(token, now); }
 
   Reply SubmitJob(const CallContext& c, const std::string& body, const std::string& idempotency_key);
   Reply GetJob(const CallContext& c, const std::string& id);
@@ -364,6 +368,7 @@ class ControlPlane {
   int64_t snapshot_seq_ = 0;           // the snapshot loaded or last written
   bool stale_ = false;                 // memory may be ahead of the store (Flush)
   int64_t epoch_ = 0;                  // SetEpoch
+  int64_t token_max_days_ = 365;       // SetTokenMaxDays
   uint64_t bytes_since_snapshot_ = 0;  // record bytes appended since (by this process)
 };
 

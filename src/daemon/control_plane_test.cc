@@ -217,7 +217,7 @@ TEST_F(CoreTest, TokensAreScopedAndRevocable) {
   const Reply made = core_->CreateToken(As(tadmin), R"({"name": "carol", "role": "member", "tenant": "research"})");
   ASSERT_EQ(made.status, 201) << made.body;
   const std::string secret = Json::parse(made.body)["token"];
-  ASSERT_NE(core_->Authenticate(secret), nullptr);
+  ASSERT_NE(core_->Authenticate(secret, Time::FromMillis(2000)), nullptr);
   EXPECT_EQ(core_->CreateToken(As(tadmin), R"({"name": "eve", "role": "cluster-admin"})").status, 403);
   EXPECT_EQ(core_->CreateToken(As(tadmin), R"({"name": "eve", "role": "member", "tenant": "product"})").status, 404);
   const Json mine = Json::parse(core_->ListTokens(As(tadmin)).body)["items"];
@@ -225,11 +225,41 @@ TEST_F(CoreTest, TokensAreScopedAndRevocable) {
   const std::string token_id = mine[0]["id"];
   EXPECT_EQ(core_->RevokeToken(As(members_["product"]), token_id).status, 404);
   ASSERT_EQ(core_->RevokeToken(As(tadmin), token_id).status, 200);
-  EXPECT_EQ(core_->Authenticate(secret), nullptr);
+  EXPECT_EQ(core_->Authenticate(secret, Time::FromMillis(2000)), nullptr);
   ASSERT_TRUE(core_->Flush().ok());
   core_.reset();
   core_ = Open();
-  EXPECT_EQ(core_->Authenticate(secret), nullptr) << "revocation is durable";
+  EXPECT_EQ(core_->Authenticate(secret, Time::FromMillis(2000)), nullptr) << "revocation is durable";
+}
+
+// API tokens expire (issue 18 item 6): 90 days by default, `expires_in_days` up to the maximum;
+// an expired token authenticates nothing, across a restart too. The bootstrap admin's does not.
+TEST_F(CoreTest, ApiTokensExpireAndTheExpiryIsDurable) {
+  const int64_t day = 86'400'000;
+  const Reply one = core_->CreateToken(As(admin_), R"({"name": "ci", "role": "member", "tenant": "research", "expires_in_days": 1})");
+  ASSERT_EQ(one.status, 201) << one.body;
+  const std::string short_lived = Json::parse(one.body)["token"];
+  EXPECT_EQ(Json::parse(one.body)["expires"], Rfc3339(Time::FromMillis(2000 + day)));
+  const Reply dflt = core_->CreateToken(As(admin_), R"({"name": "ops", "role": "cluster-admin"})");
+  ASSERT_EQ(dflt.status, 201) << dflt.body;
+  EXPECT_EQ(Json::parse(dflt.body)["expires"], Rfc3339(Time::FromMillis(2000 + 90 * day)));
+  EXPECT_EQ(core_->CreateToken(As(admin_), R"({"name": "x", "role": "cluster-admin", "expires_in_days": 0})").status, 400);
+  EXPECT_EQ(core_->CreateToken(As(admin_), R"({"name": "x", "role": "cluster-admin", "expires_in_days": 366})").status, 400);
+  EXPECT_EQ(core_->CreateToken(As(admin_), R"({"name": "x", "role": "cluster-admin", "expires_in_days": "1"})").status, 400);
+  ASSERT_TRUE(core_->Flush().ok());
+  core_.reset();
+  core_ = Open();
+  EXPECT_NE(core_->Authenticate(short_lived, Time::FromMillis(2000 + day - 1)), nullptr);
+  EXPECT_EQ(core_->Authenticate(short_lived, Time::FromMillis(2000 + day)), nullptr) << "expired, after a restart";
+  bool listed = false;
+  const Json tokens = Json::parse(core_->ListTokens(As(admin_)).body);
+  for (const Json& t : tokens["items"]) {
+    if (t["name"] == "ci") listed = t["expires"] == Rfc3339(Time::FromMillis(2000 + day));
+    if (t["name"] == "admin") {
+      EXPECT_TRUE(t["expires"].is_null()) << "the bootstrap admin's token does not expire";
+    }
+  }
+  EXPECT_TRUE(listed) << tokens.dump();
 }
 
 TEST_F(CoreTest, EveryMutationIsAudited) {

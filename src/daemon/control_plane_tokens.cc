@@ -27,7 +27,9 @@ Reply ControlPlane::CreateToken(const CallContext& c, const std::string& body) {
   if (!parsed.ok()) return Err(parsed.error());
   const Json& j = *parsed;
   for (const auto& [k, v] : j.items()) {
-    if (k != "name" && k != "role" && k != "tenant") return Err(InvalidArgument("unknown field '" + k + "'"));
+    if (k != "name" && k != "role" && k != "tenant" && k != "expires_in_days") {
+      return Err(InvalidArgument("unknown field '" + k + "'"));
+    }
   }
   if (!j.contains("name") || !j["name"].is_string() || j["name"].get<std::string>().empty() ||
       !j.contains("role") || !j["role"].is_string()) {
@@ -55,11 +57,22 @@ Reply ControlPlane::CreateToken(const CallContext& c, const std::string& body) {
                        (c.principal->role == Role::kTenantAdmin &&
                         (*role == Role::kMember || *role == Role::kViewer));
   if (!allowed) return Forbidden("create this token");
-  Result<std::string> secret = IssueToken(p, c.now);
+  int64_t days = kTokenDefaultDays;
+  if (j.contains("expires_in_days")) {
+    if (!j["expires_in_days"].is_number_integer() || j["expires_in_days"].get<int64_t>() < 1 ||
+        j["expires_in_days"].get<int64_t>() > token_max_days_) {
+      return Err(InvalidArgument("'expires_in_days' must be a whole number of days from 1 to " +
+                                 std::to_string(token_max_days_)));
+    }
+    days = j["expires_in_days"].get<int64_t>();
+  }
+  const Time expires = c.now + Duration::Hours(24 * std::min(days, token_max_days_));
+  Result<std::string> secret = IssueToken(p, c.now, expires);
   if (!secret.ok()) return Err(secret.error());
   Audit(c, "token.create", p.name);
   const std::string id = secret->substr(3, secret->find('_', 3) - 3);  // gp_<id>_<secret>
-  return JsonReply(201, {{"id", id}, {"token", *secret}, {"name", p.name}, {"role", std::string(RoleName(p.role))}});
+  return JsonReply(201, {{"id", id}, {"token", *secret}, {"name", p.name}, {"role", std::string(RoleName(p.role))},
+                         {"expires", Rfc3339(expires)}});
 }
 
 Reply ControlPlane::ListTokens(const CallContext& c) {
@@ -73,6 +86,8 @@ Reply ControlPlane::ListTokens(const CallContext& c) {
                      {"name", t.principal.name},
                      {"role", std::string(RoleName(t.principal.role))},
                      {"tenant", t.principal.tenant.valid() ? state().tenant(t.principal.tenant).name : ""},
+                     {"created", Rfc3339(t.created)},
+                     {"expires", t.expires == Time() ? Json(nullptr) : Json(Rfc3339(t.expires))},
                      {"revoked", t.revoked}});
   }
   return JsonReply(200, {{"items", items}});

@@ -390,7 +390,7 @@ void ToLoop(Loop& loop, Metrics& metrics, AuthFailures& failures, http::Request 
   auto shared = std::make_shared<const http::Request>(std::move(req));
   loop.Post(
       [route, shared, params = std::move(params)](ControlPlane& core, Time now) {
-        const CallContext c{core.Authenticate(Bearer(*shared)), shared->remote, now};
+        const CallContext c{core.Authenticate(Bearer(*shared), now), shared->remote, now};
         if (c.principal == nullptr) return Reply{401, ErrorBody({ErrorCode::kUnauthenticated, "missing or invalid bearer token"})};
         // A node agent's credential opens the agents' routes and nothing else.
         if (c.principal->role == Role::kMetricsReader) {
@@ -461,8 +461,8 @@ void MetricsWithToken(Loop& loop, Metrics& metrics, const std::function<void()>&
     return respond(std::move(r));
   }
   loop.Post(
-      [&metrics, connections, bearer = Bearer(req)](ControlPlane& core, Time) {
-        const Principal* p = core.Authenticate(bearer);
+      [&metrics, connections, bearer = Bearer(req)](ControlPlane& core, Time now) {
+        const Principal* p = core.Authenticate(bearer, now);
         if (p == nullptr) return Reply{401, ErrorBody({ErrorCode::kUnauthenticated, "missing or invalid bearer token"})};
         if (!p->admin() && p->role != Role::kMetricsReader) {
           return Reply{403, ErrorBody({ErrorCode::kPermissionDenied, "/metrics needs a metrics-reader or cluster-admin token"})};

@@ -287,6 +287,7 @@ Result<std::unique_ptr<ControlPlane>> OpenCore(const ServeOptions& o, DaemonConf
   Result<std::unique_ptr<ControlPlane>> opened = ControlPlane::Open(std::move(*journal), config.scheduler);
   if (!opened.ok()) return opened.error();
   ControlPlane& core = **opened;
+  core.SetTokenMaxDays(o.max_token_days);
   if (core.empty()) {
     if (!shared) GP_RETURN_IF_ERROR(BootstrapCore(o, config, data_dir, core, files));
   } else {

@@ -30,6 +30,8 @@ struct ServeOptions {
   // /metrics answers only a cluster admin's or a metrics-reader's token (or metrics:
   // {require_token: true} in the configuration).
   bool metrics_require_token = false;
+  // The longest an API token may live (POST /v1/tokens' expires_in_days; 90 by default).
+  int64_t max_token_days = 365;
   bool demo = false;              // embedded demo cluster, tenant tokens, simulated executor
   bool demo_traffic = true;       // with demo: submit a demo job every few seconds
   // Admitted jobs start at once and end after their estimate (implied by demo). Without it,
