@@ -95,19 +95,7 @@ echo "three beating jobs run on the agents"
 # The clients: each submits c<I>-<N> with key c<I>-<N> until stopped, retrying a refusal with
 # the same key; an acknowledged one is written to acked-<I>. The jobs ask for an A100, which no
 # node has, so they stay pending (the scheduler still looks at every one each cycle).
-client() {
-  local i=$1 n=0 tries
-  while [ ! -e "$tmp/stop" ]; do
-    n=$((n + 1)); tries=0
-    until "$bin" submit --tenant research --name "c$i-$n" --flavor a100-80gb --gpus 1 --duration 60 \
-        --idempotency-key "c$i-$n" -o json -- true > "$tmp/reply-$i" 2>> "$tmp/client-$i.err"; do
-      tries=$((tries + 1))
-      [ $tries -lt 200 ] || { echo "c$i-$n gave up" >> "$tmp/client-$i.err"; break; }
-      sleep 0.05
-    done
-    [ $tries -lt 200 ] && echo "c$i-$n $(python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])' < "$tmp/reply-$i")" >> "$tmp/acked-$i"
-  done
-}
+client() { keyed_client "$bin" "$1" 200 research a100-80gb; }
 window_start=$(date -u -d '+26 hours' +%Y-%m-%dT%H:00:00Z)
 window_end=$(date -u -d '+27 hours' +%Y-%m-%dT%H:00:00Z)
 booker() {

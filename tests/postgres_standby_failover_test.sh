@@ -47,19 +47,7 @@ pids+=($!)
 until_ok 20 test -s "$tmp/data/admin.token" || fail "the daemon did not bootstrap"
 export GPUPOOL_URL="http://127.0.0.1:$port" GPUPOOL_TOKEN="$(cat "$tmp/data/admin.token")"
 
-client() {  # as daemon_failover_test.sh's: c<I>-<N> with key c<I>-<N>, retried until acknowledged
-  local i=$1 n=0 tries
-  while [ ! -e "$tmp/stop" ]; do
-    n=$((n + 1)); tries=0
-    until "$bin" submit --tenant a --name "c$i-$n" --flavor h100-80gb --gpus 1 --duration 60 \
-        --idempotency-key "c$i-$n" -o json -- true > "$tmp/reply-$i" 2>> "$tmp/client-$i.err"; do
-      tries=$((tries + 1))
-      [ $tries -lt 400 ] || { echo "c$i-$n gave up" >> "$tmp/client-$i.err"; break; }
-      sleep 0.05
-    done
-    [ $tries -lt 400 ] && echo "c$i-$n $(python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])' < "$tmp/reply-$i")" >> "$tmp/acked-$i"
-  done
-}
+client() { keyed_client "$bin" "$1" 400 a h100-80gb; }
 client_pids=()
 for i in 1 2 3 4; do client "$i" & client_pids+=($!); pids+=($!); done
 sleep 3

@@ -9,122 +9,25 @@
 
 #include "store/crc32c.h"
 #include "store/pg_conn.h"
+#include "store/pg_tables.h"
 #include "store/sqlite_db.h"  // RecordChecksum: the same record checksum in both stores
 
 namespace gpupool {
 namespace {
 
 using pg_store::Conn;
+using pg_store::JournalDamaged;
+using pg_store::kFormat;
+using pg_store::kRowsPerInsert;
+using pg_store::Meta;
 using pg_store::Param;
+using pg_store::Read;
+using pg_store::ReadJournal;
+using pg_store::ReadMeta;
 using pg_store::Rows;
-
-constexpr int kFormat = 1;
-// Rows per INSERT: 4-8 parameters each, well under PostgreSQL's 65,535.
-constexpr size_t kRowsPerInsert = 1000;
-
-std::string Schema(const std::string& s) {
-  return "CREATE SCHEMA IF NOT EXISTS " + s + ";" +
-         "CREATE TABLE IF NOT EXISTS " + s +
-         ".meta (id integer PRIMARY KEY CHECK (id = 1), format integer NOT NULL, base bigint NOT NULL, "
-         "last_seq bigint NOT NULL, epoch bigint NOT NULL, leader text NOT NULL DEFAULT '', lease_until timestamptz);" +
-         "CREATE TABLE IF NOT EXISTS " + s +
-         ".journal (seq bigint PRIMARY KEY, kind text NOT NULL, body bytea NOT NULL, crc bigint NOT NULL);" +
-         "CREATE TABLE IF NOT EXISTS " + s +
-         ".snapshots (seq bigint PRIMARY KEY, format integer NOT NULL, body bytea NOT NULL, crc bigint NOT NULL);" +
-         "CREATE TABLE IF NOT EXISTS " + s +
-         ".archived_jobs (id bigint PRIMARY KEY, seq bigint NOT NULL, tenant text NOT NULL, state text NOT NULL, "
-         "usage_from bigint NOT NULL, usage_to bigint NOT NULL, body bytea NOT NULL, crc bigint NOT NULL);" +
-         "CREATE INDEX IF NOT EXISTS archived_jobs_tenant ON " + s + ".archived_jobs (tenant, id);" +
-         "CREATE INDEX IF NOT EXISTS archived_jobs_usage ON " + s + ".archived_jobs (usage_to);" +
-         "CREATE TABLE IF NOT EXISTS " + s +
-         ".audit_log (seq bigint PRIMARY KEY, tenant text NOT NULL, body bytea NOT NULL, crc bigint NOT NULL);" +
-         "ALTER TABLE " + s + ".meta ADD COLUMN IF NOT EXISTS holder text NOT NULL DEFAULT '';" +
-         "CREATE INDEX IF NOT EXISTS audit_log_tenant ON " + s + ".audit_log (tenant, seq);" +
-         "ALTER TABLE " + s + ".meta ADD COLUMN IF NOT EXISTS leader text NOT NULL DEFAULT '';" +
-         "ALTER TABLE " + s + ".meta ADD COLUMN IF NOT EXISTS lease_until timestamptz";
-}
-
-// What S.meta holds.
-struct Meta {
-  int64_t format = 0, base = 0, last_seq = 0, epoch = 0;
-};
-
-Result<Meta> ReadMeta(Conn& c, const std::string& s) {
-  Result<Rows> r = c.Exec("SELECT format, base, last_seq, epoch FROM " + s + ".meta");
-  if (!r.ok()) return r.error();
-  if (PQntuples(r->get()) != 1) return FailedPrecondition("its meta row is missing");
-  const PGresult* p = r->get();
-  return Meta{pg_store::Int(p, 0, 0), pg_store::Int(p, 0, 1), pg_store::Int(p, 0, 2), pg_store::Int(p, 0, 3)};
-}
-
-// Records base+1.. in order, each checked; `damage` says the first fault.
-struct Scan {
-  std::vector<Record> records;
-  std::string damage;
-};
-
-Result<Scan> ScanJournal(Conn& c, const std::string& s, const Meta& m) {
-  Result<Rows> r = c.Exec("SELECT seq, kind, body, crc FROM " + s + ".journal WHERE seq > $1 ORDER BY seq",
-                          {Param::Int(m.base)});
-  if (!r.ok()) return r.error();
-  Scan out;
-  const PGresult* p = r->get();
-  const int n = PQntuples(p);
-  out.records.reserve(static_cast<size_t>(n));
-  for (int i = 0; i < n; ++i) {
-    Record rec;
-    rec.seq = pg_store::Int(p, i, 0);
-    rec.kind = pg_store::Bytes(p, i, 1);
-    rec.body = pg_store::Bytes(p, i, 2);
-    const int64_t want = m.base + 1 + i;
-    if (rec.seq != want) {
-      out.damage = "record " + std::to_string(want) + " is missing (the next is " + std::to_string(rec.seq) + ")";
-      return out;
-    }
-    if (pg_store::Int(p, i, 3) != static_cast<int64_t>(sqlite_store::RecordChecksum(rec.seq, rec.kind, rec.body))) {
-      out.damage = "record " + std::to_string(rec.seq) + " fails its checksum (kind '" + rec.kind.substr(0, 32) + "')";
-      return out;
-    }
-    out.records.push_back(std::move(rec));
-  }
-  const int64_t last = m.base + n;
-  if (last < m.last_seq) {
-    out.damage = "records " + std::to_string(last + 1) + ".." + std::to_string(m.last_seq) +
-                 " were acknowledged and are missing";
-  } else if (last > m.last_seq) {
-    out.damage = "records past the last acknowledged one (" + std::to_string(m.last_seq) + ") are there";
-  }
-  return out;
-}
-
-// The meta row and the records after `after` (-1: after the compaction point), read in one
-// snapshot, so that a writer appending meanwhile cannot make them disagree.
-struct Read {
-  Meta meta;
-  Scan scan;
-};
-Result<Read> ReadJournal(Conn& c, const std::string& s, int64_t after) {
-  Read out;
-  Status st = c.ReadSnapshot([&]() -> Status {
-    Result<Meta> m = ReadMeta(c, s);
-    if (!m.ok()) return m.error();
-    out.meta = *m;
-    if (after >= 0 && m->base > after) return Ok();  // compacted past it: the caller says so
-    Meta from = *m;
-    if (after >= 0) from.base = after;  // the scan checks after+1..last_seq
-    Result<Scan> scan = ScanJournal(c, s, from);
-    if (!scan.ok()) return scan.error();
-    out.scan = std::move(*scan);
-    return Ok();
-  });
-  if (!st.ok()) return st.error();
-  return out;
-}
-
-Error JournalDamaged(const std::string& where, const std::string& what, int64_t intact) {
-  return FailedPrecondition("the journal in " + where + " is damaged: " + what + " (records up to " +
-                            std::to_string(intact) + " are intact). Restore the database from a backup");
-}
+using pg_store::Scan;
+using pg_store::ScanJournal;
+using pg_store::Schema;
 
 class PostgresJournal final : public Journal {
  public:

@@ -2,7 +2,7 @@
 # Gives $tmp (a scratch directory), pids (background processes, killed at exit), fail MESSAGE
 # (prints the tails of $tmp/daemon.log and $tmp/agent-*.log, exits 1) and
 # until_ok SECONDS CMD... (retries CMD every 0.2 s until it succeeds or SECONDS pass) and
-# one_tenant_config (below).
+# one_tenant_config and keyed_client (below).
 tmp=$(mktemp -d)
 pids=()
 cleanup() {
@@ -36,5 +36,23 @@ until_ok() {
   while ! "$@" > /dev/null 2>&1; do
     [ $(( $(date +%s%N) / 1000000 )) -lt $deadline ] || return 1
     sleep 0.2
+  done
+}
+
+# keyed_client BIN I TRIES TENANT FLAVOR: until $tmp/stop exists, submits job c<I>-<N> with the
+# idempotency key c<I>-<N>, retrying a refused submission with the same key up to TRIES times
+# 0.05 s apart; writes "NAME ID" of each acknowledged one to $tmp/acked-<I>, refusals to
+# $tmp/client-<I>.err (the failover tests: every acknowledged key must be there once).
+keyed_client() {
+  local bin=$1 i=$2 max=$3 tenant=$4 flavor=$5 n=0 tries
+  while [ ! -e "$tmp/stop" ]; do
+    n=$((n + 1)); tries=0
+    until "$bin" submit --tenant "$tenant" --name "c$i-$n" --flavor "$flavor" --gpus 1 --duration 60 \
+        --idempotency-key "c$i-$n" -o json -- true > "$tmp/reply-$i" 2>> "$tmp/client-$i.err"; do
+      tries=$((tries + 1))
+      [ $tries -lt "$max" ] || { echo "c$i-$n gave up" >> "$tmp/client-$i.err"; break; }
+      sleep 0.05
+    done
+    [ $tries -lt "$max" ] && echo "c$i-$n $(python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])' < "$tmp/reply-$i")" >> "$tmp/acked-$i"
   done
 }
