@@ -22,16 +22,59 @@ enum class Role { kClusterAdmin, kTenantAdmin, kMember, kViewer, kNodeAgent, kMe
 std::string_view RoleName(Role r);
 Result<Role> ParseRole(std::string_view s);
 
+// One tenant's role for a caller who has several (an OIDC user in several mapped groups).
+struct Grant {
+  TenantId tenant;
+  Role role = Role::kViewer;
+};
+
 struct Principal {
   std::string name;
   Role role = Role::kViewer;
   TenantId tenant;  // invalid for cluster admins
-  std::string token_id;
+  std::string token_id;  // an API token's id; for an OIDC caller "oidc:" + issuer + " " + subject
+  // Further tenants, each with the widest role the caller's mappings give it there; `tenant`
+  // and `role` are the first (the default tenant). Empty for API tokens.
+  std::vector<Grant> more;
+  std::string issuer, subject;  // an OIDC caller's `iss` and `sub`; empty for API tokens
 
   bool admin() const { return role == Role::kClusterAdmin; }
+  // The caller's role in tenant `t`, if it has one there (cluster admins: everywhere).
+  std::optional<Role> RoleIn(TenantId t) const {
+    if (admin() || tenant == t) return role;
+    for (const Grant& g : more) {
+      if (g.tenant == t) return g.role;
+    }
+    return std::nullopt;
+  }
   // May read (and, for writers, change) objects of tenant `t`.
-  bool Sees(TenantId t) const { return admin() || tenant == t; }
-  bool Writes() const { return role != Role::kViewer && role != Role::kNodeAgent; }
+  bool Sees(TenantId t) const { return RoleIn(t).has_value(); }
+  // May change objects of tenant `t` (submit, cancel, reserve).
+  bool WritesIn(TenantId t) const {
+    const std::optional<Role> r = RoleIn(t);
+    return r && (*r == Role::kClusterAdmin || *r == Role::kTenantAdmin || *r == Role::kMember);
+  }
+  // Administers tenant `t` (its tokens, service accounts and members).
+  bool AdministersTenant(TenantId t) const {
+    const std::optional<Role> r = RoleIn(t);
+    return r && (*r == Role::kClusterAdmin || *r == Role::kTenantAdmin);
+  }
+  // Writes in some tenant: what a writer's route needs before the handler checks the tenant.
+  bool Writes() const {
+    if (WritesIn(tenant)) return true;
+    for (const Grant& g : more) {
+      if (WritesIn(g.tenant)) return true;
+    }
+    return false;
+  }
+  // Administers some tenant.
+  bool AdministersAny() const {
+    if (AdministersTenant(tenant)) return true;
+    for (const Grant& g : more) {
+      if (AdministersTenant(g.tenant)) return true;
+    }
+    return false;
+  }
   // May speak for node `node` as its agent: cluster admins for any node, a node-agent token
   // for the node of its own name.
   bool ActsForNode(std::string_view node) const {

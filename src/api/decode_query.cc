@@ -225,6 +225,7 @@ Result<UsageQuery> DecodeUsageQuery(const State& state, const Principal& caller,
     if (!id.ok() || !caller.Sees(*id)) return NotFound("unknown tenant '" + t + "'");
     out.tenant = *id;
   } else if (!caller.admin()) {
+    if (!caller.more.empty()) return InvalidArgument("you belong to several tenants: name one with 'tenant'");
     out.tenant = caller.tenant;
   }
   if (q.count("group_by")) {

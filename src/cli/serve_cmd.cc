@@ -2,7 +2,9 @@
 #include <iostream>
 
 #include "cli/args.h"
+#include "cli/client.h"
 #include "cli/commands.h"
+#include "cli/http.h"
 #include "daemon/server.h"
 
 namespace gpupool::cli {
@@ -11,6 +13,28 @@ namespace {
 int UsageError(const std::string& message) {
   std::cerr << "gpupool serve: " << message << "\n" << kServeUsage;
   return 2;
+}
+
+// OIDC discovery and key sets: a GET over HTTPS with the system's trust and the issuer's
+// ca_file, 3 s to connect and 5 s per read, at most 1 MiB.
+Result<std::string> FetchOverHttps(const std::string& url, const std::string& ca_file) {
+  Result<ServerUrl> u = ParseServerUrl(url);
+  if (!u.ok()) return u.error();
+  if (u->scheme != "https") return InvalidArgument("not an https:// URL: " + url);
+  HttpRequest req;
+  req.method = "GET";
+  req.tls = true;
+  req.host = u->host;
+  req.port = u->port;
+  req.target = u->prefix.empty() ? "/" : u->prefix;
+  req.headers = {{"Accept", "application/json"}};
+  req.connect_timeout_s = 3;
+  req.io_timeout_s = 5;
+  req.ca_file = ca_file;
+  Result<HttpResponse> r = HttpSend(req, size_t{1} << 20);
+  if (!r.ok()) return r.error();
+  if (r->status != 200) return Error{ErrorCode::kUnavailable, "HTTP " + std::to_string(r->status) + " from " + url};
+  return r->body;
 }
 
 }  // namespace
@@ -45,6 +69,7 @@ int Serve(const std::vector<std::string>& argv) {
   o.tls_key = args->Str("tls-key", "");
   o.insecure_listen = args->Has("insecure-listen");
   o.metrics_require_token = args->Has("metrics-require-token");
+  o.oidc_fetch = FetchOverHttps;
   Result<int64_t> token_days = args->Int("max-token-days", o.max_token_days, 1, 36500);
   if (!token_days.ok()) return UsageError(token_days.error().message);
   o.max_token_days = *token_days;

@@ -103,6 +103,7 @@ struct ReplicaExited {
 struct AuditEntry {
   Time at;
   std::string principal, tenant, action, object, remote;
+  std::string issuer, subject;  // an OIDC caller's token's `iss` and `sub` ("" for API tokens)
 };
 // A finished job leaves memory; `body` (its view, events and usage) stays in the store's
 // history under `key`.

@@ -89,8 +89,11 @@ Json EncodeBody(const State& s, const Change& change) {
             return Json{{"job", c.job.value()}, {"attempt", c.attempt}, {"replica", c.replica}};
           },
           [&](const AuditEntry& c) {
-            return Json{{"at_ms", c.at.millis()}, {"principal", c.principal}, {"tenant", c.tenant},
-                        {"action", c.action},     {"object", c.object},       {"remote", c.remote}};
+            Json out{{"at_ms", c.at.millis()}, {"principal", c.principal}, {"tenant", c.tenant},
+                     {"action", c.action},     {"object", c.object},       {"remote", c.remote}};
+            if (!c.issuer.empty()) out["issuer"] = c.issuer;
+            if (!c.subject.empty()) out["subject"] = c.subject;
+            return out;
           },
           [&](const JobArchived&) { return Json(); },  // Encode keeps its body as it is
       },
@@ -218,7 +221,8 @@ Result<Change> DecodeBody(const State& s, const std::string& kind, const std::st
   if (kind == "replica_exit") return DecodeReplicaExit(j);
   if (kind == "audit") {
     return Change(AuditEntry{Time::FromMillis(j.value("at_ms", int64_t{0})), j.value("principal", ""), j.value("tenant", ""),
-                      j.value("action", ""), j.value("object", ""), j.value("remote", "")});
+                      j.value("action", ""), j.value("object", ""), j.value("remote", ""), j.value("issuer", ""),
+                      j.value("subject", "")});
   }
   if (kind == "archived_job") {
     if (!j.contains("id") || !j["id"].is_number_unsigned()) return InvalidArgument("archived_job: id expected");

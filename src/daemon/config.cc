@@ -81,6 +81,11 @@ Status ParseServing(const Json& root, DaemonConfig& out) {
       *field = *v;
     }
   }
+  if (root.contains("auth")) {
+    Result<std::vector<OidcIssuer>> oidc = ParseAuthConfig(root["auth"]);
+    if (!oidc.ok()) return oidc.error();
+    out.oidc = std::move(oidc).value();
+  }
   if (root.contains("metrics")) {
     const Json& m = root["metrics"];
     if (!m.is_object()) return InvalidArgument("'metrics' must be a map");
@@ -99,7 +104,7 @@ Result<DaemonConfig> ParseDaemonConfig(const std::string& yaml_text) {
   Result<Json> parsed = YamlToJson(yaml_text);
   if (!parsed.ok()) return parsed.error();
   const Json& root = *parsed;
-  GP_RETURN_IF_ERROR(OnlyKeys(root, {"scheduler", "agents", "listen", "data_dir", "store", "tls", "metrics", "priority_classes", "tenants",
+  GP_RETURN_IF_ERROR(OnlyKeys(root, {"scheduler", "agents", "listen", "data_dir", "store", "tls", "metrics", "auth", "priority_classes", "tenants",
                                       "nodes", "prices", "burst"}, ""));
   DaemonConfig out;
   if (root.contains("agents")) {

@@ -38,6 +38,7 @@
 #include <string>
 
 #include "accounting/report.h"
+#include "auth/oidc.h"
 #include "burst/settings.h"
 #include "model/state.h"
 #include "scheduler/config.h"
@@ -56,6 +57,7 @@ struct DaemonConfig {
   std::string store;     // empty: not set in the file
   std::string tls_cert, tls_key;  // empty: not set in the file
   bool metrics_require_token = false;  // metrics: {require_token: true}
+  std::vector<OidcIssuer> oidc;        // auth: {oidc: [...]} (auth/oidc.h)
 };
 
 Result<DaemonConfig> LoadDaemonConfig(const std::string& path);

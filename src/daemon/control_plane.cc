@@ -123,7 +123,8 @@ Status ControlPlane::Rebuild() {
 void ControlPlane::Audit(const CallContext& c, const std::string& action, const std::string& object) {
   const std::string tenant =
       c.principal && c.principal->tenant.valid() ? state().tenant(c.principal->tenant).name : "";
-  (void)Commit(AuditEntry{c.now, c.principal ? c.principal->name : "", tenant, action, object, c.remote});
+  (void)Commit(AuditEntry{c.now, c.principal ? c.principal->name : "", tenant, action, object, c.remote,
+                          c.principal ? c.principal->issuer : "", c.principal ? c.principal->subject : ""});
 }
 
 Result<std::string> ControlPlane::Bootstrap(const State& config, Time now, const PriceList& prices) {

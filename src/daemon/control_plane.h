@@ -24,6 +24,7 @@
 #include "accounting/report.h"
 #include "api/agent_protocol.h"
 #include "api/auth.h"
+#include "auth/oidc.h"
 #include "burst/provider.h"
 #include "daemon/change.h"
 #include "daemon/config.h"
@@ -67,6 +68,10 @@ class ControlPlane {
   static constexpr int64_t kTokenDefaultDays = 90;
 
   const Principal* Authenticate(const std::string& token, Time now) const { return js_->tokens().Authenticate(token, now); }
+  // The principal of a verified OIDC caller: the union of the issuer's mappings that name the
+  // user or one of its groups (the widest role per tenant; cluster-admin above all), or
+  // kPermissionDenied naming what is missing. Mappings to tenants that do not exist are skipped.
+  Result<Principal> OidcPrincipal(const OidcIdentity& id) const;
 
   Reply SubmitJob(const CallContext& c, const std::string& body, const std::string& idempotency_key);
   Reply GetJob(const CallContext& c, const std::string& id);

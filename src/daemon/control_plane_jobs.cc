@@ -120,7 +120,7 @@ Reply ControlPlane::SubmitJob(const CallContext& c, const std::string& body, con
   }
   Result<JobSpec> spec = DecodeJobRequest(state(), *c.principal, body);
   if (!spec.ok()) return Err(spec.error());
-  if (!c.principal->Writes()) return Forbidden("submit jobs");
+  if (!c.principal->WritesIn(spec->tenant)) return Forbidden("submit jobs in tenant " + state().tenant(spec->tenant).name);
   if (js_->deleted().count(spec->tenant)) return Err(NotFound("unknown tenant"));
   if (const uint32_t most = state().tenant(spec->tenant).limits.max_pending_jobs;
       most > 0 && state().pending_jobs(spec->tenant) >= most) {
@@ -204,7 +204,7 @@ Reply ControlPlane::ListJobs(const CallContext& c, const std::map<std::string, s
   std::vector<std::pair<int64_t, std::string>> archived;
   if (st.empty() || IsTerminal(*ParseJobState(st))) {
     ArchiveQuery q{static_cast<int64_t>(page->before.value_or(0)), tenant, st, page->limit ? *page->limit + 1 : 0};
-    if (!c.principal->admin()) q.tenant = state().tenant(c.principal->tenant).name;
+    if (!c.principal->admin() && tenant.empty()) q.tenant = state().tenant(c.principal->tenant).name;
     Result<std::vector<std::pair<int64_t, std::string>>> read = journal_->ArchivedJobs(q);
     if (!read.ok()) return Err(read.error());
     archived = std::move(read).value();
@@ -237,7 +237,7 @@ Reply ControlPlane::CancelJob(const CallContext& c, const std::string& id) {
   if (c.principal == nullptr) return Unauthenticated();
   const Job* j = VisibleJob(c, id);
   if (j == nullptr) return Err(NotFound("no job '" + id + "'"));
-  if (!c.principal->Writes()) return Forbidden("cancel jobs");
+  if (!c.principal->WritesIn(j->spec.tenant)) return Forbidden("cancel jobs of tenant " + state().tenant(j->spec.tenant).name);
   if (IsTerminal(j->state)) return Err(FailedPrecondition("job already " + std::string(JobStateName(j->state))));
   if (Status s = ApplyAndStage(JobFinished{j->id, JobState::kCancelled, c.now, "by " + c.principal->name}); !s.ok()) {
     return Err(s.error());

@@ -24,7 +24,7 @@ using namespace reply;
 bool ControlPlane::SeesNode(const CallContext& c, const Node& n) const {
   if (c.principal->admin()) return true;
   for (JobId id : n.Jobs()) {
-    if (state().FindJob(id)->spec.tenant == c.principal->tenant) return true;
+    if (c.principal->Sees(state().FindJob(id)->spec.tenant)) return true;
   }
   return false;
 }

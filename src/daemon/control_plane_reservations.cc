@@ -59,7 +59,7 @@ Reply ControlPlane::CreateReservation(const CallContext& c, const std::string& b
   Result<ReservationRequest> req = DecodeReservationRequest(state(), *c.principal, body);
   if (!req.ok()) return Err(req.error());
   if (req->maintenance && !c.principal->admin()) return Forbidden("book maintenance windows");
-  if (!c.principal->Writes()) return Forbidden("reserve capacity");
+  if (!c.principal->WritesIn(req->tenant)) return Forbidden("reserve capacity");
   if (req->tenant.valid() && js_->deleted().count(req->tenant)) return Err(NotFound("unknown tenant"));
   Reservation r;
   r.id = state().NextReservationId();
@@ -98,7 +98,7 @@ Reply ControlPlane::CancelReservation(const CallContext& c, const std::string& i
   if (c.principal == nullptr) return Unauthenticated();
   const Reservation* r = VisibleReservation(c, id);
   if (r == nullptr) return Err(NotFound("no reservation '" + id + "'"));
-  if (r->maintenance ? !c.principal->admin() : !c.principal->Writes()) return Forbidden("cancel this reservation");
+  if (r->maintenance ? !c.principal->admin() : !c.principal->WritesIn(r->tenant)) return Forbidden("cancel this reservation");
   const ReservationId rid = r->id;
   const bool maintenance = r->maintenance;
   if (Status s = ApplyAndStage(ReservationCancelled{rid, c.now}); !s.ok()) return Err(s.error());
@@ -163,6 +163,18 @@ Reply ControlPlane::Summary(const CallContext& c) {
   // Who the caller is, so a client (the console) can pick its views without a second call.
   Json me = {{"name", c.principal->name}, {"role", std::string(RoleName(c.principal->role))}};
   me["tenant"] = c.principal->tenant.valid() ? Json(state().tenant(c.principal->tenant).name) : Json(nullptr);
+  // Every tenant and role (an OIDC caller's mappings may give several), and an OIDC caller's
+  // issuer and subject.
+  Json grants = Json::array();
+  if (c.principal->tenant.valid()) grants.push_back({{"tenant", me["tenant"]}, {"role", me["role"]}});
+  for (const Grant& g : c.principal->more) {
+    grants.push_back({{"tenant", state().tenant(g.tenant).name}, {"role", std::string(RoleName(g.role))}});
+  }
+  me["grants"] = grants;
+  if (!c.principal->issuer.empty()) {
+    me["issuer"] = c.principal->issuer;
+    me["subject"] = c.principal->subject;
+  }
   return JsonReply(200, {{"nodes", nodes}, {"gpus", gpus},
                          {"pending_jobs", pending}, {"active_jobs", running},
                          {"scheduling_cycles", cycles_}, {"me", me}});

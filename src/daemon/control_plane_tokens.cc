@@ -54,8 +54,7 @@ Reply ControlPlane::CreateToken(const CallContext& c, const std::string& body) {
   // Cluster admins make any token (node-agent ones too); tenant admins make member and viewer
   // tokens of their tenant.
   const bool allowed = c.principal->admin() ||
-                       (c.principal->role == Role::kTenantAdmin &&
-                        (*role == Role::kMember || *role == Role::kViewer));
+                       (c.principal->AdministersTenant(p.tenant) && (*role == Role::kMember || *role == Role::kViewer));
   if (!allowed) return Forbidden("create this token");
   int64_t days = kTokenDefaultDays;
   if (j.contains("expires_in_days")) {
@@ -80,7 +79,7 @@ Reply ControlPlane::ListTokens(const CallContext& c) {
   Json items = Json::array();
   for (const auto& [id, t] : js_->tokens().tokens()) {
     const bool mine = c.principal->admin() ||
-                      (c.principal->role == Role::kTenantAdmin && t.principal.tenant == c.principal->tenant);
+                      (t.principal.tenant.valid() && c.principal->AdministersTenant(t.principal.tenant));
     if (!mine) continue;
     items.push_back({{"id", id},
                      {"name", t.principal.name},
@@ -97,8 +96,8 @@ Reply ControlPlane::RevokeToken(const CallContext& c, const std::string& id) {
   if (c.principal == nullptr) return Unauthenticated();
   auto it = js_->tokens().tokens().find(id);
   const bool mine = it != js_->tokens().tokens().end() &&
-                    (c.principal->admin() || (c.principal->role == Role::kTenantAdmin &&
-                                              it->second.principal.tenant == c.principal->tenant));
+                    (c.principal->admin() || (it->second.principal.tenant.valid() &&
+                                              c.principal->AdministersTenant(it->second.principal.tenant)));
   if (!mine) return Err(NotFound("no token '" + id + "'"));
   if (Status s = Commit(TokenRevoked{id}); !s.ok()) return Err(s.error());
   Audit(c, "token.revoke", id);
@@ -107,7 +106,7 @@ Reply ControlPlane::RevokeToken(const CallContext& c, const std::string& id) {
 
 Reply ControlPlane::ListAudit(const CallContext& c, const std::map<std::string, std::string>& query) {
   if (c.principal == nullptr) return Unauthenticated();
-  if (c.principal->role != Role::kClusterAdmin && c.principal->role != Role::kTenantAdmin) {
+  if (!c.principal->AdministersAny()) {
     return Forbidden("read the audit log");
   }
   Result<PageQuery> page = DecodePageQuery(query, "audit");

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -58,8 +59,10 @@ std::vector<DocumentedRoute> DocumentedRoutes();
 // 10 s (0: no limit) gets 429 with Retry-After before authentication until the 10 s are over;
 // logged once per window, never with the token.
 // `metrics_require_token`: /metrics answers only a cluster admin's or a metrics-reader's token.
+// `oidc`, if set, verifies bearer tokens that are JWTs (on the listener's thread, so that a
+// key fetch never stalls the loop); their callers get the principal of their mappings.
 http::Handler ApiHandler(Loop& loop, Metrics& metrics, std::function<void()> connections, int max_auth_failures = 20,
-                         bool metrics_require_token = false);
+                         bool metrics_require_token = false, std::shared_ptr<OidcAuthenticator> oidc = nullptr);
 http::Handler AgentHandler(Loop& loop, Metrics& metrics, int max_auth_failures = 20);
 
 }  // namespace gpupool

@@ -23,7 +23,7 @@ bool Allows(Access a, const Principal& p) {
   switch (a) {
     case Access::kAnyone: return true;
     case Access::kWriter: return p.Writes();
-    case Access::kTenantAdmin: return p.admin() || p.role == Role::kTenantAdmin;
+    case Access::kTenantAdmin: return p.AdministersAny();
     case Access::kAdmin: return p.admin();
     case Access::kAgent: return p.admin() || p.role == Role::kNodeAgent;
   }
@@ -147,7 +147,20 @@ bool RefusedAfterFailures(AuthFailures& failures, const http::Request& req, cons
 
 // Finds the route, checks what can be checked without the state (method, framing), and hands
 // the rest to the loop.
-void ToLoop(Loop& loop, Metrics& metrics, AuthFailures& failures, http::Request req, http::Respond respond) {
+// A JWT bearer's verified caller: nullopt for other bearers, or an error reply (401, 503).
+Result<std::optional<OidcIdentity>> VerifiedOidc(OidcAuthenticator* oidc, const http::Request& req) {
+  const std::string bearer = Bearer(req);
+  if (oidc == nullptr || !LooksLikeJwt(bearer)) return std::optional<OidcIdentity>();
+  const Time now = Time::FromMillis(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                        std::chrono::system_clock::now().time_since_epoch())
+                                        .count());
+  Result<OidcIdentity> id = oidc->Verify(bearer, now);
+  if (!id.ok()) return id.error();
+  return std::optional<OidcIdentity>(std::move(id).value());
+}
+
+void ToLoop(Loop& loop, Metrics& metrics, AuthFailures& failures, OidcAuthenticator* oidc, http::Request req,
+            http::Respond respond) {
   if (RefusedAfterFailures(failures, req, respond)) return;
   PathParams params;
   const Route* route = nullptr;
@@ -194,10 +207,25 @@ void ToLoop(Loop& loop, Metrics& metrics, AuthFailures& failures, http::Request 
   }
   const auto start = std::chrono::steady_clock::now();
   const std::string name = req.method + " " + route->pattern;
+  Result<std::optional<OidcIdentity>> oidc_caller = VerifiedOidc(oidc, req);
+  if (!oidc_caller.ok()) {
+    const bool down = oidc_caller.error().code == ErrorCode::kUnavailable;
+    metrics.ObserveRequest(name, down ? 503 : 401, SecondsSince(start));
+    if (!down) failures.Failed(req.remote, AuthFailures::Clock::now());
+    http::Response r = Json(down ? 503 : 401, ErrorBody(oidc_caller.error()));
+    if (down) r.headers.emplace_back("Retry-After", "5");
+    return respond(std::move(r));
+  }
   auto shared = std::make_shared<const http::Request>(std::move(req));
   loop.Post(
-      [route, shared, params = std::move(params)](ControlPlane& core, Time now) {
-        const CallContext c{core.Authenticate(Bearer(*shared), now), shared->remote, now};
+      [route, shared, params = std::move(params), id = std::move(oidc_caller).value()](ControlPlane& core, Time now) {
+        std::optional<Principal> oidc_principal;
+        if (id) {
+          Result<Principal> p = core.OidcPrincipal(*id);
+          if (!p.ok()) return Reply{403, ErrorBody(p.error())};
+          oidc_principal = std::move(p).value();
+        }
+        const CallContext c{oidc_principal ? &*oidc_principal : core.Authenticate(Bearer(*shared), now), shared->remote, now};
         if (c.principal == nullptr) return Reply{401, ErrorBody({ErrorCode::kUnauthenticated, "missing or invalid bearer token"})};
         // A node agent's credential opens the agents' routes and nothing else.
         if (c.principal->role == Role::kMetricsReader) {
@@ -265,9 +293,9 @@ void MetricsWithToken(Loop& loop, Metrics& metrics, const std::function<void()>&
 }
 
 http::Handler ApiHandler(Loop& loop, Metrics& metrics, std::function<void()> connections, int max_auth_failures,
-                         bool metrics_require_token) {
+                         bool metrics_require_token, std::shared_ptr<OidcAuthenticator> oidc) {
   auto failures = std::make_shared<AuthFailures>(max_auth_failures);
-  return [&loop, &metrics, connections, failures, metrics_require_token](http::Request req, http::Respond respond) {
+  return [&loop, &metrics, connections, failures, metrics_require_token, oidc](http::Request req, http::Respond respond) {
     if (Healthz(loop, req, respond)) return;
     if (req.method == "GET") {
       if (req.path == "/v1/openapi.json") {
@@ -293,7 +321,7 @@ http::Handler ApiHandler(Loop& loop, Metrics& metrics, std::function<void()> con
                         false});
       }
     }
-    ToLoop(loop, metrics, *failures, std::move(req), std::move(respond));
+    ToLoop(loop, metrics, *failures, oidc.get(), std::move(req), std::move(respond));
   };
 }
 
@@ -306,7 +334,7 @@ http::Handler AgentHandler(Loop& loop, Metrics& metrics, int max_auth_failures) 
                                           "no such route: this listener serves only the node agents' /v1/agents/ "
                                           "routes and /healthz"})));
     }
-    ToLoop(loop, metrics, *failures, std::move(req), std::move(respond));
+    ToLoop(loop, metrics, *failures, nullptr, std::move(req), std::move(respond));
   };
 }
 

@@ -259,13 +259,25 @@ Result<std::unique_ptr<http::Server>> StartFrontEnd(const ServeOptions& o, const
     }
     listeners.push_back({"agents", agents->first, agents->second, agent_limits, 1, {}, tls});
   }
+  std::shared_ptr<OidcAuthenticator> oidc;
+  if (!config.oidc.empty()) {
+    OidcAuthenticator::Fetch fetch = o.oidc_fetch;
+    if (!fetch) {
+      fetch = [](const std::string& url, const std::string&) -> Result<std::string> {
+        return Error{ErrorCode::kUnavailable, "this build fetches no URL (" + url + "); give a jwks_file"};
+      };
+    }
+    oidc = std::make_shared<OidcAuthenticator>(config.oidc, std::move(fetch));
+    for (const OidcIssuer& i : config.oidc) Log("info", "accepting OIDC tokens", {{"issuer", i.issuer}, {"audience", i.audience}});
+    for (const std::string& e : oidc->LoadAll()) Log("warn", "an OIDC issuer's keys could not be loaded; retried on its next token", {{"error", e}});
+  }
   listeners[0].handler = ApiHandler(loop, metrics, [&server, &metrics, n = listeners.size()] {
     if (server == nullptr) return;
     for (size_t i = 0; i < n; ++i) {
       const http::ListenerStats s = server->stats(i);
       metrics.SetConnections(i == 0 ? "api" : "agents", {s.open, s.accepted, s.refused, s.timed_out, s.rejected});
     }
-  }, o.max_auth_failures, o.metrics_require_token || config.metrics_require_token);
+  }, o.max_auth_failures, o.metrics_require_token || config.metrics_require_token, oidc);
   if (listeners.size() > 1) listeners[1].handler = AgentHandler(loop, metrics, o.max_auth_failures);
   Result<std::unique_ptr<http::Server>> started = http::Server::Start(std::move(listeners));
   if (!started.ok()) return started.error();

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "core/result.h"
+#include "auth/oidc.h"
 #include "daemon/snapshots.h"
 #include "http/server.h"
 
@@ -32,6 +33,9 @@ struct ServeOptions {
   bool metrics_require_token = false;
   // The longest an API token may live (POST /v1/tokens' expires_in_days; 90 by default).
   int64_t max_token_days = 365;
+  // How OIDC discovery and key sets are fetched over HTTPS (the configuration's auth: oidc:);
+  // serve_cmd.cc gives the CLI's HTTP client. Unset: only issuers with a jwks_file work.
+  OidcAuthenticator::Fetch oidc_fetch;
   bool demo = false;              // embedded demo cluster, tenant tokens, simulated executor
   bool demo_traffic = true;       // with demo: submit a demo job every few seconds
   // Admitted jobs start at once and end after their estimate (implied by demo). Without it,

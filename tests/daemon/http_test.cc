@@ -651,7 +651,10 @@ TEST_F(DaemonHttp, ConsoleIsServedWithItsPolicy) {
   ASSERT_TRUE(missing);
   EXPECT_EQ(missing->status, 404);
   const Json me = Call(c, "GET", "/v1/summary", tokens_["alpha-member"]).body["me"];
-  EXPECT_EQ(me, Json({{"name", "alpha-member"}, {"role", "member"}, {"tenant", "alpha"}}));
+  EXPECT_EQ(me, Json({{"name", "alpha-member"},
+                      {"role", "member"},
+                      {"tenant", "alpha"},
+                      {"grants", Json::array({{{"tenant", "alpha"}, {"role", "member"}}})}}));
   const Json admin = Call(c, "GET", "/v1/summary", tokens_["admin"]).body["me"];
   EXPECT_EQ(admin["role"], "cluster-admin");
   EXPECT_TRUE(admin["tenant"].is_null());
