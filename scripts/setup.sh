@@ -4,8 +4,8 @@
 #   setup.sh          what building gpupool needs
 #   setup.sh --test   and what the tests drive: a real PostgreSQL 15, a real Prometheus, clang's libFuzzer, curl,
 #                     Debian's Chromium, zsh (the completion test), Node.js with npm, and the
-#                     console tests' npm packages (playwright-core, pinned in
-#                     tests/console/package-lock.json; no browser download)
+#                     tests' npm packages (playwright-core, pinned in tests/console/package-lock.json,
+#                     no browser download; oidc-provider, pinned in tests/oidc/package-lock.json)
 set -euo pipefail
 
 packages=(build-essential cmake ninja-build pkg-config git
@@ -21,18 +21,21 @@ if [ "${1:-}" = "--test" ]; then
   command -v node >/dev/null && command -v npm >/dev/null || packages+=(nodejs npm)
 fi
 
-# The console tests' npm packages, once Node.js is there.
+# The npm packages of the browser and OIDC tests, once Node.js is there: playwright-core in
+# tests/console, oidc-provider in tests/oidc (each pinned in its package-lock.json).
 npm_packages() {
   [ $test -eq 1 ] || return 0
-  local dir
-  dir="$(cd "$(dirname "$0")/.." && pwd)/tests/console"
-  [ -d "$dir/node_modules/playwright-core" ] && return 0
-  echo "setup: npm ci in tests/console" >&2
-  # Not fatal: without the npm registry (or its TLS chain) the browser test is skipped, loudly,
-  # and every other test still runs.
-  if ! (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error >/dev/null); then
-    echo "setup: WARNING: npm ci failed in tests/console; console_test will be skipped" >&2
-  fi
+  local root dir
+  root="$(cd "$(dirname "$0")/.." && pwd)/tests"
+  for dir in console:playwright-core oidc:oidc-provider; do
+    [ -d "$root/${dir%%:*}/node_modules/${dir#*:}" ] && continue
+    echo "setup: npm ci in tests/${dir%%:*}" >&2
+    # Not fatal: without the npm registry (or its TLS chain) these tests are skipped, loudly,
+    # and every other test still runs.
+    if ! (cd "$root/${dir%%:*}" && npm ci --no-audit --no-fund --loglevel=error >/dev/null); then
+      echo "setup: WARNING: npm ci failed in tests/${dir%%:*}; its tests will be skipped" >&2
+    fi
+  done
 }
 
 missing=()

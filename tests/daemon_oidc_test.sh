@@ -15,8 +15,7 @@ command -v node > /dev/null || { echo "skipped: no node"; exit 77; }
 issuer_js="$(cd "$(dirname "$0")" && pwd)/lib/test_issuer.mjs"
 idp="$tmp/idp"
 mkdir -p "$idp"
-openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 -subj "/CN=test-issuer" \
-  -addext "subjectAltName=IP:127.0.0.1" -keyout "$idp/tls.key" -out "$idp/tls.pem" 2> /dev/null || fail "openssl req"
+loopback_cert "$idp/tls.pem" "$idp/tls.key"
 node "$issuer_js" keygen "$idp" k1 RS256 || fail "keygen"
 node "$issuer_js" serve "$idp" > "$tmp/idp.log" 2>&1 &
 pids+=($!)
@@ -43,12 +42,7 @@ auth:
         - {group: vision-all, tenant: vision, role: viewer}
         - {group: platform-team, role: cluster-admin}
 YAML
-"$bin" serve --config "$tmp/config.yaml" --data-dir "$tmp/data" --listen 127.0.0.1:0 --max-auth-failures 0 \
-  > "$tmp/daemon.log" 2>&1 &
-pids+=($!)
-until_ok 20 test -s "$tmp/data/port" || fail "the daemon did not start"
-started=$(date +%s)
-url="http://127.0.0.1:$(cat "$tmp/data/port")"
+serve_oidc "$bin"
 grep -q '"accepting OIDC tokens"' "$tmp/daemon.log" || fail "the start does not name the issuer"
 [ "$(grep -c '^/jwks$' "$idp/requests.log")" = 1 ] || fail "the key set was not loaded once at start"
 

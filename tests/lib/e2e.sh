@@ -56,3 +56,19 @@ keyed_client() {
     [ $tries -lt "$max" ] && echo "c$i-$n $(python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])' < "$tmp/reply-$i")" >> "$tmp/acked-$i"
   done
 }
+
+# loopback_cert PEM KEY: a self-signed P-256 certificate for 127.0.0.1 (an issuer's HTTPS).
+loopback_cert() {
+  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 -subj "/CN=test" \
+    -addext "subjectAltName=IP:127.0.0.1" -keyout "$2" -out "$1" 2> /dev/null || fail "openssl req"
+}
+# serve_oidc BIN: the daemon on $tmp/config.yaml and $tmp/data, with no limit on failed
+# authentications (the OIDC tests send many bad tokens on purpose); sets url and started.
+serve_oidc() {
+  "$1" serve --config "$tmp/config.yaml" --data-dir "$tmp/data" --listen 127.0.0.1:0 --max-auth-failures 0 \
+    > "$tmp/daemon.log" 2>&1 &
+  pids+=($!)
+  until_ok 20 test -s "$tmp/data/port" || fail "the daemon did not start"
+  started=$(date +%s)
+  url="http://127.0.0.1:$(cat "$tmp/data/port")"
+}
