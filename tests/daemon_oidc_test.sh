@@ -78,6 +78,14 @@ expect "a tenant admin by mapping reads its audit log" 200 '"items"' "$bob" GET 
 cara=$(mint k1 '{"sub": "u-cara", "email": "cara@example.com", "groups": ["vision-all"]}')
 expect "a viewer by mapping cannot submit" 403 "your role may not submit jobs" "$cara" POST /v1/jobs "$vjob"
 root=$(mint k1 '{"sub": "u-root", "email": "root@example.com", "groups": ["platform-team"]}')
+who=$(GPUPOOL_TOKEN=$bob "$bin" whoami --url "$url") || fail "gpupool whoami failed"
+for want in "name:     bob@example.com" "issuer:   $iss" "subject:  u-bob" "tenant:   research (member)" \
+            "tenant:   vision (tenant-admin)" "expires:  20"; do
+  echo "$who" | grep -qF "$want" || fail "whoami does not say '$want': $who"
+done
+admin_who=$("$bin" whoami --url "$url" --token "$(cat "$tmp/data/admin.token")") || fail "whoami as the admin failed"
+echo "$admin_who" | grep -q "role:     cluster-admin (no tenant)" && echo "$admin_who" | grep -q "expires:  never" ||
+  fail "whoami of the bootstrap admin: $admin_who"
 expect "a cluster admin by mapping" 201 '"name":"extra"' "$root" POST /v1/tenants '{"name": "extra"}'
 echo "mappings: one tenant, the union of several with the widest role, viewer, cluster-admin"
 

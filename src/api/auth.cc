@@ -69,6 +69,7 @@ std::pair<TokenRecord, std::string> TokenStore::Create(Principal p, Time now) co
 
 void TokenStore::Add(const TokenRecord& r) {
   by_id_[r.id] = r;
+  by_id_[r.id].principal.expires = r.expires;
   if (!r.revoked) id_by_hash_[r.sha256] = r.id;
 }
 

@@ -37,6 +37,7 @@ struct Principal {
   // and `role` are the first (the default tenant). Empty for API tokens.
   std::vector<Grant> more;
   std::string issuer, subject;  // an OIDC caller's `iss` and `sub`; empty for API tokens
+  Time expires;                 // when the credential stops working; Time() (0): never
 
   bool admin() const { return role == Role::kClusterAdmin; }
   // The caller's role in tenant `t`, if it has one there (cluster admins: everywhere).

@@ -8,6 +8,7 @@
 #include "api/url.h"
 #include "cli/client_request.h"
 #include "cli/commands.h"
+#include "cli/terminal.h"
 #include "cli/invocation.h"
 
 namespace gpupool::cli {
@@ -22,6 +23,8 @@ const char* const kAvailabilityUsage =
 const char* const kUsageUsage =
     "usage: gpupool usage [--tenant T] [--from RFC3339] [--to RFC3339] [--group-by flavor,kind|none]\n"
     "         [-o table|json|yaml|csv]   (from: the start of this month, UTC; to: now)\n";
+const char* const kWhoamiUsage =
+    "usage: gpupool whoami [-o table|json|yaml]   (who the token is: tenants, roles, issuer, expiry)\n";
 const char* const kLogsUsage =
     "usage: gpupool logs JOB [--replica N] [--stderr]   (the last 64 KiB its agent sent)\n";
 const char* const kSubmitUsage =
@@ -196,6 +199,29 @@ int Logs(const std::vector<std::string>& argv) {
     }
     if (shown == 0) std::cerr << "gpupool logs: no output from job " << job << " yet\n";
   });
+}
+
+int Whoami(const std::vector<std::string>& argv) {
+  Invocation inv("whoami", kWhoamiUsage);
+  if (int rc = inv.Parse(argv, {}, false, {}); rc >= 0) return rc;
+  if (!inv.args().positional().empty()) return inv.Usage("whoami takes no arguments");
+  if (int rc = inv.Connect(); rc >= 0) return rc;
+  Result<Json> reply = inv.api().Get("/v1/summary");
+  if (!reply.ok()) return inv.Fail(reply.error(), 1);
+  const Json me = reply->value("me", Json::object());
+  if (inv.PrintedAsData(me)) return 0;
+  std::cout << "name:     " << StripControls(me.value("name", "")) << "\n";
+  if (me.contains("issuer")) {
+    std::cout << "issuer:   " << StripControls(me.value("issuer", "")) << "\n"
+              << "subject:  " << StripControls(me.value("subject", "")) << "\n";
+  }
+  const Json grants = me.value("grants", Json::array());
+  if (grants.empty()) std::cout << "role:     " << StripControls(me.value("role", "")) << " (no tenant)\n";
+  for (const Json& g : grants) {
+    std::cout << "tenant:   " << StripControls(g.value("tenant", "")) << " (" << StripControls(g.value("role", "")) << ")\n";
+  }
+  std::cout << "expires:  " << (me["expires"].is_string() ? StripControls(me["expires"].get<std::string>()) : "never") << "\n";
+  return 0;
 }
 
 }  // namespace gpupool::cli

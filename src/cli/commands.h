@@ -30,6 +30,7 @@ extern const char* const kReserveUsage;
 extern const char* const kAvailabilityUsage;
 extern const char* const kUsageUsage;
 extern const char* const kLogsUsage;
+extern const char* const kWhoamiUsage;
 extern const char* const kCompletionUsage;
 
 // Built into the full binary only (the daemon, the agent, the simulator; docs/design/cli.md):
@@ -55,6 +56,7 @@ int Drain(const std::vector<std::string>& argv);
 int Reserve(const std::vector<std::string>& argv);
 int Availability(const std::vector<std::string>& argv);
 int UsageReport(const std::vector<std::string>& argv);  // gpupool usage
+int Whoami(const std::vector<std::string>& argv);       // gpupool whoami
 int Logs(const std::vector<std::string>& argv);         // gpupool logs JOB
 
 // `gpupool completion bash|zsh` (completion.cc).

@@ -143,6 +143,7 @@ const std::vector<Verb>& Verbs() {
        Availability, true},
       {"usage", "usage and cost per tenant, flavor and kind (-o csv too)", kUsageUsage, {}, UsageReport, true},
       {"logs", "a job's output as its agent sent it", kLogsUsage, {}, Logs, true},
+      {"whoami", "who the token is: name, tenants and roles, issuer, expiry", kWhoamiUsage, {}, Whoami, true},
       {"serve", "run the control-plane daemon (REST API, metrics, console, journal)", kServeUsage, {}, nullptr,
        false},
       {"agent", "run the node agent on a GPU node", kAgentUsage, {}, nullptr, false},

@@ -11,6 +11,7 @@ Result<Principal> ControlPlane::OidcPrincipal(const OidcIdentity& id) const {
   p.name = id.username;
   p.issuer = id.issuer;
   p.subject = id.subject;
+  p.expires = id.expires;
   p.token_id = "oidc:" + id.issuer + " " + id.subject;
   bool cluster_admin = false, metrics_reader = false;
   std::vector<Grant> grants;  // in the order of the mappings; the first is the default tenant

@@ -171,6 +171,7 @@ Reply ControlPlane::Summary(const CallContext& c) {
     grants.push_back({{"tenant", state().tenant(g.tenant).name}, {"role", std::string(RoleName(g.role))}});
   }
   me["grants"] = grants;
+  me["expires"] = c.principal->expires == Time() ? Json(nullptr) : Json(Rfc3339(c.principal->expires));
   if (!c.principal->issuer.empty()) {
     me["issuer"] = c.principal->issuer;
     me["subject"] = c.principal->subject;
