@@ -27,12 +27,16 @@ npm_packages() {
   [ $test -eq 1 ] || return 0
   local root dir
   root="$(cd "$(dirname "$0")/.." && pwd)/tests"
+  local ca=""
+  [ -r /etc/ssl/certs/ca-certificates.crt ] && ca=/etc/ssl/certs/ca-certificates.crt
   for dir in console:playwright-core oidc:oidc-provider; do
     [ -d "$root/${dir%%:*}/node_modules/${dir#*:}" ] && continue
     echo "setup: npm ci in tests/${dir%%:*}" >&2
     # Not fatal: without the npm registry (or its TLS chain) these tests are skipped, loudly,
     # and every other test still runs.
-    if ! (cd "$root/${dir%%:*}" && npm ci --no-audit --no-fund --loglevel=error >/dev/null); then
+    # Node bundles its own CA list; the system's store may hold more (a site's TLS-inspecting
+    # proxy: without it a fresh Debian chroot got SELF_SIGNED_CERT_IN_CHAIN from the registry).
+    if ! (cd "$root/${dir%%:*}" && NODE_EXTRA_CA_CERTS=$ca npm ci --no-audit --no-fund --loglevel=error >/dev/null); then
       echo "setup: WARNING: npm ci failed in tests/${dir%%:*}; its tests will be skipped" >&2
     fi
   done
