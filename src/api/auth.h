@@ -62,17 +62,18 @@ struct Principal {
   }
   // Writes in some tenant: what a writer's route needs before the handler checks the tenant.
   bool Writes() const {
-    if (WritesIn(tenant)) return true;
-    for (const Grant& g : more) {
-      if (WritesIn(g.tenant)) return true;
-    }
-    return false;
+    return AnyTenant([this](TenantId t) { return WritesIn(t); });
   }
   // Administers some tenant.
   bool AdministersAny() const {
-    if (AdministersTenant(tenant)) return true;
+    return AnyTenant([this](TenantId t) { return AdministersTenant(t); });
+  }
+  // Whether `f` holds for the default tenant or one of `more`.
+  template <class F>
+  bool AnyTenant(F f) const {
+    if (f(tenant)) return true;
     for (const Grant& g : more) {
-      if (AdministersTenant(g.tenant)) return true;
+      if (f(g.tenant)) return true;
     }
     return false;
   }

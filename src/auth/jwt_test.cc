@@ -132,6 +132,8 @@ TEST(JwtTest, MalformedTokensAndKeySetsAreErrors) {
     EXPECT_FALSE(SplitJwt(bad).ok()) << bad;
   }
   EXPECT_FALSE(SplitJwt(std::string(17 * 1024, 'a')).ok());
+  EXPECT_EQ(SplitJwt(Base64Url(R"({"alg":"RS256","crit":["exp"]})") + ".e30.").error().message,
+            "the JWT has critical header extensions ('crit')");
   EXPECT_EQ(SplitJwt(Base64Url("[1]") + ".e30.").error().message, "the JWT's header or claims are not JSON objects");
   EXPECT_FALSE(ParseJwks("not json").ok());
   EXPECT_FALSE(ParseJwks(R"({"keys": []})").ok());

@@ -1,5 +1,7 @@
 #include "auth/oidc.h"
 
+#include "api/config_json.h"
+
 #include <algorithm>
 #include <fstream>
 #include <tuple>
@@ -26,19 +28,9 @@ Result<std::string> Text(const Json& j, const char* key, const std::string& wher
   return j[key].get<std::string>();
 }
 
-Status OnlyKeys(const Json& j, std::initializer_list<const char*> keys, const std::string& where) {
-  for (const auto& item : j.items()) {
-    const std::string& k = item.key();
-    if (std::find_if(keys.begin(), keys.end(), [&](const char* x) { return k == x; }) == keys.end()) {
-      return InvalidArgument(where + ": unknown key '" + k + "'");
-    }
-  }
-  return Ok();
-}
-
-Result<OidcMapping> ParseMapping(const Json& m, const std::string& where) {
+Result<OidcMapping> ParseMapping(const Json& m, const std::string& where, const std::string& key_path) {
   if (!m.is_object()) return InvalidArgument(where + " must be a map");
-  GP_RETURN_IF_ERROR(OnlyKeys(m, {"group", "user", "tenant", "role"}, where));
+  GP_RETURN_IF_ERROR(OnlyKeys(m, {"group", "user", "tenant", "role"}, key_path));
   OidcMapping out;
   for (auto [key, field, required] : {std::tuple{"group", &out.group, false}, std::tuple{"user", &out.user, false},
                                       std::tuple{"tenant", &out.tenant, false}, std::tuple{"role", &out.role, true}}) {
@@ -58,10 +50,10 @@ Result<OidcMapping> ParseMapping(const Json& m, const std::string& where) {
   return out;
 }
 
-Result<OidcIssuer> ParseIssuer(const Json& j, const std::string& where) {
+Result<OidcIssuer> ParseIssuer(const Json& j, const std::string& where, const std::string& key_path) {
   if (!j.is_object()) return InvalidArgument(where + " must be a map");
   GP_RETURN_IF_ERROR(OnlyKeys(j, {"issuer", "audience", "username_claim", "groups_claim", "jwks_file", "ca_file",
-                                  "client_id", "algorithms", "mappings"}, where));
+                                  "client_id", "algorithms", "mappings"}, key_path));
   OidcIssuer out;
   for (auto [key, field, required] :
        {std::tuple{"issuer", &out.issuer, true}, std::tuple{"audience", &out.audience, true},
@@ -87,7 +79,8 @@ Result<OidcIssuer> ParseIssuer(const Json& j, const std::string& where) {
   if (j.contains("mappings")) {
     if (!j["mappings"].is_array()) return InvalidArgument(where + ": 'mappings' must be a list");
     for (size_t i = 0; i < j["mappings"].size(); ++i) {
-      Result<OidcMapping> m = ParseMapping(j["mappings"][i], where + " mapping " + std::to_string(i + 1));
+      Result<OidcMapping> m = ParseMapping(j["mappings"][i], where + " mapping " + std::to_string(i + 1),
+                                           key_path + ".mappings[" + std::to_string(i) + "]");
       if (!m.ok()) return m.error();
       out.mappings.push_back(*m);
     }
@@ -118,7 +111,8 @@ Result<std::vector<OidcIssuer>> ParseAuthConfig(const Json& auth) {
   if (!auth.contains("oidc")) return out;
   if (!auth["oidc"].is_array()) return InvalidArgument("auth: 'oidc' must be a list of issuers");
   for (size_t i = 0; i < auth["oidc"].size(); ++i) {
-    Result<OidcIssuer> iss = ParseIssuer(auth["oidc"][i], "auth: oidc issuer " + std::to_string(i + 1));
+    Result<OidcIssuer> iss = ParseIssuer(auth["oidc"][i], "auth: oidc issuer " + std::to_string(i + 1),
+                                         "auth.oidc[" + std::to_string(i) + "]");
     if (!iss.ok()) return iss.error();
     for (const OidcIssuer& o : out) {
       if (o.issuer == iss->issuer) return InvalidArgument("auth: issuer " + o.issuer + " is listed twice");
@@ -187,7 +181,7 @@ Status OidcAuthenticator::Load(size_t i) {
     k.last_error = set.error().message;
     return Unavailable(k.last_error);
   }
-  k.set = std::move(set).value();
+  k.set = std::make_shared<const KeySet>(std::move(set).value());
   k.loaded_at = k.tried_at;
   k.last_error.clear();
   return Ok();
@@ -202,17 +196,17 @@ Result<OidcIdentity> OidcAuthenticator::Verify(std::string_view token, Time now)
   while (i < issuers_.size() && issuers_[i].issuer != iss) ++i;
   if (i == issuers_.size()) return Error{ErrorCode::kUnauthenticated, "the token's issuer is not trusted"};
   const OidcIssuer& cfg = issuers_[i];
-  KeySet keys;
+  std::shared_ptr<const KeySet> keys;  // verified outside the lock
   {
     std::lock_guard<std::mutex> lock(mu_);
     Keys& k = keys_[i];
     const auto t = Clock::now();
-    const bool stale = !k.loaded_at || t - *k.loaded_at > kMaxKeyAge || NamesUnknownKey(*parts, k.set);
+    const bool stale = !k.loaded_at || t - *k.loaded_at > kMaxKeyAge || NamesUnknownKey(*parts, *k.set);
     if (stale && (!k.tried_at || t - *k.tried_at >= refetch_interval_)) (void)Load(i);
     if (!k.loaded_at) return Unavailable("the keys of issuer " + cfg.issuer + " cannot be loaded: " + k.last_error);
     keys = k.set;
   }
-  Result<Json> verified = VerifyJwt(*parts, keys, {cfg.issuer, cfg.audience, cfg.algorithms, Duration::Seconds(60)}, now);
+  Result<Json> verified = VerifyJwt(*parts, *keys, {cfg.issuer, cfg.audience, cfg.algorithms, Duration::Seconds(60)}, now);
   if (!verified.ok()) return verified.error();
   OidcIdentity id;
   id.issuer = cfg.issuer;

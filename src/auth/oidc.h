@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -77,7 +78,7 @@ class OidcAuthenticator {
 
  private:
   struct Keys {
-    KeySet set;
+    std::shared_ptr<const KeySet> set = std::make_shared<const KeySet>();  // swapped whole on a load
     std::optional<Clock::time_point> loaded_at, tried_at;
     std::string last_error;
   };

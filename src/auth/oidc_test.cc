@@ -171,7 +171,7 @@ TEST(OidcTest, TheConfigurationIsCheckedWhole) {
        "auth: oidc issuer 1 mapping 1: role 'node-agent' cannot be mapped (cluster-admin, tenant-admin, member, viewer, metrics-reader)"},
       {R"({"oidc": [{"issuer": "https://x", "audience": "a", "mappings": [{"role": "viewer", "tenant": "t"}]}]})",
        "auth: oidc issuer 1 mapping 1: give one of 'group' and 'user'"},
-      {R"({"oidc": [{"issuer": "https://x", "audience": "a", "secret": "s"}]})", "auth: oidc issuer 1: unknown key 'secret'"},
+      {R"({"oidc": [{"issuer": "https://x", "audience": "a", "secret": "s"}]})", "unknown key 'auth.oidc[0].secret'"},
       {R"({"oidc": [{"issuer": "https://x", "audience": "a"}, {"issuer": "https://x", "audience": "b"}]})",
        "auth: issuer https://x is listed twice"},
   };
