@@ -53,7 +53,7 @@ Result<OidcMapping> ParseMapping(const Json& m, const std::string& where, const 
 Result<OidcIssuer> ParseIssuer(const Json& j, const std::string& where, const std::string& key_path) {
   if (!j.is_object()) return InvalidArgument(where + " must be a map");
   GP_RETURN_IF_ERROR(OnlyKeys(j, {"issuer", "audience", "username_claim", "groups_claim", "jwks_file", "ca_file",
-                                  "client_id", "algorithms", "mappings"}, key_path));
+                                  "client_id", "algorithms", "scopes", "mappings"}, key_path));
   OidcIssuer out;
   for (auto [key, field, required] :
        {std::tuple{"issuer", &out.issuer, true}, std::tuple{"audience", &out.audience, true},
@@ -67,12 +67,16 @@ Result<OidcIssuer> ParseIssuer(const Json& j, const std::string& where, const st
   if (out.jwks_file.empty() && out.issuer.rfind("https://", 0) != 0) {
     return InvalidArgument(where + ": the issuer must be an https:// URL (or give a jwks_file)");
   }
-  if (j.contains("algorithms")) {
-    if (!j["algorithms"].is_array()) return InvalidArgument(where + ": 'algorithms' must be a list");
-    out.algorithms.clear();
-    for (const Json& a : j["algorithms"]) {
-      if (!a.is_string()) return InvalidArgument(where + ": 'algorithms' must be a list of names");
-      out.algorithms.push_back(a.get<std::string>());
+  for (auto [key, list] : {std::pair{"algorithms", &out.algorithms}, std::pair{"scopes", &out.scopes}}) {
+    if (!j.contains(key)) continue;
+    if (!j[key].is_array() || j[key].empty()) return InvalidArgument(where + ": '" + key + "' must be a list");
+    list->clear();
+    for (const Json& a : j[key]) {
+      if (!a.is_string() || a.get<std::string>().empty() ||
+          a.get<std::string>().find_first_of(" \t\r\n") != std::string::npos) {
+        return InvalidArgument(where + ": '" + key + "' must be a list of names");
+      }
+      list->push_back(a.get<std::string>());
     }
   }
   if (Status s = CheckAlgorithmList(out.algorithms); !s.ok()) return InvalidArgument(where + ": " + s.error().message);

@@ -38,6 +38,10 @@ struct OidcIssuer {
   std::string ca_file;    // trust for discovery over HTTPS; empty: the system's store
   std::string client_id;  // the public client `gpupool login` and the console use (GET /v1/auth)
   std::vector<std::string> algorithms = {"RS256", "RS384", "ES256"};
+  // What `gpupool login` and the console ask the provider for (GET /v1/auth). offline_access
+  // gets a refresh token; add the scope that puts groups in the ID token where the provider
+  // needs one (Okta: groups).
+  std::vector<std::string> scopes = {"openid", "profile", "email", "offline_access"};
   std::vector<OidcMapping> mappings;
 };
 

@@ -149,6 +149,7 @@ TEST(OidcTest, AStaticKeySetFileNeedsNoNetwork) {
 TEST(OidcTest, TheConfigurationIsCheckedWhole) {
   const json good = json::parse(R"({"oidc": [{"issuer": "https://login.example.com/t/v2.0", "audience": "gpupool",
       "username_claim": "email", "algorithms": ["RS256"], "client_id": "gpupool-cli",
+      "scopes": ["openid", "groups", "offline_access"],
       "mappings": [{"group": "ml-research", "tenant": "research", "role": "member"},
                    {"user": "root@example.com", "role": "cluster-admin"}]}]})");
   Result<std::vector<OidcIssuer>> parsed = ParseAuthConfig(good);
@@ -156,6 +157,7 @@ TEST(OidcTest, TheConfigurationIsCheckedWhole) {
   ASSERT_EQ(parsed->size(), 1u);
   EXPECT_EQ((*parsed)[0].mappings.size(), 2u);
   EXPECT_EQ((*parsed)[0].groups_claim, "groups");
+  EXPECT_EQ((*parsed)[0].scopes, (std::vector<std::string>{"openid", "groups", "offline_access"}));
   struct Case {
     const char* yaml_json;
     const char* want;
@@ -171,6 +173,9 @@ TEST(OidcTest, TheConfigurationIsCheckedWhole) {
        "auth: oidc issuer 1 mapping 1: role 'node-agent' cannot be mapped (cluster-admin, tenant-admin, member, viewer, metrics-reader)"},
       {R"({"oidc": [{"issuer": "https://x", "audience": "a", "mappings": [{"role": "viewer", "tenant": "t"}]}]})",
        "auth: oidc issuer 1 mapping 1: give one of 'group' and 'user'"},
+      {R"({"oidc": [{"issuer": "https://x", "audience": "a", "scopes": ["openid email"]}]})",
+       "auth: oidc issuer 1: 'scopes' must be a list of names"},
+      {R"({"oidc": [{"issuer": "https://x", "audience": "a", "scopes": []}]})", "auth: oidc issuer 1: 'scopes' must be a list"},
       {R"({"oidc": [{"issuer": "https://x", "audience": "a", "secret": "s"}]})", "unknown key 'auth.oidc[0].secret'"},
       {R"({"oidc": [{"issuer": "https://x", "audience": "a"}, {"issuer": "https://x", "audience": "b"}]})",
        "auth: issuer https://x is listed twice"},

@@ -31,6 +31,8 @@ extern const char* const kAvailabilityUsage;
 extern const char* const kUsageUsage;
 extern const char* const kLogsUsage;
 extern const char* const kWhoamiUsage;
+extern const char* const kLoginUsage;
+extern const char* const kLogoutUsage;
 extern const char* const kCompletionUsage;
 
 // Built into the full binary only (the daemon, the agent, the simulator; docs/design/cli.md):
@@ -57,6 +59,8 @@ int Reserve(const std::vector<std::string>& argv);
 int Availability(const std::vector<std::string>& argv);
 int UsageReport(const std::vector<std::string>& argv);  // gpupool usage
 int Whoami(const std::vector<std::string>& argv);       // gpupool whoami
+int Login(const std::vector<std::string>& argv);        // gpupool login (cli/login_cmd.cc)
+int Logout(const std::vector<std::string>& argv);
 int Logs(const std::vector<std::string>& argv);         // gpupool logs JOB
 
 // `gpupool completion bash|zsh` (completion.cc).

@@ -9,12 +9,13 @@
 #include "api/page.h"
 #include "api/url.h"
 #include "cli/client_request.h"
+#include "cli/login.h"
 
 namespace gpupool::cli {
 
 const char* const kConnectionFlags =
     "  --url URL  --token TOKEN  --ca FILE  (else GPUPOOL_URL, GPUPOOL_TOKEN, GPUPOOL_CA, or url:/token:/ca: in\n"
-    "  $GPUPOOL_CONFIG or ~/.config/gpupool/config.yaml)  -o table|json|yaml\n"
+    "  $GPUPOOL_CONFIG or ~/.config/gpupool/config.yaml; else the login gpupool login keeps)  -o table|json|yaml\n"
     "  (these may also come before the verb: gpupool --token T get jobs)\n";
 
 namespace {
@@ -56,11 +57,23 @@ int Invocation::ExpectPositionals(size_t n, const std::string& message) const {
   return Usage(pos.size() > n ? "unexpected '" + pos[n] + "'; " + message : message);
 }
 
-int Invocation::Connect() {
+Result<ClientConfig> Invocation::Config() const {
   Result<ClientConfig> config = ResolveClientConfig(args_.Str("url", ""), args_.Str("token", ""),
                                                     [](const char* name) { return std::getenv(name); });
+  if (config.ok() && args_.Has("ca")) config->ca_file = args_.Str("ca", "");
+  return config;
+}
+
+int Invocation::Connect(bool use_login) {
+  Result<ClientConfig> config = Config();
   if (!config.ok()) return Fail(config.error(), 2);
-  if (args_.Has("ca")) config->ca_file = args_.Str("ca", "");
+  if (use_login && config->token.empty()) {
+    // No token given: the one `gpupool login` keeps for this server, refreshed when due.
+    Result<std::string> cached = CachedToken(CredentialsPath([](const char* name) { return std::getenv(name); }),
+                                             config->url, NowMillis() / 1000);
+    if (cached.ok()) config->token = *cached;
+    if (!cached.ok() && cached.error().code != ErrorCode::kNotFound) return Fail(cached.error(), 1);
+  }
   Result<std::unique_ptr<ApiClient>> api = ApiClient::Connect(*config);
   if (!api.ok()) return Fail(api.error(), 2);
   api_ = std::move(*api);

@@ -37,8 +37,12 @@ class Invocation {
   // -1 when there are exactly `n` positionals, else a usage error with `message`.
   int ExpectPositionals(size_t n, const std::string& message) const;
 
-  // Resolves the server and token; returns an exit code on failure, -1 on success.
-  int Connect();
+  // The server and token from the flags, the environment and the config file (not the login
+  // cache).
+  Result<ClientConfig> Config() const;
+  // Resolves the server and token (without one given, the login cache's for the server, with
+  // `use_login`); returns an exit code on failure, -1 on success.
+  int Connect(bool use_login = true);
   // The one way the verbs talk to the server: connects (if not yet), sends, and shows the
   // reply: as JSON or YAML with -o json|yaml, else through `table`. Returns the exit code.
   int Call(const std::string& method, const std::string& path, const Json* body, const Render& table,

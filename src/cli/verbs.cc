@@ -144,6 +144,8 @@ const std::vector<Verb>& Verbs() {
       {"usage", "usage and cost per tenant, flavor and kind (-o csv too)", kUsageUsage, {}, UsageReport, true},
       {"logs", "a job's output as its agent sent it", kLogsUsage, {}, Logs, true},
       {"whoami", "who the token is: name, tenants and roles, issuer, expiry", kWhoamiUsage, {}, Whoami, true},
+      {"login", "sign in at the server's identity provider (device code or browser)", kLoginUsage, {}, Login, true},
+      {"logout", "forget the login to the server and revoke its refresh token", kLogoutUsage, {}, Logout, true},
       {"serve", "run the control-plane daemon (REST API, metrics, console, journal)", kServeUsage, {}, nullptr,
        false},
       {"agent", "run the node agent on a GPU node", kAgentUsage, {}, nullptr, false},

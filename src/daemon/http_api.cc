@@ -225,7 +225,10 @@ std::vector<DocumentedRoute> DocumentedRoutes() {
   std::vector<DocumentedRoute> out = {
       {"GET", "/healthz", "anyone", {.summary = "liveness", .who = "anyone", .open = true}},
       {"GET", "/metrics", "anyone", {.summary = "Prometheus exposition", .who = "anyone", .open = true}},
-      {"GET", "/v1/openapi.json", "anyone", {.summary = "this document", .who = "anyone", .open = true}}};
+      {"GET", "/v1/openapi.json", "anyone", {.summary = "this document", .who = "anyone", .open = true}},
+      {"GET", "/v1/auth", "anyone",
+       {.summary = "how to sign in: the trusted OIDC issuers, each with its public client_id and scopes",
+        .who = "anyone", .open = true}}};
   for (const Route& r : HttpRoutes()) out.push_back({r.method, r.pattern, RoleName(r.access), r.doc});
   return out;
 }

@@ -292,12 +292,30 @@ void MetricsWithToken(Loop& loop, Metrics& metrics, const std::function<void()>&
       /*read=*/true);
 }
 
+namespace {
+// GET /v1/auth: how to sign in, for `gpupool login` and the console, before they hold a token:
+// each trusted issuer with the public client and scopes to ask it for. Nothing secret.
+std::string AuthDocument(const OidcAuthenticator* oidc) {
+  nlohmann::json issuers = nlohmann::json::array();
+  if (oidc != nullptr) {
+    for (const OidcIssuer& i : oidc->issuers()) {
+      issuers.push_back({{"issuer", i.issuer}, {"audience", i.audience}, {"client_id", i.client_id}, {"scopes", i.scopes}});
+    }
+  }
+  return nlohmann::json{{"oidc", issuers}, {"api_tokens", true}}.dump();
+}
+}  // namespace
+
 http::Handler ApiHandler(Loop& loop, Metrics& metrics, std::function<void()> connections, int max_auth_failures,
                          bool metrics_require_token, std::shared_ptr<OidcAuthenticator> oidc) {
   auto failures = std::make_shared<AuthFailures>(max_auth_failures);
-  return [&loop, &metrics, connections, failures, metrics_require_token, oidc](http::Request req, http::Respond respond) {
+  return [&loop, &metrics, connections, failures, metrics_require_token, oidc,
+          auth_document = AuthDocument(oidc.get())](http::Request req, http::Respond respond) {
     if (Healthz(loop, req, respond)) return;
     if (req.method == "GET") {
+      if (req.path == "/v1/auth") {
+        return respond(Json(200, auth_document));
+      }
       if (req.path == "/v1/openapi.json") {
         static const std::string document = OpenApiDocument(DocumentedRoutes());
         return respond(Json(200, document));

@@ -1,6 +1,7 @@
 // A real OpenID Provider for the tests: the oidc-provider package (certified OpenID Connect),
 // over HTTPS on loopback, with its development login form (any password) and accounts read from
-// a file the test rewrites (to take a user out of a group). Usage:
+// a file the test rewrites (to take a user out of a group); the device grant (RFC 8628) and
+// revocation (RFC 7009) on. Usage:
 //   node provider.mjs DIR   # DIR/tls.pem, tls.key, accounts.json; writes DIR/issuer; DIR/jwks.json
 //                           # (private keys, first signs) is made on the first start and kept
 import crypto from 'node:crypto';
@@ -23,7 +24,7 @@ server.listen(port, '127.0.0.1', () => {
   const provider = new Provider(issuer, {
     clients: [{
       client_id: 'gpupool', token_endpoint_auth_method: 'none', application_type: 'native',
-      grant_types: ['authorization_code', 'refresh_token'], response_types: ['code'],
+      grant_types: ['authorization_code', 'refresh_token', 'urn:ietf:params:oauth:grant-type:device_code'], response_types: ['code'],
       redirect_uris: ['http://127.0.0.1/callback'],
     }, {
       // Another application of the same provider: its tokens' aud is not gpupool's.
@@ -38,7 +39,7 @@ server.listen(port, '127.0.0.1', () => {
     claims: { openid: ['sub'], email: ['email'], groups: ['groups'] },
     scopes: ['openid', 'email', 'groups', 'offline_access'],
     conformIdTokenClaims: false,
-    features: { devInteractions: { enabled: true } },
+    features: { devInteractions: { enabled: true }, deviceFlow: { enabled: true }, revocation: { enabled: true } },
     jwks: JSON.parse(fs.readFileSync(jwksFile, 'utf8')),
     ttl: { IdToken: Number(process.env.ID_TOKEN_TTL || 300) },
     cookies: { keys: ['test-cookie-key'] },
