@@ -319,7 +319,10 @@ TEST_F(DaemonHttp, IsolationMatrix) {
     check("put /v1/burst/settings", who, "-", Expect(who, "alpha", 200, 403, 403, 403), "PUT", "/v1/burst/settings",
           kBurst);
   }
-  for (const char* route : {"get /healthz", "get /metrics", "get /v1/openapi.json"}) covered.insert(route);
+  for (const char* route : {"get /healthz", "get /metrics", "get /v1/openapi.json", "get /v1/auth"}) covered.insert(route);
+  // The sign-in document is public: a client reads it before it has any token.
+  EXPECT_EQ(Call(c, "GET", "/v1/auth", "").status, 200);
+  EXPECT_EQ(Call(c, "GET", "/v1/auth", tokens_["forged"]).status, 200);
   // Every route the served document names (it is generated from the router's table).
   const Json doc = Call(c, "GET", "/v1/openapi.json", "").body;
   ASSERT_TRUE(doc.contains("paths"));
