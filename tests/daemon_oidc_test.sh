@@ -41,8 +41,9 @@ auth:
         - {group: vision-admins, tenant: vision, role: tenant-admin}
         - {group: vision-all, tenant: vision, role: viewer}
         - {group: platform-team, role: cluster-admin}
+        - {group: observers, role: metrics-reader}
 YAML
-serve_oidc "$bin"
+serve_oidc "$bin" --metrics-require-token
 grep -q '"accepting OIDC tokens"' "$tmp/daemon.log" || fail "the start does not name the issuer"
 [ "$(grep -c '^/jwks$' "$idp/requests.log")" = 1 ] || fail "the key set was not loaded once at start"
 
@@ -88,6 +89,18 @@ echo "$admin_who" | grep -q "role:     cluster-admin (no tenant)" && echo "$admi
   fail "whoami of the bootstrap admin: $admin_who"
 expect "a cluster admin by mapping" 201 '"name":"extra"' "$root" POST /v1/tenants '{"name": "extra"}'
 echo "mappings: one tenant, the union of several with the widest role, viewer, cluster-admin"
+
+# /metrics behind a token takes OIDC callers too: cluster-admin and metrics-reader mappings
+# (alone, or besides a tenant), not a member's.
+obs=$(mint k1 '{"sub": "u-obs", "email": "obs@example.com", "groups": ["observers"]}')
+obs_member=$(mint k1 '{"sub": "u-om", "email": "om@example.com", "groups": ["ml-research", "observers"]}')
+expect "metrics as a metrics-reader by mapping" 200 "gpupool_" "$obs" GET /metrics
+expect "metrics as a member and metrics-reader" 200 "gpupool_" "$obs_member" GET /metrics
+expect "metrics as a cluster admin by mapping" 200 "gpupool_" "$root" GET /metrics
+expect "metrics as a member" 403 "needs a metrics-reader" "$ada" GET /metrics
+expect "metrics with an expired token" 401 "the token expired" "$(mint k1 "{\"sub\": \"u-obs\", \"email\": \"o@x\", \"groups\": [\"observers\"], \"exp\": $(( $(date +%s) - 120 ))}")" GET /metrics
+expect "a metrics-reader by mapping reads nothing else" 403 "may only read /metrics" "$obs" GET /v1/jobs
+echo "metrics: OIDC metrics-reader and cluster-admin mappings read it, a member does not"
 
 nobody=$(mint k1 '{"sub": "u-dan", "email": "dan@example.com", "groups": ["sales"]}')
 expect "a valid token with no mapping" 403 "no mapping of issuer $iss grants dan@example.com a role (groups: sales)" "$nobody" GET /v1/jobs

@@ -38,6 +38,10 @@ struct Principal {
   std::vector<Grant> more;
   std::string issuer, subject;  // an OIDC caller's `iss` and `sub`; empty for API tokens
   Time expires;                 // when the credential stops working; Time() (0): never
+  // Reads /metrics besides its role: an OIDC caller whose mappings give it metrics-reader as
+  // well as a tenant (the union of its mappings). Role::kMetricsReader and cluster admins read
+  // it anyway.
+  bool reads_metrics = false;
 
   bool admin() const { return role == Role::kClusterAdmin; }
   // The caller's role in tenant `t`, if it has one there (cluster admins: everywhere).

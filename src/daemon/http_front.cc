@@ -268,18 +268,32 @@ bool Healthz(const Loop& loop, const http::Request& req, const http::Respond& re
   respond(Json(200, body.dump()));
   return true;
 }
-}  // namespace
 
 // GET /metrics behind a token (serve --metrics-require-token): a cluster admin's or a
-// metrics-reader's, checked on the loop like any other.
+// metrics-reader's, an API token or an OIDC caller's (its JWT verified here, off the loop, as
+// for any route), checked on the loop like any other.
 void MetricsWithToken(Loop& loop, Metrics& metrics, const std::function<void()>& connections, AuthFailures& failures,
-                      const http::Request& req, const http::Respond& respond) {
+                      OidcAuthenticator* oidc, const http::Request& req, const http::Respond& respond) {
   if (RefusedAfterFailures(failures, req, respond)) return;
+  Result<std::optional<OidcIdentity>> oidc_caller = VerifiedOidc(oidc, req);
+  if (!oidc_caller.ok()) {
+    const bool down = oidc_caller.error().code == ErrorCode::kUnavailable;
+    if (!down) failures.Failed(req.remote, AuthFailures::Clock::now());
+    http::Response r = Json(down ? 503 : 401, ErrorBody(oidc_caller.error()));
+    if (down) r.headers.emplace_back("Retry-After", "5");
+    return respond(std::move(r));
+  }
   loop.Post(
-      [&metrics, connections, bearer = Bearer(req)](ControlPlane& core, Time now) {
-        const Principal* p = core.Authenticate(bearer, now);
+      [&metrics, connections, bearer = Bearer(req), id = std::move(oidc_caller).value()](ControlPlane& core, Time now) {
+        std::optional<Principal> oidc_principal;
+        if (id) {
+          Result<Principal> p = core.OidcPrincipal(*id);
+          if (!p.ok()) return Reply{403, ErrorBody(p.error())};
+          oidc_principal = std::move(p).value();
+        }
+        const Principal* p = oidc_principal ? &*oidc_principal : core.Authenticate(bearer, now);
         if (p == nullptr) return Reply{401, ErrorBody({ErrorCode::kUnauthenticated, "missing or invalid bearer token"})};
-        if (!p->admin() && p->role != Role::kMetricsReader) {
+        if (!p->admin() && p->role != Role::kMetricsReader && !p->reads_metrics) {
           return Reply{403, ErrorBody({ErrorCode::kPermissionDenied, "/metrics needs a metrics-reader or cluster-admin token"})};
         }
         if (connections) connections();
@@ -292,7 +306,6 @@ void MetricsWithToken(Loop& loop, Metrics& metrics, const std::function<void()>&
       /*read=*/true);
 }
 
-namespace {
 // GET /v1/auth: how to sign in, for `gpupool login` and the console, before they hold a token:
 // each trusted issuer with the public client and scopes to ask it for. Nothing secret.
 std::string AuthDocument(const OidcAuthenticator* oidc) {
@@ -321,7 +334,7 @@ http::Handler ApiHandler(Loop& loop, Metrics& metrics, std::function<void()> con
         return respond(Json(200, document));
       }
       if (req.path == "/metrics") {
-        if (metrics_require_token) return MetricsWithToken(loop, metrics, connections, *failures, req, respond);
+        if (metrics_require_token) return MetricsWithToken(loop, metrics, connections, *failures, oidc.get(), req, respond);
         if (connections) connections();
         return respond({200, metrics.Render(), "text/plain; version=0.0.4", {}, false});
       }

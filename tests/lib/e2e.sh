@@ -62,10 +62,11 @@ loopback_cert() {
   openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 -subj "/CN=test" \
     -addext "subjectAltName=IP:127.0.0.1" -keyout "$2" -out "$1" 2> /dev/null || fail "openssl req"
 }
-# serve_oidc BIN: the daemon on $tmp/config.yaml and $tmp/data, with no limit on failed
-# authentications (the OIDC tests send many bad tokens on purpose); sets url and started.
+# serve_oidc BIN [FLAG...]: the daemon on $tmp/config.yaml and $tmp/data, with no limit on failed
+# authentications (the OIDC tests send many bad tokens on purpose) and any further flags; sets
+# url and started.
 serve_oidc() {
-  "$1" serve --config "$tmp/config.yaml" --data-dir "$tmp/data" --listen 127.0.0.1:0 --max-auth-failures 0 \
+  "$1" serve --config "$tmp/config.yaml" --data-dir "$tmp/data" --listen 127.0.0.1:0 --max-auth-failures 0 "${@:2}" \
     > "$tmp/daemon.log" 2>&1 &
   pids+=($!)
   until_ok 20 test -s "$tmp/data/port" || fail "the daemon did not start"
