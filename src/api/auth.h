@@ -38,12 +38,13 @@ struct Principal {
   std::vector<Grant> more;
   std::string issuer, subject;  // an OIDC caller's `iss` and `sub`; empty for API tokens
   Time expires;                 // when the credential stops working; Time() (0): never
-  // Reads /metrics besides its role: an OIDC caller whose mappings give it metrics-reader as
-  // well as a tenant (the union of its mappings). Role::kMetricsReader and cluster admins read
-  // it anyway.
-  bool reads_metrics = false;
+  // An OIDC caller whose mappings give it metrics-reader as well as a tenant (the union of its
+  // mappings); see ReadsMetrics.
+  bool metrics_reader = false;
 
   bool admin() const { return role == Role::kClusterAdmin; }
+  // May read /metrics when it needs a token: cluster admins and metrics readers.
+  bool ReadsMetrics() const { return admin() || role == Role::kMetricsReader || metrics_reader; }
   // The caller's role in tenant `t`, if it has one there (cluster admins: everywhere).
   std::optional<Role> RoleIn(TenantId t) const {
     if (admin() || tenant == t) return role;

@@ -47,7 +47,7 @@ Result<Principal> ControlPlane::OidcPrincipal(const OidcIdentity& id) const {
                  "no mapping of issuer " + id.issuer + " grants " + id.username + " a role (groups: " +
                      (groups.empty() ? "none" : groups) + "); a cluster admin adds one under auth: oidc: mappings"};
   }
-  p.reads_metrics = metrics_reader;
+  p.metrics_reader = metrics_reader;
   p.tenant = grants[0].tenant;
   p.role = grants[0].role;
   p.more.assign(grants.begin() + 1, grants.end());

@@ -159,6 +159,31 @@ Result<std::optional<OidcIdentity>> VerifiedOidc(OidcAuthenticator* oidc, const 
   return std::optional<OidcIdentity>(std::move(id).value());
 }
 
+// Answers a bearer JWT that did not verify: 503 with Retry-After while the issuer's keys cannot
+// be fetched, else 401, counted against the source address. False when `caller` verified (or
+// was no JWT) and nothing was sent.
+bool RefusedJwt(const Result<std::optional<OidcIdentity>>& caller, AuthFailures& failures, const std::string& remote,
+                const http::Respond& respond) {
+  if (caller.ok()) return false;
+  const bool down = caller.error().code == ErrorCode::kUnavailable;
+  if (!down) failures.Failed(remote, AuthFailures::Clock::now());
+  http::Response r = Json(down ? 503 : 401, ErrorBody(caller.error()));
+  if (down) r.headers.emplace_back("Retry-After", "5");
+  respond(std::move(r));
+  return true;
+}
+
+// On the loop: the caller a request speaks for, from its verified JWT's mappings (into
+// `storage`) or its API token; a JWT whose mappings grant nothing is refused (403).
+Result<const Principal*> Caller(ControlPlane& core, const std::optional<OidcIdentity>& id, const std::string& bearer,
+                                Time now, std::optional<Principal>* storage) {
+  if (!id) return core.Authenticate(bearer, now);
+  Result<Principal> p = core.OidcPrincipal(*id);
+  if (!p.ok()) return p.error();
+  storage->emplace(std::move(p).value());
+  return &**storage;
+}
+
 void ToLoop(Loop& loop, Metrics& metrics, AuthFailures& failures, OidcAuthenticator* oidc, http::Request req,
             http::Respond respond) {
   if (RefusedAfterFailures(failures, req, respond)) return;
@@ -208,24 +233,19 @@ void ToLoop(Loop& loop, Metrics& metrics, AuthFailures& failures, OidcAuthentica
   const auto start = std::chrono::steady_clock::now();
   const std::string name = req.method + " " + route->pattern;
   Result<std::optional<OidcIdentity>> oidc_caller = VerifiedOidc(oidc, req);
-  if (!oidc_caller.ok()) {
-    const bool down = oidc_caller.error().code == ErrorCode::kUnavailable;
-    metrics.ObserveRequest(name, down ? 503 : 401, SecondsSince(start));
-    if (!down) failures.Failed(req.remote, AuthFailures::Clock::now());
-    http::Response r = Json(down ? 503 : 401, ErrorBody(oidc_caller.error()));
-    if (down) r.headers.emplace_back("Retry-After", "5");
-    return respond(std::move(r));
+  if (RefusedJwt(oidc_caller, failures, req.remote, [&](http::Response r) {
+        metrics.ObserveRequest(name, r.status, SecondsSince(start));
+        respond(std::move(r));
+      })) {
+    return;
   }
   auto shared = std::make_shared<const http::Request>(std::move(req));
   loop.Post(
       [route, shared, params = std::move(params), id = std::move(oidc_caller).value()](ControlPlane& core, Time now) {
-        std::optional<Principal> oidc_principal;
-        if (id) {
-          Result<Principal> p = core.OidcPrincipal(*id);
-          if (!p.ok()) return Reply{403, ErrorBody(p.error())};
-          oidc_principal = std::move(p).value();
-        }
-        const CallContext c{oidc_principal ? &*oidc_principal : core.Authenticate(Bearer(*shared), now), shared->remote, now};
+        std::optional<Principal> storage;
+        Result<const Principal*> caller = Caller(core, id, Bearer(*shared), now, &storage);
+        if (!caller.ok()) return Reply{403, ErrorBody(caller.error())};
+        const CallContext c{*caller, shared->remote, now};
         if (c.principal == nullptr) return Reply{401, ErrorBody({ErrorCode::kUnauthenticated, "missing or invalid bearer token"})};
         // A node agent's credential opens the agents' routes and nothing else.
         if (c.principal->role == Role::kMetricsReader) {
@@ -276,24 +296,15 @@ void MetricsWithToken(Loop& loop, Metrics& metrics, const std::function<void()>&
                       OidcAuthenticator* oidc, const http::Request& req, const http::Respond& respond) {
   if (RefusedAfterFailures(failures, req, respond)) return;
   Result<std::optional<OidcIdentity>> oidc_caller = VerifiedOidc(oidc, req);
-  if (!oidc_caller.ok()) {
-    const bool down = oidc_caller.error().code == ErrorCode::kUnavailable;
-    if (!down) failures.Failed(req.remote, AuthFailures::Clock::now());
-    http::Response r = Json(down ? 503 : 401, ErrorBody(oidc_caller.error()));
-    if (down) r.headers.emplace_back("Retry-After", "5");
-    return respond(std::move(r));
-  }
+  if (RefusedJwt(oidc_caller, failures, req.remote, respond)) return;
   loop.Post(
       [&metrics, connections, bearer = Bearer(req), id = std::move(oidc_caller).value()](ControlPlane& core, Time now) {
-        std::optional<Principal> oidc_principal;
-        if (id) {
-          Result<Principal> p = core.OidcPrincipal(*id);
-          if (!p.ok()) return Reply{403, ErrorBody(p.error())};
-          oidc_principal = std::move(p).value();
-        }
-        const Principal* p = oidc_principal ? &*oidc_principal : core.Authenticate(bearer, now);
+        std::optional<Principal> storage;
+        Result<const Principal*> caller = Caller(core, id, bearer, now, &storage);
+        if (!caller.ok()) return Reply{403, ErrorBody(caller.error())};
+        const Principal* p = *caller;
         if (p == nullptr) return Reply{401, ErrorBody({ErrorCode::kUnauthenticated, "missing or invalid bearer token"})};
-        if (!p->admin() && p->role != Role::kMetricsReader && !p->reads_metrics) {
+        if (!p->ReadsMetrics()) {
           return Reply{403, ErrorBody({ErrorCode::kPermissionDenied, "/metrics needs a metrics-reader or cluster-admin token"})};
         }
         if (connections) connections();
