@@ -6,22 +6,26 @@
 #include <cstdlib>
 
 #include "api/decode.h"
+#include "core/node_budget.h"
 
 namespace gpupool {
 namespace {
 
 using Json = nlohmann::json;
 
-Json ToJson(const YAML::Node& n) {
+struct OverBudget {};
+
+Json ToJson(const YAML::Node& n, NodeBudget& budget) {
+  if (!budget.Take()) throw OverBudget{};
   switch (n.Type()) {
     case YAML::NodeType::Map: {
       Json out = Json::object();
-      for (const auto& kv : n) out[kv.first.as<std::string>()] = ToJson(kv.second);
+      for (const auto& kv : n) out[kv.first.as<std::string>()] = ToJson(kv.second, budget);
       return out;
     }
     case YAML::NodeType::Sequence: {
       Json out = Json::array();
-      for (const auto& item : n) out.push_back(ToJson(item));
+      for (const auto& item : n) out.push_back(ToJson(item, budget));
       return out;
     }
     case YAML::NodeType::Scalar: {
@@ -48,10 +52,14 @@ Json ToJson(const YAML::Node& n) {
 Result<Json> YamlToJson(std::string_view text) {
   if (!ValidUtf8(text)) return InvalidArgument("the configuration is not valid UTF-8");
   Json root;
+  NodeBudget budget(text.size());
   try {
-    root = ToJson(YAML::Load(std::string(text)));
+    root = ToJson(YAML::Load(std::string(text)), budget);
   } catch (const YAML::Exception& e) {
     return InvalidArgument(std::string("not valid YAML: ") + e.what());
+  } catch (const OverBudget&) {
+    return InvalidArgument("the configuration expands to more than " + std::to_string(budget.limit()) +
+                           " YAML nodes (aliases of aliases?)");
   }
   if (root.is_null()) root = Json::object();
   return root;

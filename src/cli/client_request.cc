@@ -7,6 +7,7 @@
 #include <cstdlib>
 
 #include "cli/selector.h"
+#include "core/node_budget.h"
 
 namespace gpupool::cli {
 namespace {
@@ -37,19 +38,23 @@ Json ScalarToJson(const YAML::Node& n, bool as_string) {
   return s;
 }
 
-Json YamlToJson(const YAML::Node& n, const std::string& path, const std::set<std::string>& strings) {
+struct OverBudget {};
+
+Json YamlToJson(const YAML::Node& n, const std::string& path, const std::set<std::string>& strings,
+                NodeBudget& budget) {
+  if (!budget.Take()) throw OverBudget{};
   switch (n.Type()) {
     case YAML::NodeType::Map: {
       Json out = Json::object();
       for (const auto& kv : n) {
         const std::string key = kv.first.as<std::string>();
-        out[key] = YamlToJson(kv.second, path.empty() ? key : path + "." + key, strings);
+        out[key] = YamlToJson(kv.second, path.empty() ? key : path + "." + key, strings, budget);
       }
       return out;
     }
     case YAML::NodeType::Sequence: {
       Json out = Json::array();
-      for (const auto& item : n) out.push_back(YamlToJson(item, path + "[]", strings));
+      for (const auto& item : n) out.push_back(YamlToJson(item, path + "[]", strings, budget));
       return out;
     }
     case YAML::NodeType::Scalar: return ScalarToJson(n, strings.count(path) > 0);
@@ -204,10 +209,14 @@ Result<Json> JobRequestFromArgs(const Args& args, const std::vector<std::string>
 
 Result<Json> ObjectFromYaml(const std::string& yaml_text, const std::set<std::string>& string_fields) {
   Json j;
+  NodeBudget budget(yaml_text.size());
   try {
-    j = YamlToJson(YAML::Load(yaml_text), "", string_fields);
+    j = YamlToJson(YAML::Load(yaml_text), "", string_fields, budget);
   } catch (const YAML::Exception& e) {
     return InvalidArgument(std::string("not valid YAML: ") + e.what());
+  } catch (const OverBudget&) {
+    return InvalidArgument("the file expands to more than " + std::to_string(budget.limit()) +
+                           " YAML nodes (aliases of aliases?)");
   }
   if (!j.is_object()) return InvalidArgument("the file must be a mapping of the fields");
   return j;

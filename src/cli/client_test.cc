@@ -137,6 +137,20 @@ command: [sleep, 60, "true"]
   EXPECT_FALSE(JobRequestFromYaml("duration_estimate_s: soon").ok());
 }
 
+// A job file of aliases of aliases (10^8 names in 390 bytes) is refused, not expanded.
+TEST(JobRequestFromYaml, RefusesAliasExpansion) {
+  std::string text = "a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n";
+  for (int i = 1; i < 8; ++i) {
+    text += "a" + std::to_string(i) + ": &a" + std::to_string(i) + " [";
+    for (int k = 0; k < 10; ++k) text += (k ? ", *a" : "*a") + std::to_string(i - 1);
+    text += "]\n";
+  }
+  Result<Json> body = JobRequestFromYaml(text);
+  ASSERT_FALSE(body.ok());
+  EXPECT_NE(body.error().message.find("expands to more than"), std::string::npos) << body.error().message;
+  EXPECT_TRUE(JobRequestFromYaml("resources: &r {gpus: 1}\nname: *r").ok()) << "one alias is fine";
+}
+
 TEST(ParseServerUrl, SchemesPortsAndPrefixes) {
   Result<ServerUrl> u = ParseServerUrl("http://127.0.0.1:8080");
   ASSERT_TRUE(u.ok());
