@@ -15,32 +15,8 @@ command -v openssl > /dev/null || { echo "skipped: no openssl"; exit 77; }
 command -v node > /dev/null || { echo "skipped: no node"; exit 77; }
 [ -d "$here/oidc/node_modules/oidc-provider" ] || { echo "skipped: no oidc-provider (npm ci in tests/oidc)"; exit 77; }
 . "$here/lib/e2e.sh"
-op="$tmp/op"
-mkdir -p "$op"
-loopback_cert "$op/tls.pem" "$op/tls.key"
-echo '{"ada": {"email": "ada@example.com", "groups": ["ml-research"]}, "bob": {"email": "bob@example.com", "groups": []}}' \
-  > "$op/accounts.json"
-node "$here/oidc/provider.mjs" "$op" > "$tmp/op.log" 2>&1 &
-pids+=($!)
-until_ok 20 test -s "$op/issuer" || fail "the provider did not start: $(tail -5 "$tmp/op.log")"
-iss=$(cat "$op/issuer")
-
-cat > "$tmp/config.yaml" <<YAML
-tenants:
-  - {name: research, quotas: {h100-80gb: {guaranteed: 8}}}
-nodes:
-  - {name: n, count: 1, flavor: h100-80gb, gpus: 8}
-auth:
-  oidc:
-    - issuer: $iss
-      audience: gpupool
-      client_id: gpupool
-      scopes: [openid, email, groups, offline_access]
-      username_claim: email
-      ca_file: $op/tls.pem
-      mappings:
-        - {group: ml-research, tenant: research, role: member}
-YAML
+start_op '{"ada": {"email": "ada@example.com", "groups": ["ml-research"]}, "bob": {"email": "bob@example.com", "groups": []}}'
+op_config "$tmp/config.yaml"
 serve_oidc "$bin"
 export HOME="$tmp/home" GPUPOOL_URL="$url" NODE_EXTRA_CA_CERTS="$op/tls.pem" BROWSE_LOG="$tmp/browse.log"
 export BROWSER="node $here/oidc/browse.mjs"

@@ -14,36 +14,11 @@ command -v openssl > /dev/null || { echo "skipped: no openssl"; exit 77; }
 command -v node > /dev/null || { echo "skipped: no node"; exit 77; }
 [ -d "$here/oidc/node_modules/oidc-provider" ] || { echo "skipped: no oidc-provider (npm ci in tests/oidc)"; exit 77; }
 . "$here/lib/e2e.sh"
-op="$tmp/op"
-mkdir -p "$op"
-loopback_cert "$op/tls.pem" "$op/tls.key"
-echo '{"ada": {"email": "ada@example.com", "groups": ["ml-research"]}}' > "$op/accounts.json"
-start_provider() {  # start_provider [PORT]
-  rm -f "$op/issuer"
-  node "$here/oidc/provider.mjs" "$op" "${1:-0}" >> "$tmp/op.log" 2>&1 &
-  provider=$!
-  pids+=($!)
-  until_ok 20 test -s "$op/issuer" || fail "the provider did not start: $(tail -5 "$tmp/op.log")"
-}
-start_provider
-iss=$(cat "$op/issuer")
+start_op '{"ada": {"email": "ada@example.com", "groups": ["ml-research"]}}'
 login() { NODE_EXTRA_CA_CERTS="$op/tls.pem" node "$here/oidc/login.mjs" "$iss" "$@"; }
 id_token() { python3 -c 'import json,sys; print(json.load(sys.stdin)[sys.argv[1]])' "${1:-id_token}"; }
 
-cat > "$tmp/config.yaml" <<YAML
-tenants:
-  - {name: research, quotas: {h100-80gb: {guaranteed: 8}}}
-nodes:
-  - {name: n, count: 1, flavor: h100-80gb, gpus: 8}
-auth:
-  oidc:
-    - issuer: $iss
-      audience: gpupool
-      username_claim: email
-      ca_file: $op/tls.pem
-      mappings:
-        - {group: ml-research, tenant: research, role: member}
-YAML
+op_config "$tmp/config.yaml"
 serve_oidc "$bin"
 status() { curl -s -o "$tmp/body" -w '%{http_code}' -H "Authorization: Bearer $1" "$url$2"; }
 
@@ -82,8 +57,9 @@ const f = process.argv[1], set = JSON.parse(fs.readFileSync(f, "utf8"));
 const { privateKey } = crypto.generateKeyPairSync("rsa", { modulusLength: 2048 });
 set.keys.unshift({ ...privateKey.export({ format: "jwk" }), kid: "r2", alg: "RS256", use: "sig" });
 fs.writeFileSync(f, JSON.stringify(set));' "$op/jwks.json" || fail "no new key"
-start_provider "${iss##*:}"
-[ "$(cat "$op/issuer")" = "$iss" ] || fail "the provider came back on another port"
+before=$iss
+start_op "" "${iss##*:}"
+[ "$iss" = "$before" ] || fail "the provider came back on another port"
 sleep $(( 11 - ($(date +%s) - started) > 0 ? 11 - ($(date +%s) - started) : 0 ))
 t4=$(login ada | id_token) || fail "the login after the rotation failed"
 python3 -c 'import base64,json,sys; h=sys.argv[1].split(".")[0]; print(json.loads(base64.urlsafe_b64decode(h+"="*(-len(h)%4)))["kid"])' "$t4" |

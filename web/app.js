@@ -1,13 +1,16 @@
 // The gpupool console: one page, no build step, no third-party code. It talks only to the
-// daemon's public API (/v1/...) with the token the user signs in with, which lives in
-// sessionStorage (gone when the tab closes). Every string from the API reaches the page as a
-// text node, never as HTML.
+// daemon's public API (/v1/...) as the user who signed in: with an API token, which lives in
+// sessionStorage (gone when the tab closes), or through the company's identity provider, after
+// which the daemon holds the tokens and the browser an HttpOnly session cookie this script
+// never sees; its writes then carry the session's CSRF token (kept in memory only). Every
+// string from the API reaches the page as a text node, never as HTML.
 
 const POLL_MS = 2000;
 const TOKEN_KEY = 'gpupool.token';
 
 const S = {
   token: sessionStorage.getItem(TOKEN_KEY) || '',
+  csrf: '',          // a single sign-on session's CSRF token (GET /v1/auth/session); '' with a token
   me: null,          // {name, role, tenant}
   view: null,        // the view on screen: {name, refresh, every, busy}
   timer: null,
@@ -117,12 +120,15 @@ function newKey() {
 async function api(method, path, body, headers) {
   const session = S.session;
   const stale = () => new ApiError(-1, 'stale');  // the session ended while this was out
-  if (!S.token) throw stale();
+  if (!S.token && !S.csrf) throw stale();
+  // A token goes as the bearer; a session's cookie goes by itself (same origin), and its writes
+  // prove they come from this page with the CSRF token.
+  const credential = S.token ? { Authorization: `Bearer ${S.token}` } : method === 'GET' ? {} : { 'X-CSRF-Token': S.csrf };
   let r;
   try {
     r = await fetch(path, {
       method,
-      headers: { Authorization: `Bearer ${S.token}`, ...(body ? { 'Content-Type': 'application/json' } : {}), ...headers },
+      headers: { ...credential, ...(body ? { 'Content-Type': 'application/json' } : {}), ...headers },
       body: body ? JSON.stringify(body) : undefined,
       cache: 'no-store',
     });
@@ -307,6 +313,25 @@ function renderSignIn(message) {
   });
   replace($('#main'), form);
   input.focus();
+  void offerSingleSignOn(form);
+}
+
+// The issuers the daemon signs browsers in with (GET /v1/auth), as links above the token form.
+async function offerSingleSignOn(form) {
+  let doc;
+  try {
+    doc = await (await fetch('/v1/auth', { cache: 'no-store' })).json();
+  } catch (e) {
+    return;
+  }
+  if (!doc.console_login) return;
+  const links = (doc.oidc || []).filter((i) => i.client_id).map((i) => h('a', {
+    class: 'button primary sso',
+    href: `/v1/auth/login?${qs({ issuer: i.issuer, return: '/' })}`,
+  }, `Sign in with ${new URL(i.issuer).host}`));
+  if (!links.length || !form.isConnected) return;
+  form.querySelector('h1').after(h('div', { class: 'sso-list' }, ...links),
+    h('p', {}, 'Or, for automation and break-glass access:'));
 }
 
 async function signIn() {
@@ -314,7 +339,7 @@ async function signIn() {
   const [summary, tenants] = await Promise.all([get('/v1/summary'), get('/v1/tenants')]);
   S.me = summary.me;
   assignColours(tenants.items.map((t) => t.name));
-  sessionStorage.setItem(TOKEN_KEY, S.token);
+  if (S.token) sessionStorage.setItem(TOKEN_KEY, S.token);
   renderChrome();
   const wanted = location.hash.replace(/^#\//, '');
   if (!views().some(([n]) => n === wanted)) location.hash = `#/${views()[0][0]}`;
@@ -323,6 +348,9 @@ async function signIn() {
 
 function signOut(message) {
   S.session += 1;
+  // A single sign-on session ends at the daemon too (its cookie is cleared by the answer).
+  if (S.csrf) void fetch('/v1/auth/logout', { method: 'POST', headers: { 'X-CSRF-Token': S.csrf } }).catch(() => {});
+  S.csrf = '';
   S.token = '';
   S.me = null;
   document.title = 'gpupool';
@@ -1220,7 +1248,17 @@ document.addEventListener('DOMContentLoaded', async () => {
     await new Promise((done) => setTimeout(done, 1000));
   }
   showError('');
-  if (!S.token) { renderSignIn(); return; }
+  // Back from the identity provider with a refusal: say why (the daemon put it in the fragment).
+  const failed = location.hash.match(/^#login-error=(.*)$/);
+  const loginError = failed ? `Single sign-on failed: ${decodeURIComponent(failed[1])}` : '';
+  if (failed) history.replaceState(null, '', location.pathname);
+  if (!S.token) {
+    try {
+      const r = await fetch('/v1/auth/session', { cache: 'no-store' });
+      if (r.ok) S.csrf = (await r.json()).csrf_token;
+    } catch (e) { /* no daemon: the sign-in page says so on submit */ }
+  }
+  if (!S.token && !S.csrf) { renderSignIn(loginError); return; }
   try {
     await signIn();
   } catch (e) {

@@ -355,6 +355,33 @@ Result<Tokens> DeviceLogin(const LoginClient& c, const Prompt& prompt, int timeo
   }
 }
 
+std::string AuthorizationUrl(const LoginClient& c, const std::string& redirect_uri, const std::string& state,
+                             const std::string& nonce, const std::string& verifier) {
+  Fields query = {{"response_type", "code"},
+                  {"client_id", c.client_id},
+                  {"redirect_uri", redirect_uri},
+                  {"scope", Joined(c.scopes)},
+                  {"state", state},
+                  {"nonce", nonce},
+                  {"code_challenge", PkceChallenge(verifier)},
+                  {"code_challenge_method", "S256"}};
+  // OpenID Connect Core 11: offline_access (a refresh token) is granted only with prompt=consent.
+  if (std::find(c.scopes.begin(), c.scopes.end(), "offline_access") != c.scopes.end()) query.emplace_back("prompt", "consent");
+  const std::string& auth = c.endpoints.authorization_endpoint;
+  return auth + (auth.find('?') == std::string::npos ? "?" : "&") + FormEncode(query);
+}
+
+Result<Tokens> ExchangeCode(const LoginClient& c, const std::string& code, const std::string& redirect_uri,
+                            const std::string& verifier, const std::string& nonce) {
+  Result<Json> got = PostForm(c.endpoints.token_endpoint, c.endpoints.ca_file,
+                              {{"grant_type", "authorization_code"},
+                               {"code", code},
+                               {"redirect_uri", redirect_uri},
+                               {"client_id", c.client_id},
+                               {"code_verifier", verifier}});
+  return got.ok() ? TokensFromReply(*got, nonce) : Result<Tokens>(got.error());
+}
+
 Result<Tokens> BrowserLogin(const LoginClient& c, const Prompt& prompt, int timeout_s) {
   if (c.endpoints.authorization_endpoint.empty()) {
     return InvalidArgument(c.endpoints.issuer + " names no authorization_endpoint");
@@ -370,18 +397,7 @@ Result<Tokens> BrowserLogin(const LoginClient& c, const Prompt& prompt, int time
   }
   const std::string redirect = "http://127.0.0.1:" + std::to_string(ntohs(addr.sin_port)) + "/callback";
   const std::string verifier = RandomToken(32), state = RandomToken(16), nonce = RandomToken(16);
-  const std::string& auth = c.endpoints.authorization_endpoint;
-  Fields query = {{"response_type", "code"},
-                                      {"client_id", c.client_id},
-                                      {"redirect_uri", redirect},
-                                      {"scope", Joined(c.scopes)},
-                                      {"state", state},
-                                      {"nonce", nonce},
-                                      {"code_challenge", PkceChallenge(verifier)},
-                                      {"code_challenge_method", "S256"}};
-  // OpenID Connect Core 11: offline_access (a refresh token) is granted only with prompt=consent.
-  if (std::find(c.scopes.begin(), c.scopes.end(), "offline_access") != c.scopes.end()) query.emplace_back("prompt", "consent");
-  const std::string url = auth + (auth.find('?') == std::string::npos ? "?" : "&") + FormEncode(query);
+  const std::string url = AuthorizationUrl(c, redirect, state, nonce, verifier);
   prompt(url, "");
   OpenBrowser(url);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
@@ -420,13 +436,7 @@ Result<Tokens> BrowserLogin(const LoginClient& c, const Prompt& prompt, int time
       Answer(conn.fd, 400, "The redirect carries no code.");
       return InvalidArgument("the provider's redirect carries no code");
     }
-    Result<Json> got = PostForm(c.endpoints.token_endpoint, c.endpoints.ca_file,
-                                {{"grant_type", "authorization_code"},
-                                 {"code", params["code"]},
-                                 {"redirect_uri", redirect},
-                                 {"client_id", c.client_id},
-                                 {"code_verifier", verifier}});
-    Result<Tokens> tokens = got.ok() ? TokensFromReply(*got, nonce) : Result<Tokens>(got.error());
+    Result<Tokens> tokens = ExchangeCode(c, params["code"], redirect, verifier, nonce);
     Answer(conn.fd, tokens.ok() ? 200 : 400,
            tokens.ok() ? "Signed in to gpupool. You may close this page." : "The sign-in failed; see the terminal.");
     return tokens;

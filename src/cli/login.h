@@ -62,6 +62,14 @@ Result<Tokens> DeviceLogin(const LoginClient& client, const Prompt& prompt, int 
 // same state; requests to other paths or with another state are answered 400 and ignored.
 Result<Tokens> BrowserLogin(const LoginClient& client, const Prompt& prompt, int timeout_s);
 
+// The two halves of BrowserLogin, also the daemon's for the console (serve_cmd.cc): the URL
+// that sends a browser to the provider (PKCE S256, prompt=consent when offline_access is
+// asked), and the code for tokens at the token endpoint (the ID token's nonce checked).
+std::string AuthorizationUrl(const LoginClient& client, const std::string& redirect_uri, const std::string& state,
+                             const std::string& nonce, const std::string& verifier);
+Result<Tokens> ExchangeCode(const LoginClient& client, const std::string& code, const std::string& redirect_uri,
+                            const std::string& verifier, const std::string& nonce);
+
 // A new ID token for `refresh_token`. The reply's refresh token replaces the old one when the
 // provider rotates them (most do for public clients).
 Result<Tokens> Refresh(const LoginClient& client, const std::string& refresh_token);

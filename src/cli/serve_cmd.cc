@@ -1,10 +1,15 @@
 // `gpupool serve`: flags to ServeOptions; the daemon itself is daemon/server.cc.
+#include <chrono>
 #include <iostream>
+#include <map>
+#include <memory>
+#include <mutex>
 
 #include "cli/args.h"
 #include "cli/client.h"
 #include "cli/commands.h"
 #include "cli/http.h"
+#include "cli/login.h"
 #include "daemon/server.h"
 
 namespace gpupool::cli {
@@ -35,6 +40,54 @@ Result<std::string> FetchOverHttps(const std::string& url, const std::string& ca
   if (!r.ok()) return r.error();
   if (r->status != 200) return Error{ErrorCode::kUnavailable, "HTTP " + std::to_string(r->status) + " from " + url};
   return r->body;
+}
+
+// The console's sign-in through the same OpenID Connect client as `gpupool login`: the issuer's
+// endpoints by discovery (kept an hour, so that anonymous sign-in pages do not each cost the
+// provider a fetch), the authorization URL, and the code and refresh grants.
+OidcCodeFlow ConsoleFlow() {
+  struct Endpoints {
+    std::mutex mu;
+    std::map<std::string, std::pair<OidcEndpoints, std::chrono::steady_clock::time_point>> by_issuer;
+  };
+  auto cache = std::make_shared<Endpoints>();
+  auto client = [cache](const OidcIssuer& i) -> Result<LoginClient> {
+    const auto now = std::chrono::steady_clock::now();
+    {
+      std::lock_guard<std::mutex> lock(cache->mu);
+      const auto it = cache->by_issuer.find(i.issuer);
+      if (it != cache->by_issuer.end() && now - it->second.second < std::chrono::hours(1)) {
+        return LoginClient{it->second.first, i.client_id, i.scopes};
+      }
+    }
+    Result<OidcEndpoints> e = Discover(i.issuer, i.ca_file);
+    if (!e.ok()) return e.error();
+    std::lock_guard<std::mutex> lock(cache->mu);
+    cache->by_issuer[i.issuer] = {*e, now};
+    return LoginClient{*e, i.client_id, i.scopes};
+  };
+  OidcCodeFlow flow;
+  flow.authorize_url = [client](const OidcIssuer& i, const CodeRequest& r) -> Result<std::string> {
+    Result<LoginClient> c = client(i);
+    if (!c.ok()) return c.error();
+    if (c->endpoints.authorization_endpoint.empty()) return InvalidArgument(i.issuer + " names no authorization_endpoint");
+    return AuthorizationUrl(*c, r.redirect_uri, r.state, r.nonce, r.code_verifier);
+  };
+  flow.exchange = [client](const OidcIssuer& i, const CodeRequest& r, const std::string& code) -> Result<CodeTokens> {
+    Result<LoginClient> c = client(i);
+    if (!c.ok()) return c.error();
+    Result<Tokens> t = ExchangeCode(*c, code, r.redirect_uri, r.code_verifier, r.nonce);
+    if (!t.ok()) return t.error();
+    return CodeTokens{t->id_token, t->refresh_token};
+  };
+  flow.refresh = [client](const OidcIssuer& i, const std::string& refresh_token) -> Result<CodeTokens> {
+    Result<LoginClient> c = client(i);
+    if (!c.ok()) return c.error();
+    Result<Tokens> t = Refresh(*c, refresh_token);
+    if (!t.ok()) return t.error();
+    return CodeTokens{t->id_token, t->refresh_token};
+  };
+  return flow;
 }
 
 }  // namespace
@@ -70,6 +123,7 @@ int Serve(const std::vector<std::string>& argv) {
   o.insecure_listen = args->Has("insecure-listen");
   o.metrics_require_token = args->Has("metrics-require-token");
   o.oidc_fetch = FetchOverHttps;
+  o.console_flow = ConsoleFlow();
   Result<int64_t> token_days = args->Int("max-token-days", o.max_token_days, 1, 36500);
   if (!token_days.ok()) return UsageError(token_days.error().message);
   o.max_token_days = *token_days;

@@ -228,7 +228,19 @@ std::vector<DocumentedRoute> DocumentedRoutes() {
       {"GET", "/v1/openapi.json", "anyone", {.summary = "this document", .who = "anyone", .open = true}},
       {"GET", "/v1/auth", "anyone",
        {.summary = "how to sign in: the trusted OIDC issuers, each with its public client_id and scopes",
-        .who = "anyone", .open = true}}};
+        .who = "anyone", .open = true}},
+      // The console's single sign-on (console_auth.h), where an issuer has a client_id.
+      {"GET", "/v1/auth/login", "anyone",
+       {.summary = "console sign-in: 302 to the issuer (?issuer=URL&return=/path) with PKCE; sets the login cookie",
+        .who = "anyone", .open = true}},
+      {"GET", "/v1/auth/callback", "anyone",
+       {.summary = "the issuer's redirect: the code for tokens, the session cookie set, 302 to the console",
+        .who = "anyone", .open = true}},
+      {"GET", "/v1/auth/session", "anyone",
+       {.summary = "the console session of the cookie: csrf_token, issuer, username, expires; 401 without one",
+        .who = "anyone", .open = true}},
+      {"POST", "/v1/auth/logout", "anyone",
+       {.summary = "ends the console session (X-CSRF-Token) and clears its cookie", .who = "anyone", .open = true}}};
   for (const Route& r : HttpRoutes()) out.push_back({r.method, r.pattern, RoleName(r.access), r.doc});
   return out;
 }

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "api/openapi.h"
+#include "daemon/console_auth.h"
 #include "daemon/control_plane.h"
 #include "daemon/loop.h"
 #include "daemon/metrics.h"
@@ -61,8 +62,11 @@ std::vector<DocumentedRoute> DocumentedRoutes();
 // `metrics_require_token`: /metrics answers only a cluster admin's or a metrics-reader's token.
 // `oidc`, if set, verifies bearer tokens that are JWTs (on the listener's thread, so that a
 // key fetch never stalls the loop); their callers get the principal of their mappings.
+// `console`, if set, serves the console's sign-in routes (/v1/auth/login, callback, session,
+// logout) and lets a signed-in browser's session cookie stand for its bearer (console_auth.h).
 http::Handler ApiHandler(Loop& loop, Metrics& metrics, std::function<void()> connections, int max_auth_failures = 20,
-                         bool metrics_require_token = false, std::shared_ptr<OidcAuthenticator> oidc = nullptr);
+                         bool metrics_require_token = false, std::shared_ptr<OidcAuthenticator> oidc = nullptr,
+                         std::shared_ptr<ConsoleAuth> console = nullptr);
 http::Handler AgentHandler(Loop& loop, Metrics& metrics, int max_auth_failures = 20);
 
 }  // namespace gpupool

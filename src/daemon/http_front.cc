@@ -319,23 +319,33 @@ void MetricsWithToken(Loop& loop, Metrics& metrics, const std::function<void()>&
 
 // GET /v1/auth: how to sign in, for `gpupool login` and the console, before they hold a token:
 // each trusted issuer with the public client and scopes to ask it for. Nothing secret.
-std::string AuthDocument(const OidcAuthenticator* oidc) {
+std::string AuthDocument(const OidcAuthenticator* oidc, bool console_login) {
   nlohmann::json issuers = nlohmann::json::array();
   if (oidc != nullptr) {
     for (const OidcIssuer& i : oidc->issuers()) {
       issuers.push_back({{"issuer", i.issuer}, {"audience", i.audience}, {"client_id", i.client_id}, {"scopes", i.scopes}});
     }
   }
-  return nlohmann::json{{"oidc", issuers}, {"api_tokens", true}}.dump();
+  return nlohmann::json{{"oidc", issuers}, {"api_tokens", true}, {"console_login", console_login}}.dump();
 }
 }  // namespace
 
 http::Handler ApiHandler(Loop& loop, Metrics& metrics, std::function<void()> connections, int max_auth_failures,
-                         bool metrics_require_token, std::shared_ptr<OidcAuthenticator> oidc) {
+                         bool metrics_require_token, std::shared_ptr<OidcAuthenticator> oidc,
+                         std::shared_ptr<ConsoleAuth> console) {
   auto failures = std::make_shared<AuthFailures>(max_auth_failures);
-  return [&loop, &metrics, connections, failures, metrics_require_token, oidc,
-          auth_document = AuthDocument(oidc.get())](http::Request req, http::Respond respond) {
+  return [&loop, &metrics, connections, failures, metrics_require_token, oidc, console,
+          auth_document = AuthDocument(oidc.get(), console != nullptr)](http::Request req, http::Respond respond) {
     if (Healthz(loop, req, respond)) return;
+    if (console) {
+      // Sign-in routes and session cookies: behind the same limit on failed authentication.
+      if (RefusedAfterFailures(*failures, req, respond)) return;
+      if (console->Route(req, respond)) return;
+      if (std::optional<http::Response> refused = console->AttachSession(req)) {
+        if (refused->status == 401) failures->Failed(req.remote, AuthFailures::Clock::now());
+        return respond(std::move(*refused));
+      }
+    }
     if (req.method == "GET") {
       if (req.path == "/v1/auth") {
         return respond(Json(200, auth_document));

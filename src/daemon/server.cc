@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cerrno>
@@ -271,13 +272,18 @@ Result<std::unique_ptr<http::Server>> StartFrontEnd(const ServeOptions& o, const
     for (const OidcIssuer& i : config.oidc) Log("info", "accepting OIDC tokens", {{"issuer", i.issuer}, {"audience", i.audience}});
     for (const std::string& e : oidc->LoadAll()) Log("warn", "an OIDC issuer's keys could not be loaded; retried on its next token", {{"error", e}});
   }
+  std::shared_ptr<ConsoleAuth> console;
+  const bool has_client = std::any_of(config.oidc.begin(), config.oidc.end(), [](const OidcIssuer& i) { return !i.client_id.empty(); });
+  if (oidc && has_client && o.console_flow.authorize_url) {
+    console = std::make_shared<ConsoleAuth>(oidc, o.console_flow, tls != nullptr, o.advertise_url);
+  }
   listeners[0].handler = ApiHandler(loop, metrics, [&server, &metrics, n = listeners.size()] {
     if (server == nullptr) return;
     for (size_t i = 0; i < n; ++i) {
       const http::ListenerStats s = server->stats(i);
       metrics.SetConnections(i == 0 ? "api" : "agents", {s.open, s.accepted, s.refused, s.timed_out, s.rejected});
     }
-  }, o.max_auth_failures, o.metrics_require_token || config.metrics_require_token, oidc);
+  }, o.max_auth_failures, o.metrics_require_token || config.metrics_require_token, oidc, console);
   if (listeners.size() > 1) listeners[1].handler = AgentHandler(loop, metrics, o.max_auth_failures);
   Result<std::unique_ptr<http::Server>> started = http::Server::Start(std::move(listeners));
   if (!started.ok()) return started.error();

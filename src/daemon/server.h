@@ -5,8 +5,9 @@
 
 #include <string>
 
-#include "core/result.h"
+#include "auth/browser_sessions.h"
 #include "auth/oidc.h"
+#include "core/result.h"
 #include "daemon/snapshots.h"
 #include "http/server.h"
 
@@ -36,6 +37,9 @@ struct ServeOptions {
   // How OIDC discovery and key sets are fetched over HTTPS (the configuration's auth: oidc:);
   // serve_cmd.cc gives the CLI's HTTP client. Unset: only issuers with a jwks_file work.
   OidcAuthenticator::Fetch oidc_fetch;
+  // How the console's sign-in talks to the provider (the authorization URL, the code and
+  // refresh grants); serve_cmd.cc gives the CLI's. Unset: the console takes API tokens only.
+  OidcCodeFlow console_flow;
   bool demo = false;              // embedded demo cluster, tenant tokens, simulated executor
   bool demo_traffic = true;       // with demo: submit a demo job every few seconds
   // Admitted jobs start at once and end after their estimate (implied by demo). Without it,

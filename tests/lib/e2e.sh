@@ -73,3 +73,40 @@ serve_oidc() {
   started=$(date +%s)
   url="http://127.0.0.1:$(cat "$tmp/data/port")"
 }
+# start_op [ACCOUNTS_JSON] [PORT]: the test OpenID Provider (tests/oidc/provider.mjs, the
+# oidc-provider package) over HTTPS on loopback, in $op (its certificate made on the first call),
+# with these accounts (kept from the last call when not given); sets op, iss and provider.
+start_op() {
+  op="$tmp/op"
+  if [ ! -e "$op/tls.pem" ]; then
+    mkdir -p "$op"
+    loopback_cert "$op/tls.pem" "$op/tls.key"
+  fi
+  [ -n "${1:-}" ] && echo "$1" > "$op/accounts.json"
+  rm -f "$op/issuer"
+  node "$(dirname "${BASH_SOURCE[0]}")/../oidc/provider.mjs" "$op" "${2:-0}" >> "$tmp/op.log" 2>&1 &
+  provider=$!
+  pids+=($!)
+  until_ok 20 test -s "$op/issuer" || fail "the provider did not start: $(tail -5 "$tmp/op.log")"
+  iss=$(cat "$op/issuer")
+}
+# op_config FILE: tenant research on one node of 8 H100s, trusting $iss for audience and client
+# gpupool (email as the username), its group ml-research mapped to research/member.
+op_config() {
+  cat > "$1" <<YAML
+tenants:
+  - {name: research, quotas: {h100-80gb: {guaranteed: 8}}}
+nodes:
+  - {name: n, count: 1, flavor: h100-80gb, gpus: 8}
+auth:
+  oidc:
+    - issuer: $iss
+      audience: gpupool
+      client_id: gpupool
+      scopes: [openid, email, groups, offline_access]
+      username_claim: email
+      ca_file: $op/tls.pem
+      mappings:
+        - {group: ml-research, tenant: research, role: member}
+YAML
+}

@@ -25,7 +25,9 @@ server.listen(port, '127.0.0.1', () => {
     clients: [{
       client_id: 'gpupool', token_endpoint_auth_method: 'none', application_type: 'native',
       grant_types: ['authorization_code', 'refresh_token', 'urn:ietf:params:oauth:grant-type:device_code'], response_types: ['code'],
-      redirect_uris: ['http://127.0.0.1/callback'],
+      // The CLI's loopback redirect and the console's (the daemon on loopback); a native
+      // client's loopback redirect matches on any port (RFC 8252 7.3).
+      redirect_uris: ['http://127.0.0.1/callback', 'http://127.0.0.1/v1/auth/callback'],
     }, {
       // Another application of the same provider: its tokens' aud is not gpupool's.
       client_id: 'other', token_endpoint_auth_method: 'none', application_type: 'native',
