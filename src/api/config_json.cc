@@ -15,17 +15,17 @@ using Json = nlohmann::json;
 
 struct OverBudget {};
 
-Json ToJson(const YAML::Node& n, NodeBudget& budget) {
-  if (!budget.Take()) throw OverBudget{};
+Json ToJson(const YAML::Node& n, NodeBudget& budget, size_t depth = 0) {
+  if (!budget.Take(depth)) throw OverBudget{};
   switch (n.Type()) {
     case YAML::NodeType::Map: {
       Json out = Json::object();
-      for (const auto& kv : n) out[kv.first.as<std::string>()] = ToJson(kv.second, budget);
+      for (const auto& kv : n) out[kv.first.as<std::string>()] = ToJson(kv.second, budget, depth + 1);
       return out;
     }
     case YAML::NodeType::Sequence: {
       Json out = Json::array();
-      for (const auto& item : n) out.push_back(ToJson(item, budget));
+      for (const auto& item : n) out.push_back(ToJson(item, budget, depth + 1));
       return out;
     }
     case YAML::NodeType::Scalar: {
@@ -58,8 +58,7 @@ Result<Json> YamlToJson(std::string_view text) {
   } catch (const YAML::Exception& e) {
     return InvalidArgument(std::string("not valid YAML: ") + e.what());
   } catch (const OverBudget&) {
-    return InvalidArgument("the configuration expands to more than " + std::to_string(budget.limit()) +
-                           " YAML nodes (aliases of aliases?)");
+    return InvalidArgument("the configuration " + budget.Why());
   }
   if (root.is_null()) root = Json::object();
   return root;

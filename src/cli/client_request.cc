@@ -41,20 +41,20 @@ Json ScalarToJson(const YAML::Node& n, bool as_string) {
 struct OverBudget {};
 
 Json YamlToJson(const YAML::Node& n, const std::string& path, const std::set<std::string>& strings,
-                NodeBudget& budget) {
-  if (!budget.Take()) throw OverBudget{};
+                NodeBudget& budget, size_t depth = 0) {
+  if (!budget.Take(depth)) throw OverBudget{};
   switch (n.Type()) {
     case YAML::NodeType::Map: {
       Json out = Json::object();
       for (const auto& kv : n) {
         const std::string key = kv.first.as<std::string>();
-        out[key] = YamlToJson(kv.second, path.empty() ? key : path + "." + key, strings, budget);
+        out[key] = YamlToJson(kv.second, path.empty() ? key : path + "." + key, strings, budget, depth + 1);
       }
       return out;
     }
     case YAML::NodeType::Sequence: {
       Json out = Json::array();
-      for (const auto& item : n) out.push_back(YamlToJson(item, path + "[]", strings, budget));
+      for (const auto& item : n) out.push_back(YamlToJson(item, path + "[]", strings, budget, depth + 1));
       return out;
     }
     case YAML::NodeType::Scalar: return ScalarToJson(n, strings.count(path) > 0);
@@ -215,8 +215,7 @@ Result<Json> ObjectFromYaml(const std::string& yaml_text, const std::set<std::st
   } catch (const YAML::Exception& e) {
     return InvalidArgument(std::string("not valid YAML: ") + e.what());
   } catch (const OverBudget&) {
-    return InvalidArgument("the file expands to more than " + std::to_string(budget.limit()) +
-                           " YAML nodes (aliases of aliases?)");
+    return InvalidArgument("the file " + budget.Why());
   }
   if (!j.is_object()) return InvalidArgument("the file must be a mapping of the fields");
   return j;

@@ -137,6 +137,14 @@ command: [sleep, 60, "true"]
   EXPECT_FALSE(JobRequestFromYaml("duration_estimate_s: soon").ok());
 }
 
+// A job file whose anchor holds its own alias is a cycle: refused by depth, not recursed into.
+TEST(JobRequestFromYaml, RefusesAnAliasInsideItsOwnAnchor) {
+  Result<Json> body = JobRequestFromYaml("name: x\ncommand: &c [sh, *c]\n");
+  ASSERT_FALSE(body.ok());
+  EXPECT_NE(body.error().message.find("the file nests deeper than 64 levels"), std::string::npos)
+      << body.error().message;
+}
+
 // A job file of aliases of aliases (10^8 names in 390 bytes) is refused, not expanded.
 TEST(JobRequestFromYaml, RefusesAliasExpansion) {
   std::string text = "a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n";

@@ -10,6 +10,7 @@
 
 #include "api/page.h"
 #include "burst/sim_provider.h"
+#include "core/node_budget.h"
 #include "daemon/config.h"
 #include "daemon/control_plane.h"
 #include "daemon/control_plane_fixture.h"
@@ -472,6 +473,22 @@ std::string AliasBomb(int levels) {
     text += "]\n";
   }
   return text;
+}
+
+// An alias inside its own anchor is a cycle; depth-first conversion recursed until the stack
+// overflowed (fuzz_decoders, 466 bytes). Refused by depth, as is plain nesting past the bound.
+TEST(DaemonConfig, RefusesAnAliasInsideItsOwnAnchorAndDeepNesting) {
+  for (const std::string& text : {std::string("a: &a [x, *a]\n"), std::string("m: &m {k: *m}\n"),
+                                  "x: " + std::string(NodeBudget::kMaxDepth + 1, '[') + std::string(NodeBudget::kMaxDepth + 1, ']')}) {
+    Result<DaemonConfig> r = ParseDaemonConfig(text);
+    ASSERT_FALSE(r.ok()) << text;
+    EXPECT_NE(r.error().message.find("nests deeper than 64 levels"), std::string::npos) << r.error().message;
+  }
+  // Nesting to the bound exactly reaches the decoder, which names the key it does not know.
+  Result<DaemonConfig> nested = ParseDaemonConfig("x: " + std::string(NodeBudget::kMaxDepth, '[') +
+                                                  std::string(NodeBudget::kMaxDepth, ']'));
+  ASSERT_FALSE(nested.ok());
+  EXPECT_EQ(nested.error().message.find("nests deeper"), std::string::npos) << nested.error().message;
 }
 
 TEST(DaemonConfig, RefusesAliasExpansionAndKeepsPlainAliases) {

@@ -6,10 +6,14 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <functional>
 #include <map>
 #include <set>
+#include <utility>
+#include <vector>
 
 #include "daemon/daemon_process.h"
 
@@ -320,6 +324,19 @@ TEST_F(DaemonHttp, IsolationMatrix) {
           kBurst);
   }
   for (const char* route : {"get /healthz", "get /metrics", "get /v1/openapi.json", "get /v1/auth"}) covered.insert(route);
+  // The console's sign-in routes exist only where an issuer names a client_id (console_oidc_test
+  // covers them there). Here, with none, they are no route at all (the router answers an unknown
+  // route before it authenticates): 404 for every caller, never a session or a redirect.
+  for (const auto& [method, path] : std::vector<std::pair<std::string, std::string>>{
+           {"GET", "/v1/auth/login"}, {"GET", "/v1/auth/callback"}, {"GET", "/v1/auth/session"}, {"POST", "/v1/auth/logout"}}) {
+    std::string route = method + " " + path;
+    std::transform(route.begin(), route.end(), route.begin(), [](unsigned char ch) { return std::tolower(ch); });
+    covered.insert(route);
+    for (const std::string& who : kCallers) {
+      Response r = Call(c, method, path, tokens_[who], method == "POST" ? "{}" : "");
+      EXPECT_EQ(r.status, 404) << route << " as " << who << ": " << r.body.dump();
+    }
+  }
   // The sign-in document is public: a client reads it before it has any token.
   EXPECT_EQ(Call(c, "GET", "/v1/auth", "").status, 200);
   EXPECT_EQ(Call(c, "GET", "/v1/auth", tokens_["forged"]).status, 200);
