@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The client verbs for what operators and tenant admins change, end to end against a real daemon:
-# tokens (create, use, revoke), tenants (create from flags and from YAML, edit by flags, by a
+# tokens (create, use, revoke), service accounts and token rotation, tenants (create from flags and from YAML, edit by flags, by a
 # patch file and in $EDITOR, delete), priority classes, the audit log, cordon/uncordon/drain and
 # delete node, a node's labels and a job's events, delete reservation and job, and submit's
 # defaults, --selector and --topology.
@@ -45,8 +45,8 @@ ra_id=$(sed -E 's/^token ([^ ]+) .*/\1/' "$tmp/out")
 ra_secret=$(sed -E 's/.*: (gp_.*)$/\1/' "$tmp/out")
 gp get tokens
 expect_rc 0 "get tokens"
-out_has '^ID +NAME +ROLE +TENANT +REVOKED$'
-out_has "^ *$ra_id +ra +tenant-admin +research +no$"
+out_has '^ID +NAME +ROLE +TENANT +ACCOUNT +EXPIRES +LAST-USED +REVOKED$'
+out_has "^ *$ra_id +ra +tenant-admin +research +<none> +[0-9T:.-]+Z +never +no$"
 gp get token "$ra_id" -o json
 json "assert d['name'] == 'ra' and d['revoked'] is False, d"
 gp get tenants --token "$ra_secret"
@@ -63,6 +63,7 @@ expect_rc 2 "a tenant flag on a token"
 gp create widget x
 expect_rc 2 "create an unknown kind"
 
+
 # --- the audit log: newest first, paged like jobs.
 gp get audit
 expect_rc 0 "get audit"
@@ -74,6 +75,47 @@ gp get audit --token "$ra_secret" -o json
 expect_rc 0 "a tenant admin reads its tenant's audit log"
 gp get audit 1
 expect_rc 2 "get audit takes no NAME"
+
+# --- service accounts and rotation (issue 18 item 6), as the tenant admin.
+gp service-account create ci-bot --tenant research --role member --token "$ra_secret"
+expect_rc 0 "a tenant admin creates a service account"
+gp service-account create boss --tenant research --role tenant-admin --token "$ra_secret"
+expect_rc 1 "but not one of a role above what it could create"
+gp service-account create x --tenant prod --role member --token "$ra_secret"
+expect_rc 1 "nor one in another tenant"
+gp service-account create x --role member
+expect_rc 2 "service-account without --tenant"
+gp service-account token ci-bot --tenant research --expires-in-days 7 --token "$ra_secret"
+expect_rc 0 "a token for the account"
+out_has '^token [0-9a-z]+ \(ci-bot, member, expires [0-9T:.-]+Z\): gp_'
+bot_id=$(sed -E 's/^token ([^ ]+) .*/\1/' "$tmp/out")
+bot_secret=$(sed -E 's/.*: (gp_.*)$/\1/' "$tmp/out")
+gp get jobs --token "$bot_secret"
+expect_rc 0 "the account's token works"
+gp service-account list --tenant research --token "$ra_secret"
+expect_rc 0 "service-account list"
+out_has '^ci-bot +member +[0-9T:.-]+Z +ra +1 +[0-9T:.-]+Z$'
+gp get token "$bot_id" -o json
+json "assert d['service_account'] == 'ci-bot' and d['last_used'] is not None, d"
+# The token rotates itself with an hour's grace: both work until then; the new one is the account.
+gp token rotate "$bot_id" --grace 1h --token "$bot_secret"
+expect_rc 0 "token rotate"
+out_has "^token $bot_id stops at [0-9T:.-]+Z$"
+new_secret=$(sed -nE 's/.*: (gp_.*)$/\1/p' "$tmp/out")
+new_id=$(sed -nE 's/^token ([^ ]+) \(.*/\1/p' "$tmp/out")
+gp get jobs --token "$bot_secret"
+expect_rc 0 "the old secret works in the grace"
+gp get jobs --token "$new_secret"
+expect_rc 0 "the new secret works"
+gp token rotate "$new_id" --grace 8d
+expect_rc 1 "a grace past 7 days is refused"
+gp token rotate "$new_id" --grace soon
+expect_rc 2 "a bad --grace is a usage error"
+gp service-account delete ci-bot --tenant research --token "$ra_secret"
+expect_rc 0 "service-account delete"
+out_has '^service account ci-bot deleted; 2 tokens revoked$'
+gp get jobs --token "$new_secret"
+expect_rc 1 "the account's tokens die with it"
 
 # --- tenants: create from flags and from YAML; guarantees shown per GPU model.
 gp create tenant vision --weight 1.5 --quota h100-80gb=2,borrow=2 --limit max-replicas=4 --limit max-duration=2h

@@ -68,9 +68,15 @@ std::pair<TokenRecord, std::string> TokenStore::Create(Principal p, Time now) co
 }
 
 void TokenStore::Add(const TokenRecord& r) {
-  by_id_[r.id] = r;
-  by_id_[r.id].principal.expires = r.expires;
-  if (!r.revoked) id_by_hash_[r.sha256] = r.id;
+  bool revoked = r.revoked;
+  if (auto old = by_id_.find(r.id); old != by_id_.end()) {
+    revoked = revoked || old->second.revoked;
+    id_by_hash_.erase(old->second.sha256);
+  }
+  TokenRecord& t = by_id_[r.id] = r;
+  t.revoked = revoked;
+  t.principal.expires = r.expires;
+  if (!revoked) id_by_hash_[t.sha256] = t.id;
 }
 
 Status TokenStore::Revoke(const std::string& id) {

@@ -96,6 +96,19 @@ struct TokenRecord {
   Time created;
   Time expires;  // from then on it authenticates nothing; Time() (0): never
   bool revoked = false;
+  std::string account;  // the service account of principal.tenant it belongs to; "" for none
+  Time last_used;       // as journaled (an hour apart at most: ControlPlane); Time(): never used
+};
+
+// A tenant's non-human caller (a CI pipeline, a notebook service): a name and a role in one
+// tenant that outlives the tokens issued for it; deleting it revokes them all. Tokens of an
+// account carry its name and role; rotating one keeps the account.
+struct ServiceAccount {
+  TenantId tenant;
+  std::string name;
+  Role role = Role::kMember;
+  Time created;
+  std::string created_by;
 };
 
 std::string Sha256Hex(const std::string& data);
@@ -107,7 +120,9 @@ class TokenStore {
   // Makes a token for `p` (id chosen here); returns the record to journal and the secret to
   // hand out once.
   std::pair<TokenRecord, std::string> Create(Principal p, Time now) const;
-  void Add(const TokenRecord& r);  // from Create or from the journal
+  // From Create or from the journal; a record of a known id replaces it (a new expiry, a later
+  // last use), except that a revoked token stays revoked.
+  void Add(const TokenRecord& r);
   Status Revoke(const std::string& id);
   // The principal of a token that is known, not revoked and not expired at `now`.
   const Principal* Authenticate(const std::string& token, Time now) const;

@@ -68,11 +68,7 @@ int CreateToken(Invocation& inv) {
     if (!days.ok()) return inv.Usage(days.error().message);
     body["expires_in_days"] = *days;
   }
-  return inv.Call("POST", "/v1/tokens", &body, [](const Json& r) {
-    std::cout << "token " << r.value("id", "?") << " (" << r.value("name", "") << ", " << r.value("role", "")
-              << ", expires " << r.value("expires", "never") << "): " << r.value("token", "") << "\n";
-    std::cerr << "keep the secret: it is shown only this once\n";
-  });
+  return inv.Call("POST", "/v1/tokens", &body, ShowSecret);
 }
 
 }  // namespace

@@ -9,10 +9,11 @@ namespace gpupool::cli {
 using namespace view;  // NOLINT: this file is views
 
 void PrintTokens(const Json& items, std::ostream& out) {
-  Table t({"ID", "NAME", "ROLE", "TENANT", "REVOKED"});
+  Table t({"ID", "NAME", "ROLE", "TENANT", "ACCOUNT", "EXPIRES", "LAST-USED", "REVOKED"});
   for (const Json& k : Items(items)) {
-    t.Row({Str(k, "id"), Str(k, "name"), Str(k, "role"), OrNone(Str(k, "tenant")),
-           Field(k, "revoked") == true ? "yes" : "no"});
+    t.Row({Str(k, "id"), Str(k, "name"), Str(k, "role"), OrNone(Str(k, "tenant")), OrNone(Str(k, "service_account")),
+           Str(k, "expires").empty() ? "never" : Str(k, "expires"),
+           Str(k, "last_used").empty() ? "never" : Str(k, "last_used"), Field(k, "revoked") == true ? "yes" : "no"});
   }
   t.Print(out);
 }

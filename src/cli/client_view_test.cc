@@ -107,12 +107,14 @@ TEST(PrintTenants, OneRowPerFlavorNotASumAcrossModels) {
 
 TEST(AdminViews, TokensClassesAndAudit) {
   EXPECT_EQ(Render([](std::ostream& o) {
-              PrintTokens(Json::parse(R"([{"id":"1","name":"admin","role":"cluster-admin","tenant":"","revoked":false},
-                {"id":"7","name":"carol","role":"member","tenant":"research","revoked":true}])"), o);
+              PrintTokens(Json::parse(R"([{"id":"1","name":"admin","role":"cluster-admin","tenant":"","revoked":false,
+                 "expires":null,"last_used":null,"service_account":null},
+                {"id":"7","name":"ci","role":"member","tenant":"research","revoked":true,"service_account":"ci",
+                 "expires":"2027-03-01T00:00:00Z","last_used":"2026-12-04T10:00:00Z"}])"), o);
             }),
-            "ID  NAME   ROLE           TENANT    REVOKED\n"
-            " 1  admin  cluster-admin  <none>    no\n"
-            " 7  carol  member         research  yes\n");
+            "ID  NAME   ROLE           TENANT    ACCOUNT  EXPIRES               LAST-USED             REVOKED\n"
+            " 1  admin  cluster-admin  <none>    <none>   never                 never                 no\n"
+            " 7  ci     member         research  ci       2027-03-01T00:00:00Z  2026-12-04T10:00:00Z  yes\n");
   EXPECT_EQ(Render([](std::ostream& o) {
               PrintPriorityClasses(Json::parse(R"([{"name":"training","value":100,"preemptible":true,
                 "may_borrow":true,"grace_period_s":300}])"), o);

@@ -3,6 +3,7 @@
 // 2 a usage error. Every one answers --help (and -h) with its usage text, exit 0.
 #pragma once
 
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,8 @@ extern const char* const kWhoamiUsage;
 extern const char* const kLoginUsage;
 extern const char* const kLogoutUsage;
 extern const char* const kCompletionUsage;
+extern const char* const kServiceAccountUsage;
+extern const char* const kTokenUsage;
 
 // Built into the full binary only (the daemon, the agent, the simulator; docs/design/cli.md):
 int Serve(const std::vector<std::string>& argv);
@@ -62,6 +65,11 @@ int Whoami(const std::vector<std::string>& argv);       // gpupool whoami
 int Login(const std::vector<std::string>& argv);        // gpupool login (cli/login_cmd.cc)
 int Logout(const std::vector<std::string>& argv);
 int Logs(const std::vector<std::string>& argv);         // gpupool logs JOB
+int ServiceAccount(const std::vector<std::string>& argv);  // gpupool service-account (cli/account_cmd.cc)
+int Token(const std::vector<std::string>& argv);           // gpupool token rotate
+// A new token's reply, as the verbs that make one print it: its id, name, role and expiry and
+// the secret on stdout, the warning that it is shown once on stderr.
+void ShowSecret(const nlohmann::json& reply);
 
 // `gpupool completion bash|zsh` (completion.cc).
 int Completion(const std::vector<std::string>& argv);

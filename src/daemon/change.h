@@ -51,6 +51,8 @@ struct PriorityClassAdded {
 struct NodeAdded {
   Node node;
 };
+// A token, new or with a later state of the same id (a shorter expiry from a rotation, a later
+// last use); a revoked token stays revoked.
 struct TokenIssued {
   TokenRecord token;
 };
@@ -99,6 +101,11 @@ struct ReplicaExited {
   int64_t attempt = 0;
   int64_t replica = 0;
 };
+// A service account created, or (deleted) removed with every token issued for it.
+struct ServiceAccountPut {
+  ServiceAccount account;
+  bool deleted = false;
+};
 // One line of the audit log; the store keeps it (Journal::AuditLines), memory does not.
 struct AuditEntry {
   Time at;
@@ -115,7 +122,7 @@ struct JobArchived {
 
 using Change = std::variant<EventChange, TenantPut, TenantDeleted, PriorityClassAdded, NodeAdded, TokenIssued,
                             TokenRevoked, PricesSet, BurstRequested, BurstNodeJoined, BurstSettingsChanged,
-                            AgentRecorded, ReplicaExited, AuditEntry, JobArchived>;
+                            AgentRecorded, ReplicaExited, AuditEntry, JobArchived, ServiceAccountPut>;
 
 // Every record kind, in the variant's order (for the fixture's coverage check and messages).
 const std::vector<std::string>& ChangeKinds();

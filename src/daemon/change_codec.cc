@@ -16,8 +16,8 @@ using Json = nlohmann::json;
 const std::vector<std::string> kKinds = {"event",         "tenant",       "tenant_deleted", "class",
                                          "node",          "token",        "token_revoked",  "prices",
                                          "burst_request", "burst_node",   "burst_settings", "agent",
-                                         "replica_exit",  "audit",        "archived_job"};
-static_assert(std::variant_size_v<Change> == 15);
+                                         "replica_exit",  "audit",        "archived_job",   "service_account"};
+static_assert(std::variant_size_v<Change> == 16);
 
 template <class... F>
 struct Overload : F... {
@@ -44,13 +44,16 @@ Json EncodeBody(const State& s, const Change& change) {
           [&](const NodeAdded& c) { return NodeToJson(s, c.node); },
           [&](const TokenIssued& c) {
             const Principal& p = c.token.principal;
-            return Json{{"id", c.token.id},
+            Json j{{"id", c.token.id},
                         {"sha256", c.token.sha256},
                         {"name", p.name},
                         {"role", std::string(RoleName(p.role))},
                         {"tenant", TenantName(s, p.tenant)},
                         {"created_ms", c.token.created.millis()},
                         {"expires_ms", c.token.expires == Time() ? Json(nullptr) : Json(c.token.expires.millis())}};
+            if (!c.token.account.empty()) j["account"] = c.token.account;
+            if (c.token.last_used != Time()) j["last_used_ms"] = c.token.last_used.millis();
+            return j;
           },
           [&](const TokenRevoked& c) { return Json{{"id", c.id}}; },
           [&](const PricesSet& c) {
@@ -96,6 +99,15 @@ Json EncodeBody(const State& s, const Change& change) {
             return out;
           },
           [&](const JobArchived&) { return Json(); },  // Encode keeps its body as it is
+          [&](const ServiceAccountPut& c) {
+            Json j{{"tenant", TenantName(s, c.account.tenant)},
+                   {"name", c.account.name},
+                   {"role", std::string(RoleName(c.account.role))},
+                   {"created_ms", c.account.created.millis()},
+                   {"created_by", c.account.created_by}};
+            if (c.deleted) j["deleted"] = true;
+            return j;
+          },
       },
       change);
 }
@@ -124,7 +136,21 @@ Result<Change> DecodeToken(const State& s, const Json& j) {
   t.created = Time::FromMillis(j.value("created_ms", int64_t{0}));
   // Records from before expiry existed have none: never.
   if (j.contains("expires_ms") && j["expires_ms"].is_number_integer()) t.expires = Time::FromMillis(j["expires_ms"].get<int64_t>());
+  t.account = j.value("account", "");
+  if (j.contains("last_used_ms")) t.last_used = Time::FromMillis(Field<int64_t>(j, "last_used_ms"));
   return Change(TokenIssued{std::move(t)});
+}
+
+Result<Change> DecodeServiceAccount(const State& s, const Json& j) {
+  ServiceAccountPut c;
+  Result<TenantId> t = TenantNamed(s, Field<std::string>(j, "tenant"));
+  if (!t.ok()) return t.error();
+  Result<Role> role = ParseRole(Field<std::string>(j, "role"));
+  if (!role.ok()) return role.error();
+  c.account = {*t, Field<std::string>(j, "name"), *role, Time::FromMillis(Field<int64_t>(j, "created_ms")),
+               j.value("created_by", "")};
+  c.deleted = j.value("deleted", false);
+  return Change(std::move(c));
 }
 
 Result<Change> DecodeBurstRequest(const State& s, const Json& j) {
@@ -224,6 +250,7 @@ Result<Change> DecodeBody(const State& s, const std::string& kind, const std::st
                       j.value("action", ""), j.value("object", ""), j.value("remote", ""), j.value("issuer", ""),
                       j.value("subject", "")});
   }
+  if (kind == "service_account") return DecodeServiceAccount(s, j);
   if (kind == "archived_job") {
     if (!j.contains("id") || !j["id"].is_number_unsigned()) return InvalidArgument("archived_job: id expected");
     return Change(JobArchived{JobId(j["id"].get<uint64_t>()), body, {}});

@@ -36,13 +36,13 @@ class ChangeFixture : public AgentProtocolTest {
     for (Json& n : nodes["items"]) {
       for (const char* k : {"agent", "last_heartbeat_ms", "ready", "status", "reason", "conditions"}) n.erase(k);
     }
-    // Fields the token list gained after format 1 (created, expires: issue 18) are not in
+    // Fields the token list gained after format 1 (created, expires, last_used, service_account: issue 18) are not in
     // visible.json; a format-1 token has no expiry.
     Json tokens = Json::parse(core.ListTokens(c).body);
     for (Json& t : tokens["items"]) {
       EXPECT_TRUE(t["expires"].is_null()) << "a token of change format 1 never expires";
-      t.erase("created");
-      t.erase("expires");
+      EXPECT_TRUE(t["last_used"].is_null() && t["service_account"].is_null()) << t.dump();
+      for (const char* k : {"created", "expires", "last_used", "service_account"}) t.erase(k);
     }
     const std::map<std::string, std::string> usage = {{"from", Rfc3339(At(0))}, {"to", Rfc3339(At(s))}};
     const Json out = {{"jobs", jobs},
@@ -151,7 +151,12 @@ TEST_F(ChangeFixture, TheFormat1JournalReplaysToTheSameViews) {
   ASSERT_TRUE(records.ok());
   std::set<std::string> kinds;
   for (const Record& r : *records) kinds.insert(r.kind);
-  for (const std::string& k : ChangeKinds()) EXPECT_TRUE(kinds.count(k)) << "the fixture has no '" << k << "' record";
+  // Kinds added after the fixture was written (additive: format 1 still) are not in it; their
+  // replay is tested where they are made (ServiceAccounts.* in service_accounts_test).
+  const std::set<std::string> since_fixture = {"service_account"};
+  for (const std::string& k : ChangeKinds()) {
+    EXPECT_TRUE(kinds.count(k) || since_fixture.count(k)) << "the fixture has no '" << k << "' record";
+  }
   Result<std::unique_ptr<ControlPlane>> core = ControlPlane::Open(std::move(*j), SchedulerConfig());
   ASSERT_TRUE(core.ok()) << core.error().message;
   core_ = std::move(*core);

@@ -172,6 +172,7 @@ Snapshot ControlPlane::EncodeSnapshot(const SnapshotCopy& copy) { return copy.st
 
 void ControlPlane::Tick(Time now, bool simulate_executor) {
   js_->ExpireIdempotency(now);
+  JournalTokenUse();
   // Before jobs end below: a node whose last job ends now was busy until now.
   if (provider_) TrackBurstUse(state(), js_->fleet_upkeep(), now);
   if (simulate_executor) {

@@ -66,8 +66,14 @@ class ControlPlane {
   // API tokens expire after `expires_in_days` (default 90) of at most `max_days` (default 365).
   void SetTokenMaxDays(int64_t max_days) { token_max_days_ = max_days; }
   static constexpr int64_t kTokenDefaultDays = 90;
+  // How stale a journaled last use may be (ControlPlane::Authenticate), and the longest an old
+  // secret keeps working after a rotation.
+  static constexpr Duration kLastUsedStep = Duration::Hours(1);
+  static constexpr Duration kMaxRotationGrace = Duration::Hours(24 * 7);
 
-  const Principal* Authenticate(const std::string& token, Time now) const { return js_->tokens().Authenticate(token, now); }
+  // The principal of an API token, noting its use (GET /v1/tokens shows it at once; Tick
+  // journals it when it is an hour past the journaled last use, so a restart loses at most that).
+  const Principal* Authenticate(const std::string& token, Time now);
   // The principal of a verified OIDC caller: the union of the issuer's mappings that name the
   // user or one of its groups (the widest role per tenant; cluster-admin above all), or
   // kPermissionDenied naming what is missing. Mappings to tenants that do not exist are skipped.
@@ -98,6 +104,17 @@ class ControlPlane {
   Reply CreateToken(const CallContext& c, const std::string& body);
   Reply ListTokens(const CallContext& c);
   Reply RevokeToken(const CallContext& c, const std::string& id);
+  // POST /v1/tokens/{id}/rotate {expires_in_days, grace_s}: a new secret for the same caller
+  // (name, role, tenant, service account); the old one stops at once or after grace_s (at most
+  // 7 days). Its tenant's admins, cluster admins, or the token itself may rotate it.
+  Reply RotateToken(const CallContext& c, const std::string& id, const std::string& body);
+  // Service accounts (/v1/tenants/{name}/service-accounts): a tenant's admins (cluster admins
+  // for tenant-admin accounts) create, list and delete them and issue their tokens.
+  Reply ListServiceAccounts(const CallContext& c, const std::string& tenant);
+  Reply CreateServiceAccount(const CallContext& c, const std::string& tenant, const std::string& body);
+  Reply DeleteServiceAccount(const CallContext& c, const std::string& tenant, const std::string& name);
+  Reply CreateServiceAccountToken(const CallContext& c, const std::string& tenant, const std::string& name,
+                                  const std::string& body);
   Reply ListAudit(const CallContext& c, const std::map<std::string, std::string>& query = {});
 
   // Reservations and maintenance windows (DESIGN.md §5). Creation books the flavor's calendar
@@ -253,6 +270,17 @@ class ControlPlane {
   nlohmann::json JobView(const Principal& caller, const Job& j, bool events) const;
   Status ApplyAndStage(const Event& e, const std::string& meta = "");
   void Audit(const CallContext& c, const std::string& action, const std::string& object);
+  // Tick's part for tokens: the uses an hour past the journaled last use become token records.
+  void JournalTokenUse();
+  // The expiry a token request asks for (expires_in_days: 1 to the maximum; default 90).
+  Result<Time> RequestedExpiry(const nlohmann::json& request, Time now) const;
+  // A token issued for `p`, journaled; the reply that hands out its secret once.
+  Reply IssueAndShow(const CallContext& c, Principal p, const std::string& account, Time expires);
+  // The tenant of a service-account route that the caller administers, or the error refusing it.
+  Result<TenantId> AdministeredTenant(const CallContext& c, const std::string& name) const;
+  // The service account `name` of that tenant, if the caller may manage it.
+  Result<const ServiceAccount*> AdministeredAccount(const CallContext& c, const std::string& tenant,
+                                                    const std::string& name) const;
   const Job* VisibleJob(const CallContext& c, const std::string& id) const;
   // A reservation the caller may see: its tenant's, or any maintenance window.
   const Reservation* VisibleReservation(const CallContext& c, const std::string& id) const;
@@ -374,6 +402,7 @@ class ControlPlane {
   bool stale_ = false;                 // memory may be ahead of the store (Flush)
   int64_t epoch_ = 0;                  // SetEpoch
   int64_t token_max_days_ = 365;       // SetTokenMaxDays
+  std::map<std::string, Time> token_seen_;  // token id -> last use not yet journaled
   uint64_t bytes_since_snapshot_ = 0;  // record bytes appended since (by this process)
 };
 

@@ -21,6 +21,56 @@ using namespace reply;
 
 }  // namespace
 
+const Principal* ControlPlane::Authenticate(const std::string& token, Time now) {
+  const Principal* p = js_->tokens().Authenticate(token, now);
+  if (p != nullptr) token_seen_[p->token_id] = now;
+  return p;
+}
+
+void ControlPlane::JournalTokenUse() {
+  for (auto it = token_seen_.begin(); it != token_seen_.end();) {
+    const auto t = js_->tokens().tokens().find(it->first);
+    if (t == js_->tokens().tokens().end() || t->second.revoked) {
+      it = token_seen_.erase(it);
+      continue;
+    }
+    if (t->second.last_used != Time() && it->second - t->second.last_used < kLastUsedStep) {
+      ++it;
+      continue;
+    }
+    TokenRecord used = t->second;
+    used.last_used = it->second;
+    if (!Commit(TokenIssued{used}).ok()) break;  // the journal is failing: the next tick tries again
+    it = token_seen_.erase(it);
+  }
+}
+
+Result<Time> ControlPlane::RequestedExpiry(const Json& j, Time now) const {
+  int64_t days = kTokenDefaultDays;
+  if (j.contains("expires_in_days")) {
+    if (!j["expires_in_days"].is_number_integer() || j["expires_in_days"].get<int64_t>() < 1 ||
+        j["expires_in_days"].get<int64_t>() > token_max_days_) {
+      return InvalidArgument("'expires_in_days' must be a whole number of days from 1 to " +
+                             std::to_string(token_max_days_));
+    }
+    days = j["expires_in_days"].get<int64_t>();
+  }
+  return now + Duration::Hours(24 * std::min(days, token_max_days_));
+}
+
+Reply ControlPlane::IssueAndShow(const CallContext& c, Principal p, const std::string& account, Time expires) {
+  auto [record, secret] = js_->tokens().Create(std::move(p), c.now);
+  record.expires = expires;
+  record.account = account;
+  if (Status s = Commit(TokenIssued{record}); !s.ok()) return Err(s.error());
+  Audit(c, "token.create", account.empty() ? record.principal.name : "service-account " + account);
+  Json out = {{"id", record.id}, {"token", secret}, {"name", record.principal.name},
+              {"role", std::string(RoleName(record.principal.role))}, {"expires", Rfc3339(expires)}};
+  if (record.principal.tenant.valid()) out["tenant"] = state().tenant(record.principal.tenant).name;
+  if (!account.empty()) out["service_account"] = account;
+  return JsonReply(201, out);
+}
+
 Reply ControlPlane::CreateToken(const CallContext& c, const std::string& body) {
   if (c.principal == nullptr) return Unauthenticated();
   Result<Json> parsed = ParseTokenRequest(body);
@@ -56,23 +106,26 @@ Reply ControlPlane::CreateToken(const CallContext& c, const std::string& body) {
   const bool allowed = c.principal->admin() ||
                        (c.principal->AdministersTenant(p.tenant) && (*role == Role::kMember || *role == Role::kViewer));
   if (!allowed) return Forbidden("create this token");
-  int64_t days = kTokenDefaultDays;
-  if (j.contains("expires_in_days")) {
-    if (!j["expires_in_days"].is_number_integer() || j["expires_in_days"].get<int64_t>() < 1 ||
-        j["expires_in_days"].get<int64_t>() > token_max_days_) {
-      return Err(InvalidArgument("'expires_in_days' must be a whole number of days from 1 to " +
-                                 std::to_string(token_max_days_)));
-    }
-    days = j["expires_in_days"].get<int64_t>();
-  }
-  const Time expires = c.now + Duration::Hours(24 * std::min(days, token_max_days_));
-  Result<std::string> secret = IssueToken(p, c.now, expires);
-  if (!secret.ok()) return Err(secret.error());
-  Audit(c, "token.create", p.name);
-  const std::string id = secret->substr(3, secret->find('_', 3) - 3);  // gp_<id>_<secret>
-  return JsonReply(201, {{"id", id}, {"token", *secret}, {"name", p.name}, {"role", std::string(RoleName(p.role))},
-                         {"expires", Rfc3339(expires)}});
+  Result<Time> expires = RequestedExpiry(j, c.now);
+  if (!expires.ok()) return Err(expires.error());
+  return IssueAndShow(c, std::move(p), "", *expires);
 }
+
+namespace {
+
+// What GET /v1/tokens and a service account's listing show of a token.
+Json TokenView(const TokenRecord& t, Time last_used) {
+  return {{"id", t.id},
+          {"name", t.principal.name},
+          {"role", std::string(RoleName(t.principal.role))},
+          {"created", Rfc3339(t.created)},
+          {"expires", t.expires == Time() ? Json(nullptr) : Json(Rfc3339(t.expires))},
+          {"last_used", last_used == Time() ? Json(nullptr) : Json(Rfc3339(last_used))},
+          {"service_account", t.account.empty() ? Json(nullptr) : Json(t.account)},
+          {"revoked", t.revoked}};
+}
+
+}  // namespace
 
 Reply ControlPlane::ListTokens(const CallContext& c) {
   if (c.principal == nullptr) return Unauthenticated();
@@ -81,13 +134,10 @@ Reply ControlPlane::ListTokens(const CallContext& c) {
     const bool mine = c.principal->admin() ||
                       (t.principal.tenant.valid() && c.principal->AdministersTenant(t.principal.tenant));
     if (!mine) continue;
-    items.push_back({{"id", id},
-                     {"name", t.principal.name},
-                     {"role", std::string(RoleName(t.principal.role))},
-                     {"tenant", t.principal.tenant.valid() ? state().tenant(t.principal.tenant).name : ""},
-                     {"created", Rfc3339(t.created)},
-                     {"expires", t.expires == Time() ? Json(nullptr) : Json(Rfc3339(t.expires))},
-                     {"revoked", t.revoked}});
+    const auto seen = token_seen_.find(id);
+    Json view = TokenView(t, seen == token_seen_.end() ? t.last_used : std::max(t.last_used, seen->second));
+    view["tenant"] = t.principal.tenant.valid() ? state().tenant(t.principal.tenant).name : "";
+    items.push_back(std::move(view));
   }
   return JsonReply(200, {{"items", items}});
 }
@@ -102,6 +152,176 @@ Reply ControlPlane::RevokeToken(const CallContext& c, const std::string& id) {
   if (Status s = Commit(TokenRevoked{id}); !s.ok()) return Err(s.error());
   Audit(c, "token.revoke", id);
   return JsonReply(200, {{"id", id}, {"revoked", true}});
+}
+
+Reply ControlPlane::RotateToken(const CallContext& c, const std::string& id, const std::string& body) {
+  if (c.principal == nullptr) return Unauthenticated();
+  const auto it = js_->tokens().tokens().find(id);
+  if (it == js_->tokens().tokens().end()) return Err(NotFound("no token '" + id + "'"));
+  const TokenRecord old = it->second;
+  const Role role = old.principal.role;
+  const bool own = c.principal->token_id == id;
+  const bool administers = c.principal->admin() ||
+                           (old.principal.tenant.valid() && c.principal->AdministersTenant(old.principal.tenant));
+  // Who may not see it learns nothing of it; a tenant admin rotates only what it could create.
+  if (!own && !administers) return Err(NotFound("no token '" + id + "'"));
+  if (!own && !c.principal->admin() && role != Role::kMember && role != Role::kViewer) return Forbidden("rotate this token");
+  Result<Json> parsed = ParseTokenRequest(body);
+  if (!parsed.ok()) return Err(parsed.error());
+  const Json& j = *parsed;
+  for (const auto& [k, v] : j.items()) {
+    if (k != "expires_in_days" && k != "grace_s") return Err(InvalidArgument("unknown field '" + k + "'"));
+  }
+  int64_t grace_s = 0;
+  if (j.contains("grace_s")) {
+    if (!j["grace_s"].is_number_integer() || j["grace_s"].get<int64_t>() < 0 ||
+        j["grace_s"].get<int64_t>() > kMaxRotationGrace.seconds()) {
+      return Err(InvalidArgument("'grace_s' must be a whole number of seconds from 0 to " +
+                                 std::to_string(kMaxRotationGrace.seconds())));
+    }
+    grace_s = j["grace_s"].get<int64_t>();
+  }
+  Result<Time> expires = RequestedExpiry(j, c.now);
+  if (!expires.ok()) return Err(expires.error());
+  if (old.revoked || (old.expires != Time() && old.expires <= c.now)) {
+    return Err({ErrorCode::kFailedPrecondition, "token '" + id + "' is " + (old.revoked ? "revoked" : "expired") +
+                                                    "; create a new one instead"});
+  }
+  if (!old.account.empty() && !js_->service_accounts().count({old.principal.tenant, old.account})) {
+    return Err({ErrorCode::kFailedPrecondition, "the service account of token '" + id + "' is gone"});
+  }
+  Principal p = old.principal;
+  p.token_id.clear();
+  Reply issued = IssueAndShow(c, std::move(p), old.account, *expires);
+  if (issued.status != 201) return issued;
+  if (grace_s == 0) {
+    if (Status s = Commit(TokenRevoked{id}); !s.ok()) return Err(s.error());
+  } else {
+    TokenRecord retiring = old;
+    const Time until = c.now + Duration::Seconds(grace_s);
+    retiring.expires = old.expires == Time() ? until : std::min(old.expires, until);
+    if (Status s = Commit(TokenIssued{retiring}); !s.ok()) return Err(s.error());
+  }
+  Json out = Json::parse(issued.body);
+  Audit(c, "token.rotate", id + " -> " + out["id"].get<std::string>());
+  out["replaces"] = id;
+  out["replaced_expires"] = Rfc3339(grace_s == 0 ? c.now : js_->tokens().tokens().at(id).expires);
+  return JsonReply(201, out);
+}
+
+Result<TenantId> ControlPlane::AdministeredTenant(const CallContext& c, const std::string& name) const {
+  Result<TenantId> t = state().FindTenant(name);
+  if (!t.ok() || !c.principal->Sees(*t) || js_->deleted().count(*t)) return NotFound("no tenant '" + name + "'");
+  if (!c.principal->AdministersTenant(*t)) {
+    return Error{ErrorCode::kPermissionDenied, "only the tenant's admins manage its service accounts"};
+  }
+  return *t;
+}
+
+Reply ControlPlane::ListServiceAccounts(const CallContext& c, const std::string& tenant) {
+  if (c.principal == nullptr) return Unauthenticated();
+  Result<TenantId> t = AdministeredTenant(c, tenant);
+  if (!t.ok()) return Err(t.error());
+  Json items = Json::array();
+  for (const auto& [key, a] : js_->service_accounts()) {
+    if (key.first != *t) continue;
+    Json tokens = Json::array();
+    Time last_used;
+    for (const auto& [id, tok] : js_->tokens().tokens()) {
+      if (tok.principal.tenant != *t || tok.account != a.name || tok.revoked) continue;
+      if (tok.expires != Time() && tok.expires <= c.now) continue;
+      const auto seen = token_seen_.find(id);
+      const Time used = seen == token_seen_.end() ? tok.last_used : std::max(tok.last_used, seen->second);
+      last_used = std::max(last_used, used);
+      tokens.push_back(TokenView(tok, used));
+    }
+    items.push_back({{"name", a.name},
+                     {"tenant", tenant},
+                     {"role", std::string(RoleName(a.role))},
+                     {"created", Rfc3339(a.created)},
+                     {"created_by", a.created_by},
+                     {"last_used", last_used == Time() ? Json(nullptr) : Json(Rfc3339(last_used))},
+                     {"tokens", std::move(tokens)}});
+  }
+  return JsonReply(200, {{"items", items}});
+}
+
+Reply ControlPlane::CreateServiceAccount(const CallContext& c, const std::string& tenant, const std::string& body) {
+  if (c.principal == nullptr) return Unauthenticated();
+  Result<TenantId> t = AdministeredTenant(c, tenant);
+  if (!t.ok()) return Err(t.error());
+  Result<Json> parsed = ParseTokenRequest(body);
+  if (!parsed.ok()) return Err(parsed.error());
+  const Json& j = *parsed;
+  for (const auto& [k, v] : j.items()) {
+    if (k != "name" && k != "role") return Err(InvalidArgument("unknown field '" + k + "'"));
+  }
+  if (!j.contains("name") || !j["name"].is_string() || !j.contains("role") || !j["role"].is_string()) {
+    return Err(InvalidArgument("'name' and 'role' are required strings"));
+  }
+  const std::string name = j["name"].get<std::string>();
+  const bool plain = !name.empty() && name.size() <= 63 && name.front() != '-' && name.back() != '-' &&
+                     name.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789-") == std::string::npos;
+  if (!plain) {
+    return Err(InvalidArgument("a service account's name is 1 to 63 of a-z, 0-9 and '-', not starting or ending "
+                               "with '-'"));
+  }
+  Result<Role> role = ParseRole(j["role"].get<std::string>());
+  if (!role.ok()) return Err(role.error());
+  if (*role != Role::kTenantAdmin && *role != Role::kMember && *role != Role::kViewer) {
+    return Err(InvalidArgument("a service account's role is tenant-admin, member or viewer (of its tenant)"));
+  }
+  if (*role == Role::kTenantAdmin && !c.principal->admin()) return Forbidden("create a tenant-admin service account");
+  if (js_->service_accounts().count({*t, name})) {
+    return Err(AlreadyExists("tenant " + tenant + " has a service account '" + name + "'"));
+  }
+  const ServiceAccount a{*t, name, *role, c.now, c.principal->name};
+  if (Status s = Commit(ServiceAccountPut{a}); !s.ok()) return Err(s.error());
+  Audit(c, "service_account.create", tenant + "/" + name);
+  return JsonReply(201, {{"name", name}, {"tenant", tenant}, {"role", std::string(RoleName(a.role))},
+                         {"created", Rfc3339(a.created)}, {"created_by", a.created_by}});
+}
+
+Result<const ServiceAccount*> ControlPlane::AdministeredAccount(const CallContext& c, const std::string& tenant,
+                                                                const std::string& name) const {
+  Result<TenantId> t = AdministeredTenant(c, tenant);
+  if (!t.ok()) return t.error();
+  const auto it = js_->service_accounts().find({*t, name});
+  if (it == js_->service_accounts().end()) return NotFound("tenant " + tenant + " has no service account '" + name + "'");
+  // A tenant admin holds no more than it could create.
+  if (it->second.role == Role::kTenantAdmin && !c.principal->admin()) {
+    return Error{ErrorCode::kPermissionDenied, "only cluster admins manage a tenant-admin service account"};
+  }
+  return &it->second;
+}
+
+Reply ControlPlane::DeleteServiceAccount(const CallContext& c, const std::string& tenant, const std::string& name) {
+  if (c.principal == nullptr) return Unauthenticated();
+  Result<const ServiceAccount*> a = AdministeredAccount(c, tenant, name);
+  if (!a.ok()) return Err(a.error());
+  int revoked = 0;
+  for (const auto& [id, tok] : js_->tokens().tokens()) {
+    revoked += tok.principal.tenant == (*a)->tenant && tok.account == name && !tok.revoked;
+  }
+  if (Status s = Commit(ServiceAccountPut{**a, true}); !s.ok()) return Err(s.error());
+  Audit(c, "service_account.delete", tenant + "/" + name);
+  return JsonReply(200, {{"name", name}, {"tenant", tenant}, {"deleted", true}, {"revoked_tokens", revoked}});
+}
+
+Reply ControlPlane::CreateServiceAccountToken(const CallContext& c, const std::string& tenant, const std::string& name,
+                                              const std::string& body) {
+  if (c.principal == nullptr) return Unauthenticated();
+  Result<const ServiceAccount*> a = AdministeredAccount(c, tenant, name);
+  if (!a.ok()) return Err(a.error());
+  const ServiceAccount account = **a;
+  Result<Json> parsed = ParseTokenRequest(body);
+  if (!parsed.ok()) return Err(parsed.error());
+  for (const auto& [k, v] : parsed->items()) {
+    if (k != "expires_in_days") return Err(InvalidArgument("unknown field '" + k + "'"));
+  }
+  Result<Time> expires = RequestedExpiry(*parsed, c.now);
+  if (!expires.ok()) return Err(expires.error());
+  return IssueAndShow(c, Principal{name, account.role, account.tenant, ""}, name, *expires);
 }
 
 Reply ControlPlane::ListAudit(const CallContext& c, const std::map<std::string, std::string>& query) {

@@ -92,6 +92,27 @@ void TokenRoutes(Table& t) {
   t.Add("DELETE", "/v1/tokens/{id}", {},
         {.summary = "revoke a token", .who = "cluster-admin, tenant-admin (own tenant)"},
         [](ControlPlane& c, C ctx, R, P p) { return c.RevokeToken(ctx, p[0]); });
+  t.Add("POST", "/v1/tokens/{id}/rotate", {},
+        {.summary = "a new secret for the same caller (expires_in_days); the old one stops now or after grace_s "
+                    "(at most 7 days); the secret is returned once",
+         .who = "cluster-admin, tenant-admin (own tenant), the token itself", .request = "Object", .success = 201},
+        [](ControlPlane& c, C ctx, R req, P p) { return c.RotateToken(ctx, p[0], req.body); });
+  t.Add("GET", "/v1/tenants/{name}/service-accounts", {Access::kTenantAdmin, "manage service accounts"},
+        {.summary = "the tenant's service accounts, each with its live tokens and last use",
+         .who = "cluster-admin, tenant-admin (own tenant)"},
+        [](ControlPlane& c, C ctx, R, P p) { return c.ListServiceAccounts(ctx, p[0]); });
+  t.Add("POST", "/v1/tenants/{name}/service-accounts", {Access::kTenantAdmin, "manage service accounts"},
+        {.summary = "create a service account (name, role: member or viewer; tenant-admin by cluster admins)",
+         .who = "cluster-admin, tenant-admin (own tenant)", .request = "Object", .success = 201},
+        [](ControlPlane& c, C ctx, R req, P p) { return c.CreateServiceAccount(ctx, p[0], req.body); });
+  t.Add("DELETE", "/v1/tenants/{name}/service-accounts/{account}", {Access::kTenantAdmin, "manage service accounts"},
+        {.summary = "delete a service account and revoke every token issued for it",
+         .who = "cluster-admin, tenant-admin (own tenant)"},
+        [](ControlPlane& c, C ctx, R, P p) { return c.DeleteServiceAccount(ctx, p[0], p[1]); });
+  t.Add("POST", "/v1/tenants/{name}/service-accounts/{account}/tokens", {Access::kTenantAdmin, "manage service accounts"},
+        {.summary = "issue a token for the service account (expires_in_days); the secret is returned once",
+         .who = "cluster-admin, tenant-admin (own tenant)", .request = "Object", .success = 201},
+        [](ControlPlane& c, C ctx, R req, P p) { return c.CreateServiceAccountToken(ctx, p[0], p[1], req.body); });
   t.Add("GET", "/v1/audit", {Access::kTenantAdmin, "read the audit log"},
         {.summary = "the audit log, newest first (pages: limit, cursor)",
          .who = "cluster-admin, tenant-admin (own tenant)", .paged = true},

@@ -145,6 +145,7 @@ Status JournaledState::ApplyOne(const TenantDeleted& c) {
   for (const auto& [id, token] : tokens_.tokens()) {
     if (token.principal.tenant == c.tenant && !token.revoked) (void)tokens_.Revoke(id);
   }
+  std::erase_if(accounts_, [&](const auto& a) { return a.first.first == c.tenant; });
   return Ok();
 }
 
@@ -164,6 +165,22 @@ Status JournaledState::ApplyOne(const TokenIssued& c) {
 }
 
 Status JournaledState::ApplyOne(const TokenRevoked& c) { return tokens_.Revoke(c.id); }
+
+Status JournaledState::ApplyOne(const ServiceAccountPut& c) {
+  const std::pair<TenantId, std::string> key{c.account.tenant, c.account.name};
+  if (!c.deleted) {
+    if (!c.account.tenant.valid() || deleted_.count(c.account.tenant)) return NotFound("tenant");
+    if (!accounts_.emplace(key, c.account).second) return AlreadyExists("service account " + c.account.name);
+    return Ok();
+  }
+  if (accounts_.erase(key) == 0) return NotFound("service account " + c.account.name);
+  for (const auto& [id, token] : tokens_.tokens()) {
+    if (token.principal.tenant == c.account.tenant && token.account == c.account.name && !token.revoked) {
+      (void)tokens_.Revoke(id);
+    }
+  }
+  return Ok();
+}
 
 Status JournaledState::ApplyOne(const PricesSet& c) {
   ApplyPrices(c.prices, c.from);

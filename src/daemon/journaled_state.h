@@ -81,6 +81,8 @@ class JournaledState {
   // Price lists over time, oldest first.
   const PriceHistory& prices() const { return prices_; }
   const TokenStore& tokens() const { return tokens_; }
+  // Service accounts by tenant and name (those of deleted tenants are gone with them).
+  const std::map<std::pair<TenantId, std::string>, ServiceAccount>& service_accounts() const { return accounts_; }
   // Deleted tenants (tombstones: ids are never reused).
   const std::set<TenantId>& deleted() const { return deleted_; }
   // Every on-demand node requested that became a node, in request order; and how many were
@@ -148,6 +150,7 @@ class JournaledState {
   Status ApplyOne(const ReplicaExited& c);
   Status ApplyOne(const AuditEntry& c);
   Status ApplyOne(const JobArchived& c);
+  Status ApplyOne(const ServiceAccountPut& c);
   // A "prices" record: a list in force from `from` on (one with the same start is replaced,
   // later ones stay scheduled), or, without `from`, for all time.
   void ApplyPrices(PriceList list, std::optional<Time> from);
@@ -166,6 +169,7 @@ class JournaledState {
   JobHistory history_;
   PriceHistory prices_;
   TokenStore tokens_;
+  std::map<std::pair<TenantId, std::string>, ServiceAccount> accounts_;
   std::set<TenantId> deleted_;
   // Idempotency keys (token id + key -> job), in submit order in idempotency_order_.
   std::map<std::string, IdempotentSubmit> idempotency_;

@@ -81,6 +81,7 @@ Snapshot JournaledState::EncodeSnapshot(int64_t seq) const {
     Record r = ChangeCodec::Encode(s, change);
     records.push_back({std::move(r.kind), std::move(r.body)});
   };
+  for (const auto& [key, account] : accounts_) record(ServiceAccountPut{account});
   for (const auto& [id, t] : tokens_.tokens()) {
     TokenRecord issued = t;
     issued.revoked = false;

@@ -214,6 +214,14 @@ TEST_F(DaemonHttp, IsolationMatrix) {
     return r.body["id"].get<std::string>();
   };
 
+  auto fresh_account = [&](const std::string& tenant) {
+    const std::string name = "sa-" + std::to_string(++serial);
+    Response r = Call(c, "POST", "/v1/tenants/" + tenant + "/service-accounts", tokens_["admin"],
+                      Json({{"name", name}, {"role", "member"}}).dump());
+    EXPECT_EQ(r.status, 201) << r.body.dump();
+    return name;
+  };
+
   for (const std::string& who : kCallers) {
     for (const std::string target : {"alpha", "beta"}) {
       const std::string job = "/v1/jobs/" + jobs_[target];
@@ -241,6 +249,17 @@ TEST_F(DaemonHttp, IsolationMatrix) {
             Json({{"name", "k" + std::to_string(++serial)}, {"role", "member"}, {"tenant", target}}).dump());
       check("delete /v1/tokens/{id}", who, target, Expect(who, target, 200, 200, 404, 404), "DELETE",
             "/v1/tokens/" + fresh_token(target));
+      check("post /v1/tokens/{id}/rotate", who, target, Expect(who, target, 201, 201, 404, 404), "POST",
+            "/v1/tokens/" + fresh_token(target) + "/rotate", R"({"grace_s": 60})");
+      const std::string accounts = "/v1/tenants/" + target + "/service-accounts";
+      check("get /v1/tenants/{name}/service-accounts", who, target, Expect(who, target, 200, 200, 403, 403), "GET",
+            accounts);
+      check("post /v1/tenants/{name}/service-accounts", who, target, Expect(who, target, 201, 201, 403, 403), "POST",
+            accounts, Json({{"name", "sa-" + std::to_string(++serial)}, {"role", "viewer"}}).dump());
+      check("post /v1/tenants/{name}/service-accounts/{account}/tokens", who, target,
+            Expect(who, target, 201, 201, 403, 403), "POST", accounts + "/" + fresh_account(target) + "/tokens", "{}");
+      check("delete /v1/tenants/{name}/service-accounts/{account}", who, target, Expect(who, target, 200, 200, 403, 403),
+            "DELETE", accounts + "/" + fresh_account(target));
       check("post /v1/reservations", who, target, Expect(who, target, 201, 201, 201, 403), "POST",
             "/v1/reservations", reservation(target));
       check("get /v1/reservations/{id}", who, target, Expect(who, target, 200, 200, 200, 200), "GET",
@@ -351,8 +370,8 @@ TEST_F(DaemonHttp, IsolationMatrix) {
     }
   }
   EXPECT_GE(documented, 33u);
-  EXPECT_EQ(checked, 7 * (2 * 20 + 20) + 3)
-      << "7 callers x (2 targets x 20 tenant-scoped + 20 cluster-wide requests), the node agent for another node "
+  EXPECT_EQ(checked, 7 * (2 * 25 + 20) + 3)
+      << "7 callers x (2 targets x 25 tenant-scoped + 20 cluster-wide requests), the node agent for another node "
          "(register, heartbeat), and a node agent for a node that does not exist (register)";
 }
 
