@@ -28,28 +28,6 @@ Result<std::string> Text(const Json& j, const char* key, const std::string& wher
   return j[key].get<std::string>();
 }
 
-Result<OidcMapping> ParseMapping(const Json& m, const std::string& where, const std::string& key_path) {
-  if (!m.is_object()) return InvalidArgument(where + " must be a map");
-  GP_RETURN_IF_ERROR(OnlyKeys(m, {"group", "user", "tenant", "role"}, key_path));
-  OidcMapping out;
-  for (auto [key, field, required] : {std::tuple{"group", &out.group, false}, std::tuple{"user", &out.user, false},
-                                      std::tuple{"tenant", &out.tenant, false}, std::tuple{"role", &out.role, true}}) {
-    Result<std::string> v = Text(m, key, where, required);
-    if (!v.ok()) return v.error();
-    *field = *v;
-  }
-  if (out.group.empty() == out.user.empty()) return InvalidArgument(where + ": give one of 'group' and 'user'");
-  const bool tenant_role = out.role == "tenant-admin" || out.role == "member" || out.role == "viewer";
-  const bool global_role = out.role == "cluster-admin" || out.role == "metrics-reader";
-  if (!tenant_role && !global_role) {
-    return InvalidArgument(where + ": role '" + out.role +
-                           "' cannot be mapped (cluster-admin, tenant-admin, member, viewer, metrics-reader)");
-  }
-  if (tenant_role && out.tenant.empty()) return InvalidArgument(where + ": role " + out.role + " needs a 'tenant'");
-  if (global_role && !out.tenant.empty()) return InvalidArgument(where + ": role " + out.role + " has no tenant");
-  return out;
-}
-
 Result<OidcIssuer> ParseIssuer(const Json& j, const std::string& where, const std::string& key_path) {
   if (!j.is_object()) return InvalidArgument(where + " must be a map");
   GP_RETURN_IF_ERROR(OnlyKeys(j, {"issuer", "audience", "username_claim", "groups_claim", "jwks_file", "ca_file",
@@ -83,7 +61,7 @@ Result<OidcIssuer> ParseIssuer(const Json& j, const std::string& where, const st
   if (j.contains("mappings")) {
     if (!j["mappings"].is_array()) return InvalidArgument(where + ": 'mappings' must be a list");
     for (size_t i = 0; i < j["mappings"].size(); ++i) {
-      Result<OidcMapping> m = ParseMapping(j["mappings"][i], where + " mapping " + std::to_string(i + 1),
+      Result<OidcMapping> m = ParseOidcMapping(j["mappings"][i], where + " mapping " + std::to_string(i + 1),
                                            key_path + ".mappings[" + std::to_string(i) + "]");
       if (!m.ok()) return m.error();
       out.mappings.push_back(*m);
@@ -107,6 +85,29 @@ std::vector<std::string> Strings(const Json& claims, const std::string& name) {
 }
 
 }  // namespace
+
+Result<OidcMapping> ParseOidcMapping(const Json& m, const std::string& where, const std::string& key_path) {
+  if (!m.is_object()) return InvalidArgument(where + " must be a map");
+  GP_RETURN_IF_ERROR(OnlyKeys(m, {"group", "user", "tenant", "role"}, key_path));
+  OidcMapping out;
+  for (auto [key, field, required] : {std::tuple{"group", &out.group, false}, std::tuple{"user", &out.user, false},
+                                      std::tuple{"tenant", &out.tenant, false}, std::tuple{"role", &out.role, true}}) {
+    Result<std::string> v = Text(m, key, where, required);
+    if (!v.ok()) return v.error();
+    *field = *v;
+  }
+  if (out.group.empty() == out.user.empty()) return InvalidArgument(where + ": give one of 'group' and 'user'");
+  const bool tenant_role = out.role == "tenant-admin" || out.role == "member" || out.role == "viewer";
+  const bool global_role = out.role == "cluster-admin" || out.role == "metrics-reader";
+  if (!tenant_role && !global_role) {
+    return InvalidArgument(where + ": role '" + out.role +
+                           "' cannot be mapped (cluster-admin, tenant-admin, member, viewer, metrics-reader)");
+  }
+  if (tenant_role && out.tenant.empty()) return InvalidArgument(where + ": role " + out.role + " needs a 'tenant'");
+  if (global_role && !out.tenant.empty()) return InvalidArgument(where + ": role " + out.role + " has no tenant");
+  return out;
+}
+
 
 Result<std::vector<OidcIssuer>> ParseAuthConfig(const Json& auth) {
   if (!auth.is_object()) return InvalidArgument("'auth' must be a map");

@@ -45,6 +45,10 @@ struct OidcIssuer {
   std::vector<OidcMapping> mappings;
 };
 
+// One mapping ({group | user, tenant, role}) of the configuration or of POST /v1/oidc-mappings;
+// `where` starts its errors, `key_path` names an unknown key.
+Result<OidcMapping> ParseOidcMapping(const nlohmann::json& m, const std::string& where, const std::string& key_path);
+
 // `auth:` of the configuration: {oidc: [issuer, ...]}.
 Result<std::vector<OidcIssuer>> ParseAuthConfig(const nlohmann::json& auth);
 

@@ -20,6 +20,7 @@
 
 #include "accounting/report.h"
 #include "api/auth.h"
+#include "auth/oidc.h"
 #include "burst/settings.h"
 #include "core/result.h"
 #include "model/events.h"
@@ -106,6 +107,16 @@ struct ServiceAccountPut {
   ServiceAccount account;
   bool deleted = false;
 };
+// A group-or-user mapping of a trusted OIDC issuer made through the API (POST /v1/oidc-mappings),
+// or (deleted) removed; it adds to the configuration's mappings of that issuer.
+struct OidcMappingPut {
+  std::string id;
+  std::string issuer;
+  OidcMapping mapping;
+  Time created;
+  std::string created_by;
+  bool deleted = false;
+};
 // One line of the audit log; the store keeps it (Journal::AuditLines), memory does not.
 struct AuditEntry {
   Time at;
@@ -122,7 +133,8 @@ struct JobArchived {
 
 using Change = std::variant<EventChange, TenantPut, TenantDeleted, PriorityClassAdded, NodeAdded, TokenIssued,
                             TokenRevoked, PricesSet, BurstRequested, BurstNodeJoined, BurstSettingsChanged,
-                            AgentRecorded, ReplicaExited, AuditEntry, JobArchived, ServiceAccountPut>;
+                            AgentRecorded, ReplicaExited, AuditEntry, JobArchived, ServiceAccountPut,
+                            OidcMappingPut>;
 
 // Every record kind, in the variant's order (for the fixture's coverage check and messages).
 const std::vector<std::string>& ChangeKinds();

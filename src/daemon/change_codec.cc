@@ -16,8 +16,9 @@ using Json = nlohmann::json;
 const std::vector<std::string> kKinds = {"event",         "tenant",       "tenant_deleted", "class",
                                          "node",          "token",        "token_revoked",  "prices",
                                          "burst_request", "burst_node",   "burst_settings", "agent",
-                                         "replica_exit",  "audit",        "archived_job",   "service_account"};
-static_assert(std::variant_size_v<Change> == 16);
+                                         "replica_exit",  "audit",        "archived_job",   "service_account",
+                                         "oidc_mapping"};
+static_assert(std::variant_size_v<Change> == 17);
 
 template <class... F>
 struct Overload : F... {
@@ -105,6 +106,15 @@ Json EncodeBody(const State& s, const Change& change) {
                    {"role", std::string(RoleName(c.account.role))},
                    {"created_ms", c.account.created.millis()},
                    {"created_by", c.account.created_by}};
+            if (c.deleted) j["deleted"] = true;
+            return j;
+          },
+          [&](const OidcMappingPut& c) {
+            Json j{{"id", c.id}, {"issuer", c.issuer}, {"role", c.mapping.role}, {"created_ms", c.created.millis()},
+                   {"created_by", c.created_by}};
+            if (!c.mapping.group.empty()) j["group"] = c.mapping.group;
+            if (!c.mapping.user.empty()) j["user"] = c.mapping.user;
+            if (!c.mapping.tenant.empty()) j["tenant"] = c.mapping.tenant;
             if (c.deleted) j["deleted"] = true;
             return j;
           },
@@ -251,6 +261,12 @@ Result<Change> DecodeBody(const State& s, const std::string& kind, const std::st
                       j.value("subject", "")});
   }
   if (kind == "service_account") return DecodeServiceAccount(s, j);
+  if (kind == "oidc_mapping") {
+    OidcMappingPut c{Field<std::string>(j, "id"), Field<std::string>(j, "issuer"),
+                     {j.value("group", ""), j.value("user", ""), j.value("tenant", ""), Field<std::string>(j, "role")},
+                     Time::FromMillis(Field<int64_t>(j, "created_ms")), j.value("created_by", ""), j.value("deleted", false)};
+    return Change(std::move(c));
+  }
   if (kind == "archived_job") {
     if (!j.contains("id") || !j["id"].is_number_unsigned()) return InvalidArgument("archived_job: id expected");
     return Change(JobArchived{JobId(j["id"].get<uint64_t>()), body, {}});

@@ -78,6 +78,13 @@ class ControlPlane {
   // user or one of its groups (the widest role per tenant; cluster-admin above all), or
   // kPermissionDenied naming what is missing. Mappings to tenants that do not exist are skipped.
   Result<Principal> OidcPrincipal(const OidcIdentity& id) const;
+  // The issuers `auth: oidc:` trusts (serve sets them): API mappings may name only these.
+  void SetOidcIssuers(std::vector<std::string> issuers) { oidc_issuers_ = std::move(issuers); }
+  // /v1/oidc-mappings (cluster admins, audited): the configuration's mappings (source "config")
+  // and those made here (source "api", journaled), which add to them for their issuer.
+  Reply ListOidcMappings(const CallContext& c) const;
+  Reply CreateOidcMapping(const CallContext& c, const std::string& body);
+  Reply DeleteOidcMapping(const CallContext& c, const std::string& id);
 
   Reply SubmitJob(const CallContext& c, const std::string& body, const std::string& idempotency_key);
   Reply GetJob(const CallContext& c, const std::string& id);
@@ -403,6 +410,7 @@ class ControlPlane {
   int64_t epoch_ = 0;                  // SetEpoch
   int64_t token_max_days_ = 365;       // SetTokenMaxDays
   std::map<std::string, Time> token_seen_;  // token id -> last use not yet journaled
+  std::vector<std::string> oidc_issuers_;   // SetOidcIssuers
   uint64_t bytes_since_snapshot_ = 0;  // record bytes appended since (by this process)
 };
 

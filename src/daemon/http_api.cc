@@ -113,6 +113,18 @@ void TokenRoutes(Table& t) {
         {.summary = "issue a token for the service account (expires_in_days); the secret is returned once",
          .who = "cluster-admin, tenant-admin (own tenant)", .request = "Object", .success = 201},
         [](ControlPlane& c, C ctx, R req, P p) { return c.CreateServiceAccountToken(ctx, p[0], p[1], req.body); });
+  t.Add("GET", "/v1/oidc-mappings", Admins("manage OIDC mappings"),
+        {.summary = "the OIDC group and user mappings made through the API, and the trusted issuers",
+         .who = "cluster-admin"},
+        [](ControlPlane& c, C ctx, R, P) { return c.ListOidcMappings(ctx); });
+  t.Add("POST", "/v1/oidc-mappings", Admins("manage OIDC mappings"),
+        {.summary = "map an issuer's group or user to a tenant and role (adds to the configuration's; audited)",
+         .who = "cluster-admin", .request = "Object", .success = 201},
+        [](ControlPlane& c, C ctx, R req, P) { return c.CreateOidcMapping(ctx, req.body); });
+  t.Add("DELETE", "/v1/oidc-mappings/{id}", Admins("manage OIDC mappings"),
+        {.summary = "remove a mapping made through the API; callers lose its grant with their next request",
+         .who = "cluster-admin"},
+        [](ControlPlane& c, C ctx, R, P p) { return c.DeleteOidcMapping(ctx, p[0]); });
   t.Add("GET", "/v1/audit", {Access::kTenantAdmin, "read the audit log"},
         {.summary = "the audit log, newest first (pages: limit, cursor)",
          .who = "cluster-admin, tenant-admin (own tenant)", .paged = true},

@@ -166,6 +166,11 @@ Status JournaledState::ApplyOne(const TokenIssued& c) {
 
 Status JournaledState::ApplyOne(const TokenRevoked& c) { return tokens_.Revoke(c.id); }
 
+Status JournaledState::ApplyOne(const OidcMappingPut& c) {
+  if (c.deleted) return oidc_mappings_.erase(c.id) ? Ok() : Status(NotFound("OIDC mapping " + c.id));
+  return oidc_mappings_.emplace(c.id, c).second ? Ok() : Status(AlreadyExists("OIDC mapping " + c.id));
+}
+
 Status JournaledState::ApplyOne(const ServiceAccountPut& c) {
   const std::pair<TenantId, std::string> key{c.account.tenant, c.account.name};
   if (!c.deleted) {

@@ -83,6 +83,8 @@ class JournaledState {
   const TokenStore& tokens() const { return tokens_; }
   // Service accounts by tenant and name (those of deleted tenants are gone with them).
   const std::map<std::pair<TenantId, std::string>, ServiceAccount>& service_accounts() const { return accounts_; }
+  // OIDC mappings made through the API, by id.
+  const std::map<std::string, OidcMappingPut>& oidc_mappings() const { return oidc_mappings_; }
   // Deleted tenants (tombstones: ids are never reused).
   const std::set<TenantId>& deleted() const { return deleted_; }
   // Every on-demand node requested that became a node, in request order; and how many were
@@ -151,6 +153,7 @@ class JournaledState {
   Status ApplyOne(const AuditEntry& c);
   Status ApplyOne(const JobArchived& c);
   Status ApplyOne(const ServiceAccountPut& c);
+  Status ApplyOne(const OidcMappingPut& c);
   // A "prices" record: a list in force from `from` on (one with the same start is replaced,
   // later ones stay scheduled), or, without `from`, for all time.
   void ApplyPrices(PriceList list, std::optional<Time> from);
@@ -170,6 +173,7 @@ class JournaledState {
   PriceHistory prices_;
   TokenStore tokens_;
   std::map<std::pair<TenantId, std::string>, ServiceAccount> accounts_;
+  std::map<std::string, OidcMappingPut> oidc_mappings_;
   std::set<TenantId> deleted_;
   // Idempotency keys (token id + key -> job), in submit order in idempotency_order_.
   std::map<std::string, IdempotentSubmit> idempotency_;

@@ -82,6 +82,7 @@ Snapshot JournaledState::EncodeSnapshot(int64_t seq) const {
     records.push_back({std::move(r.kind), std::move(r.body)});
   };
   for (const auto& [key, account] : accounts_) record(ServiceAccountPut{account});
+  for (const auto& [id, mapping] : oidc_mappings_) record(mapping);
   for (const auto& [id, t] : tokens_.tokens()) {
     TokenRecord issued = t;
     issued.revoked = false;

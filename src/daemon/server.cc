@@ -200,6 +200,9 @@ Result<std::unique_ptr<ControlPlane>> OpenCore(const ServeOptions& o, DaemonConf
   if (!opened.ok()) return opened.error();
   ControlPlane& core = **opened;
   core.SetTokenMaxDays(o.max_token_days);
+  std::vector<std::string> issuers;
+  for (const OidcIssuer& i : config.oidc) issuers.push_back(i.issuer);
+  core.SetOidcIssuers(std::move(issuers));
   if (core.empty()) {
     if (!shared) GP_RETURN_IF_ERROR(BootstrapCore(o, config, data_dir, core, files));
   } else {

@@ -185,5 +185,41 @@ TEST_F(ServiceAccounts, LastUseIsShownAndSurvivesARestartToTheHour) {
   EXPECT_EQ(TokenListed(t["id"])["last_used"], Rfc3339(Time::FromMillis(later)));
 }
 
+// OIDC mappings made through the API are journaled records: a start from the journal or from a
+// snapshot has them; a deleted one stays deleted.
+TEST_F(ServiceAccounts, OidcMappingsOfTheApiSurviveRestartsFromJournalAndSnapshot) {
+  const std::string iss = "https://idp.example/v2.0";
+  core_->SetOidcIssuers({iss});
+  const auto make = [&](const std::string& group) {
+    const Reply r = core_->CreateOidcMapping(
+        As(admin_), Json({{"issuer", iss}, {"group", group}, {"tenant", "research"}, {"role", "member"}}).dump());
+    EXPECT_EQ(r.status, 201) << r.body;
+    return Json::parse(r.body)["id"].get<std::string>();
+  };
+  const std::string kept = make("kept"), dropped = make("dropped");
+  EXPECT_EQ(core_->CreateOidcMapping(As(members_["research"]), "{}").status, 403);
+  ASSERT_EQ(core_->DeleteOidcMapping(As(admin_), dropped).status, 200);
+  for (const bool from_snapshot : {false, true}) {
+    Restart(from_snapshot);
+    core_->SetOidcIssuers({iss});
+    const Json items = Json::parse(core_->ListOidcMappings(As(admin_)).body)["items"];
+    ASSERT_EQ(items.size(), 1u) << items.dump();
+    EXPECT_EQ(items[0]["id"], kept);
+    EXPECT_EQ(items[0]["group"], "kept");
+    EXPECT_EQ(items[0]["created_by"], "admin");
+    EXPECT_EQ(core_->DeleteOidcMapping(As(admin_), dropped).status, 404);
+  }
+  // The mapping grants what it says to a verified caller of that issuer in that group.
+  OidcIssuer config;
+  config.issuer = iss;
+  OidcIdentity who{iss, "u-1", "u1@example.com", {"kept"}, Time::FromMillis(9'000'000), &config};
+  Result<Principal> p = core_->OidcPrincipal(who);
+  ASSERT_TRUE(p.ok()) << p.error().message;
+  EXPECT_EQ(p->role, Role::kMember);
+  EXPECT_EQ(p->tenant, *core_->state().FindTenant("research"));
+  who.groups = {"dropped"};
+  EXPECT_FALSE(core_->OidcPrincipal(who).ok());
+}
+
 }  // namespace
 }  // namespace gpupool

@@ -335,6 +335,13 @@ TEST_F(DaemonHttp, IsolationMatrix) {
           << ghost.body.dump();
       EXPECT_EQ(Call(c, "GET", "/v1/nodes/ghost-node", tokens_["admin"]).status, 404);
     }
+    // This daemon trusts no OIDC issuer: the admin's mapping is refused for naming one it does
+    // not trust (daemon_oidc_test makes them), and there is none to delete.
+    check("get /v1/oidc-mappings", who, "-", Expect(who, "alpha", 200, 403, 403, 403), "GET", "/v1/oidc-mappings");
+    check("post /v1/oidc-mappings", who, "-", Expect(who, "alpha", 400, 403, 403, 403), "POST", "/v1/oidc-mappings",
+          R"({"issuer": "https://idp.example", "group": "g", "tenant": "alpha", "role": "member"})");
+    check("delete /v1/oidc-mappings/{id}", who, "-", Expect(who, "alpha", 404, 403, 403, 403), "DELETE",
+          "/v1/oidc-mappings/0123456789ab");
     check("get /v1/burst", who, "-", Expect(who, "alpha", 200, 200, 200, 200), "GET", "/v1/burst");
     check("get /v1/prices", who, "-", Expect(who, "alpha", 200, 200, 200, 200), "GET", "/v1/prices");
     check("put /v1/prices", who, "-", Expect(who, "alpha", 200, 403, 403, 403), "PUT", "/v1/prices", kPrices);
@@ -370,8 +377,8 @@ TEST_F(DaemonHttp, IsolationMatrix) {
     }
   }
   EXPECT_GE(documented, 33u);
-  EXPECT_EQ(checked, 7 * (2 * 25 + 20) + 3)
-      << "7 callers x (2 targets x 25 tenant-scoped + 20 cluster-wide requests), the node agent for another node "
+  EXPECT_EQ(checked, 7 * (2 * 25 + 23) + 3)
+      << "7 callers x (2 targets x 25 tenant-scoped + 23 cluster-wide requests), the node agent for another node "
          "(register, heartbeat), and a node agent for a node that does not exist (register)";
 }
 
