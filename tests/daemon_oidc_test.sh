@@ -171,7 +171,7 @@ serve_oidc "$bin" --metrics-require-token
 expect "the mapping survives a kill -9 and a restart" 200 '"items"' "$nobody" GET /v1/jobs
 expect "delete the mapping" 200 '"deleted":true' "$admin" DELETE "/v1/oidc-mappings/$mapping"
 expect "the group loses it with the next request" 403 "no mapping" "$nobody" GET /v1/jobs
-expect "a mapping of the configuration is not the API's to delete" 404 "no OIDC mapping" "$admin" DELETE /v1/oidc-mappings/000000000000
+expect "an unknown mapping id" 404 "no OIDC mapping" "$admin" DELETE /v1/oidc-mappings/000000000000
 audit=$(curl -sf -H "Authorization: Bearer $admin" "$url/v1/audit") || fail "no audit log"
 echo "$audit" | python3 -c '
 import json, sys

@@ -279,9 +279,14 @@ class ControlPlane {
   void Audit(const CallContext& c, const std::string& action, const std::string& object);
   // Tick's part for tokens: the uses an hour past the journaled last use become token records.
   void JournalTokenUse();
+  // A token's last use: the journaled one, or a later one this process has seen.
+  Time LastUse(const TokenRecord& t) const;
   // The expiry a token request asks for (expires_in_days: 1 to the maximum; default 90).
   Result<Time> RequestedExpiry(const nlohmann::json& request, Time now) const;
-  // A token issued for `p`, journaled; the reply that hands out its secret once.
+  // A token issued for `p`, journaled and audited: its id, and what the reply shows of it (the
+  // secret, once). Defined in control_plane_tokens.cc.
+  struct Issued;
+  Result<Issued> Issue(const CallContext& c, Principal p, const std::string& account, Time expires);
   Reply IssueAndShow(const CallContext& c, Principal p, const std::string& account, Time expires);
   // The tenant of a service-account route that the caller administers, or the error refusing it.
   Result<TenantId> AdministeredTenant(const CallContext& c, const std::string& name) const;
@@ -409,7 +414,8 @@ class ControlPlane {
   bool stale_ = false;                 // memory may be ahead of the store (Flush)
   int64_t epoch_ = 0;                  // SetEpoch
   int64_t token_max_days_ = 365;       // SetTokenMaxDays
-  std::map<std::string, Time> token_seen_;  // token id -> last use not yet journaled
+  std::map<std::string, Time> token_seen_;  // token id -> its last use seen by this process
+  std::set<std::string> token_use_due_;     // tokens whose seen use is an hour past the journaled one
   std::vector<std::string> oidc_issuers_;   // SetOidcIssuers
   uint64_t bytes_since_snapshot_ = 0;  // record bytes appended since (by this process)
 };

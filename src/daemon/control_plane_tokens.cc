@@ -5,6 +5,7 @@
 #include <charconv>
 #include <nlohmann/json.hpp>
 
+#include "api/config_json.h"
 #include "api/decode.h"
 #include "api/page.h"
 #include "daemon/log.h"
@@ -19,56 +20,78 @@ namespace {
 
 using namespace reply;
 
+// Field `key` of a request: absent (`fallback`), or a whole number from `lo` to `hi` (`unit`
+// names it in the error).
+Result<int64_t> WholeNumber(const Json& j, const char* key, int64_t fallback, int64_t lo, int64_t hi, const char* unit) {
+  if (!j.contains(key)) return fallback;
+  if (!j[key].is_number_integer() || j[key].get<int64_t>() < lo || j[key].get<int64_t>() > hi) {
+    return InvalidArgument(std::string("'") + key + "' must be a whole number of " + unit + " from " +
+                           std::to_string(lo) + " to " + std::to_string(hi));
+  }
+  return j[key].get<int64_t>();
+}
+
 }  // namespace
+
+struct ControlPlane::Issued {
+  std::string id;
+  Json shown;
+};
 
 const Principal* ControlPlane::Authenticate(const std::string& token, Time now) {
   const Principal* p = js_->tokens().Authenticate(token, now);
-  if (p != nullptr) token_seen_[p->token_id] = now;
+  if (p == nullptr) return nullptr;
+  token_seen_[p->token_id] = now;
+  const Time journaled = js_->tokens().tokens().at(p->token_id).last_used;
+  if (journaled == Time() || now - journaled >= kLastUsedStep) token_use_due_.insert(p->token_id);
   return p;
 }
 
+Time ControlPlane::LastUse(const TokenRecord& t) const {
+  const auto seen = token_seen_.find(t.id);
+  return seen == token_seen_.end() ? t.last_used : std::max(t.last_used, seen->second);
+}
+
 void ControlPlane::JournalTokenUse() {
-  for (auto it = token_seen_.begin(); it != token_seen_.end();) {
-    const auto t = js_->tokens().tokens().find(it->first);
+  // Only the uses an hour past the journaled one (Authenticate marks them): nothing to scan per tick.
+  for (auto it = token_use_due_.begin(); it != token_use_due_.end(); it = token_use_due_.erase(it)) {
+    const auto t = js_->tokens().tokens().find(*it);
     if (t == js_->tokens().tokens().end() || t->second.revoked) {
-      it = token_seen_.erase(it);
-      continue;
-    }
-    if (t->second.last_used != Time() && it->second - t->second.last_used < kLastUsedStep) {
-      ++it;
+      token_seen_.erase(*it);
       continue;
     }
     TokenRecord used = t->second;
-    used.last_used = it->second;
-    if (!Commit(TokenIssued{used}).ok()) break;  // the journal is failing: the next tick tries again
-    it = token_seen_.erase(it);
+    used.last_used = LastUse(t->second);
+    // A commit refused here (the core is stale) or a flush that fails after it loses this record
+    // only: the listing keeps the use (token_seen_) and the next use marks it due again.
+    if (!Commit(TokenIssued{used}).ok()) break;
   }
 }
 
 Result<Time> ControlPlane::RequestedExpiry(const Json& j, Time now) const {
-  int64_t days = kTokenDefaultDays;
-  if (j.contains("expires_in_days")) {
-    if (!j["expires_in_days"].is_number_integer() || j["expires_in_days"].get<int64_t>() < 1 ||
-        j["expires_in_days"].get<int64_t>() > token_max_days_) {
-      return InvalidArgument("'expires_in_days' must be a whole number of days from 1 to " +
-                             std::to_string(token_max_days_));
-    }
-    days = j["expires_in_days"].get<int64_t>();
-  }
-  return now + Duration::Hours(24 * std::min(days, token_max_days_));
+  Result<int64_t> days = WholeNumber(j, "expires_in_days", kTokenDefaultDays, 1, token_max_days_, "days");
+  if (!days.ok()) return days.error();
+  return now + Duration::Hours(24 * *days);
 }
 
-Reply ControlPlane::IssueAndShow(const CallContext& c, Principal p, const std::string& account, Time expires) {
+Result<ControlPlane::Issued> ControlPlane::Issue(const CallContext& c, Principal p, const std::string& account,
+                                                 Time expires) {
   auto [record, secret] = js_->tokens().Create(std::move(p), c.now);
   record.expires = expires;
   record.account = account;
-  if (Status s = Commit(TokenIssued{record}); !s.ok()) return Err(s.error());
+  GP_RETURN_IF_ERROR(Commit(TokenIssued{record}));
   Audit(c, "token.create", account.empty() ? record.principal.name : "service-account " + account);
-  Json out = {{"id", record.id}, {"token", secret}, {"name", record.principal.name},
-              {"role", std::string(RoleName(record.principal.role))}, {"expires", Rfc3339(expires)}};
-  if (record.principal.tenant.valid()) out["tenant"] = state().tenant(record.principal.tenant).name;
-  if (!account.empty()) out["service_account"] = account;
-  return JsonReply(201, out);
+  Json shown = {{"id", record.id}, {"token", secret}, {"name", record.principal.name},
+                {"role", std::string(RoleName(record.principal.role))}, {"expires", Rfc3339(expires)}};
+  if (record.principal.tenant.valid()) shown["tenant"] = state().tenant(record.principal.tenant).name;
+  if (!account.empty()) shown["service_account"] = account;
+  return Issued{record.id, std::move(shown)};
+}
+
+Reply ControlPlane::IssueAndShow(const CallContext& c, Principal p, const std::string& account, Time expires) {
+  Result<Issued> issued = Issue(c, std::move(p), account, expires);
+  if (!issued.ok()) return Err(issued.error());
+  return JsonReply(201, issued->shown);
 }
 
 Reply ControlPlane::CreateToken(const CallContext& c, const std::string& body) {
@@ -134,8 +157,7 @@ Reply ControlPlane::ListTokens(const CallContext& c) {
     const bool mine = c.principal->admin() ||
                       (t.principal.tenant.valid() && c.principal->AdministersTenant(t.principal.tenant));
     if (!mine) continue;
-    const auto seen = token_seen_.find(id);
-    Json view = TokenView(t, seen == token_seen_.end() ? t.last_used : std::max(t.last_used, seen->second));
+    Json view = TokenView(t, LastUse(t));
     view["tenant"] = t.principal.tenant.valid() ? state().tenant(t.principal.tenant).name : "";
     items.push_back(std::move(view));
   }
@@ -169,18 +191,10 @@ Reply ControlPlane::RotateToken(const CallContext& c, const std::string& id, con
   Result<Json> parsed = ParseTokenRequest(body);
   if (!parsed.ok()) return Err(parsed.error());
   const Json& j = *parsed;
-  for (const auto& [k, v] : j.items()) {
-    if (k != "expires_in_days" && k != "grace_s") return Err(InvalidArgument("unknown field '" + k + "'"));
-  }
-  int64_t grace_s = 0;
-  if (j.contains("grace_s")) {
-    if (!j["grace_s"].is_number_integer() || j["grace_s"].get<int64_t>() < 0 ||
-        j["grace_s"].get<int64_t>() > kMaxRotationGrace.seconds()) {
-      return Err(InvalidArgument("'grace_s' must be a whole number of seconds from 0 to " +
-                                 std::to_string(kMaxRotationGrace.seconds())));
-    }
-    grace_s = j["grace_s"].get<int64_t>();
-  }
+  if (Status s = OnlyKeys(j, {"expires_in_days", "grace_s"}, ""); !s.ok()) return Err(s.error());
+  const Result<int64_t> grace = WholeNumber(j, "grace_s", 0, 0, kMaxRotationGrace.seconds(), "seconds");
+  if (!grace.ok()) return Err(grace.error());
+  const int64_t grace_s = *grace;
   Result<Time> expires = RequestedExpiry(j, c.now);
   if (!expires.ok()) return Err(expires.error());
   if (old.revoked || (old.expires != Time() && old.expires <= c.now)) {
@@ -192,21 +206,22 @@ Reply ControlPlane::RotateToken(const CallContext& c, const std::string& id, con
   }
   Principal p = old.principal;
   p.token_id.clear();
-  Reply issued = IssueAndShow(c, std::move(p), old.account, *expires);
-  if (issued.status != 201) return issued;
+  Result<Issued> issued = Issue(c, std::move(p), old.account, *expires);
+  if (!issued.ok()) return Err(issued.error());
+  // Both records go out in the request's one flush: a failed write loses both, never one.
+  Time stops = c.now;
   if (grace_s == 0) {
     if (Status s = Commit(TokenRevoked{id}); !s.ok()) return Err(s.error());
   } else {
     TokenRecord retiring = old;
     const Time until = c.now + Duration::Seconds(grace_s);
-    retiring.expires = old.expires == Time() ? until : std::min(old.expires, until);
+    retiring.expires = stops = old.expires == Time() ? until : std::min(old.expires, until);
     if (Status s = Commit(TokenIssued{retiring}); !s.ok()) return Err(s.error());
   }
-  Json out = Json::parse(issued.body);
-  Audit(c, "token.rotate", id + " -> " + out["id"].get<std::string>());
-  out["replaces"] = id;
-  out["replaced_expires"] = Rfc3339(grace_s == 0 ? c.now : js_->tokens().tokens().at(id).expires);
-  return JsonReply(201, out);
+  Audit(c, "token.rotate", id + " -> " + issued->id);
+  issued->shown["replaces"] = id;
+  issued->shown["replaced_expires"] = Rfc3339(stops);
+  return JsonReply(201, issued->shown);
 }
 
 Result<TenantId> ControlPlane::AdministeredTenant(const CallContext& c, const std::string& name) const {
@@ -230,8 +245,7 @@ Reply ControlPlane::ListServiceAccounts(const CallContext& c, const std::string&
     for (const auto& [id, tok] : js_->tokens().tokens()) {
       if (tok.principal.tenant != *t || tok.account != a.name || tok.revoked) continue;
       if (tok.expires != Time() && tok.expires <= c.now) continue;
-      const auto seen = token_seen_.find(id);
-      const Time used = seen == token_seen_.end() ? tok.last_used : std::max(tok.last_used, seen->second);
+      const Time used = LastUse(tok);
       last_used = std::max(last_used, used);
       tokens.push_back(TokenView(tok, used));
     }
@@ -253,9 +267,7 @@ Reply ControlPlane::CreateServiceAccount(const CallContext& c, const std::string
   Result<Json> parsed = ParseTokenRequest(body);
   if (!parsed.ok()) return Err(parsed.error());
   const Json& j = *parsed;
-  for (const auto& [k, v] : j.items()) {
-    if (k != "name" && k != "role") return Err(InvalidArgument("unknown field '" + k + "'"));
-  }
+  if (Status s = OnlyKeys(j, {"name", "role"}, ""); !s.ok()) return Err(s.error());
   if (!j.contains("name") || !j["name"].is_string() || !j.contains("role") || !j["role"].is_string()) {
     return Err(InvalidArgument("'name' and 'role' are required strings"));
   }
@@ -316,9 +328,7 @@ Reply ControlPlane::CreateServiceAccountToken(const CallContext& c, const std::s
   const ServiceAccount account = **a;
   Result<Json> parsed = ParseTokenRequest(body);
   if (!parsed.ok()) return Err(parsed.error());
-  for (const auto& [k, v] : parsed->items()) {
-    if (k != "expires_in_days") return Err(InvalidArgument("unknown field '" + k + "'"));
-  }
+  if (Status s = OnlyKeys(*parsed, {"expires_in_days"}, ""); !s.ok()) return Err(s.error());
   Result<Time> expires = RequestedExpiry(*parsed, c.now);
   if (!expires.ok()) return Err(expires.error());
   return IssueAndShow(c, Principal{name, account.role, account.tenant, ""}, name, *expires);

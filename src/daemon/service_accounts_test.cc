@@ -162,6 +162,26 @@ TEST_F(ServiceAccounts, RotationReplacesTheSecretNowOrAfterTheGrace) {
   EXPECT_EQ(core_->RotateToken(As(research, 8000), boss["id"], "{}").status, 403);
 }
 
+// A rotation whose journal write fails loses both of its records: memory falls back to the disk,
+// where the old secret still works and the new one never existed.
+TEST_F(ServiceAccounts, AFailedWriteLosesTheWholeRotation) {
+  const Json t = Json::parse(core_->CreateToken(As(admin_), R"({"name": "ci", "role": "member", "tenant": "research"})").body);
+  ASSERT_TRUE(core_->Flush().ok());
+  const Reply rotated = core_->RotateToken(As(admin_, 3000), t["id"], "{}");
+  ASSERT_EQ(rotated.status, 201) << rotated.body;
+  EXPECT_EQ(core_->Authenticate(t["token"], Time::FromMillis(3000)), nullptr) << "revoked in memory, before the flush";
+  fail_next_ = 1;
+  EXPECT_FALSE(core_->Flush().ok());
+  EXPECT_NE(core_->Authenticate(t["token"], Time::FromMillis(4000)), nullptr) << "the old secret is what is durable";
+  EXPECT_EQ(core_->Authenticate(Json::parse(rotated.body)["token"], Time::FromMillis(4000)), nullptr);
+  // The use at 4000 was noted; its record goes out with the next tick's flush.
+  core_->Tick(Time::FromMillis(4000), false);
+  ASSERT_TRUE(core_->Flush().ok());
+  Restart(false);
+  EXPECT_EQ(TokenListed(t["id"])["last_used"], Rfc3339(Time::FromMillis(4000)));
+  EXPECT_NE(core_->Authenticate(t["token"], Time::FromMillis(5000)), nullptr);
+}
+
 // Last use: exact in the listing at once; journaled when an hour past the journaled one (by the
 // tick), so a restart shows it to within that hour.
 TEST_F(ServiceAccounts, LastUseIsShownAndSurvivesARestartToTheHour) {
@@ -218,6 +238,14 @@ TEST_F(ServiceAccounts, OidcMappingsOfTheApiSurviveRestartsFromJournalAndSnapsho
   EXPECT_EQ(p->role, Role::kMember);
   EXPECT_EQ(p->tenant, *core_->state().FindTenant("research"));
   who.groups = {"dropped"};
+  EXPECT_FALSE(core_->OidcPrincipal(who).ok());
+  // A mapping to a tenant deleted since grants nothing.
+  ASSERT_EQ(core_->CreateTenant(As(admin_), R"({"name": "temp"})").status, 201);
+  ASSERT_EQ(core_->CreateOidcMapping(As(admin_), Json({{"issuer", iss}, {"group", "t"}, {"tenant", "temp"},
+                                                       {"role", "viewer"}}).dump()).status, 201);
+  who.groups = {"t"};
+  ASSERT_TRUE(core_->OidcPrincipal(who).ok());
+  ASSERT_EQ(core_->DeleteTenant(As(admin_), "temp").status, 200);
   EXPECT_FALSE(core_->OidcPrincipal(who).ok());
 }
 
