@@ -121,6 +121,20 @@ Result<std::unique_ptr<Agent>> Agent::Create(AgentOptions options, GpuProbe& pro
     servers.push_back(*u);
     from = comma + 1;
   }
+  if (options.client_cert.empty() != options.client_key.empty()) {
+    return InvalidArgument("a client certificate needs both its certificate and its key (--client-cert, --client-key)");
+  }
+  if (!options.client_cert.empty()) {
+    for (const Url& u : servers) {
+      if (u.origin.rfind("https://", 0) != 0) {
+        return InvalidArgument("a client certificate is sent only over https; the server URL " + u.origin + " is plain http");
+      }
+    }
+    if (!httplib::Client(servers.front().origin, options.client_cert, options.client_key).is_valid()) {
+      return InvalidArgument("cannot use the client certificate " + options.client_cert + " with the key " +
+                             options.client_key + " (PEM files of one key pair)");
+    }
+  }
   FakeProbe* fake = dynamic_cast<FakeProbe*>(&probe);
   if (!options.fault_file.empty() && fake == nullptr) {
     return InvalidArgument("a fault file needs fake GPUs (--gpus fake:SPEC)");
@@ -148,7 +162,9 @@ Agent::Agent(AgentOptions options, std::vector<Url> servers, GpuProbe& probe, Ex
 
 void Agent::Connect(const Url& u) {
   url_ = u;
-  http_ = std::make_unique<httplib::Client>(url_.origin);
+  http_ = options_.client_cert.empty()
+              ? std::make_unique<httplib::Client>(url_.origin)
+              : std::make_unique<httplib::Client>(url_.origin, options_.client_cert, options_.client_key);
   http_->set_connection_timeout(5);
   http_->set_read_timeout(io_timeout_ms_ / 1000, (io_timeout_ms_ % 1000) * 1000);
   http_->set_write_timeout(io_timeout_ms_ / 1000, (io_timeout_ms_ % 1000) * 1000);

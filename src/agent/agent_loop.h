@@ -107,6 +107,9 @@ struct AgentOptions {
   std::string server_url;
   std::string token;               // bearer token ("" sends none)
   std::string ca_file;             // https: a PEM file trusted besides the system's certificates
+  // https: a client certificate (PEM) and its key the agent authenticates with instead of, or
+  // besides, a token; the daemon's --tls-client-ca signed it and it names this node.
+  std::string client_cert, client_key;
   std::string node;                // the node's name
   std::string acceptance_command;  // "": none; else run once before registering
   Duration acceptance_timeout = Duration::Minutes(10);

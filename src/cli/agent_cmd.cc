@@ -100,7 +100,7 @@ int Agent(const std::vector<std::string>& argv) {
                                   {"server", "token", "name", "gpus", "work-dir", "acceptance",
                                    "fault-file", "allow-mig-changes", "rediscover-interval-s",
                                    "token-file", "state-dir", "cgroup-parent", "users",
-                                   "allow-root", "device-nodes", "ca", "help"},
+                                   "allow-root", "device-nodes", "ca", "client-cert", "client-key", "help"},
                                   {"help", "allow-mig-changes"});
   if (!args.ok()) return UsageError(args.error().message);
   if (args->Has("help")) {
@@ -172,6 +172,16 @@ int Agent(const std::vector<std::string>& argv) {
   o.server_url = config->url;
   o.ca_file = args->Str("ca", config->ca_file);
   o.token = config->token;
+  o.client_cert = args->Str("client-cert", "");
+  o.client_key = args->Str("client-key", "");
+  if (!o.client_key.empty()) {
+    // The key is the node's credential, as a token file is: the agent's own, unreadable by jobs.
+    struct stat st;
+    if (stat(o.client_key.c_str(), &st) != 0) return UsageError("cannot read --client-key " + o.client_key);
+    if (!S_ISREG(st.st_mode) || (st.st_mode & 077) != 0) {
+      return UsageError("--client-key " + o.client_key + " must be a regular file of mode 0600 (or 0400)");
+    }
+  }
   o.node = name;
   o.acceptance_command = args->Str("acceptance", "");
   o.fault_file = fault_file;

@@ -16,7 +16,7 @@ const char* const kServeUsage =
     "                     [--retention-s SECONDS (3600)] [--max-finished-jobs N (20000)]\n"
     "                     [--history-scrub-s SECONDS (86400)]\n"
     "                     [--advertise-url URL (http://LISTEN)] [--lease-ms N (3000)]\n"
-    "                     [--max-auth-failures N (20)] [--tls-cert FILE --tls-key FILE] [--insecure-listen]\n"
+    "                     [--max-auth-failures N (20)] [--tls-cert FILE --tls-key FILE [--tls-client-ca FILE]] [--insecure-listen]\n"
     "                     [--metrics-require-token] [--max-token-days N (365)]\n"
     "  Runs the control-plane daemon: the REST API under /v1, /metrics, the web console at /, the\n"
     "  journal in SQLite under DIR. --listen with port 0 picks a free port, written to DIR/port.\n"
@@ -41,6 +41,8 @@ const char* const kServeUsage =
     "  took over from exits with status 1 (run it again to follow). /healthz says which it is.\n"
     "  --tls-cert and --tls-key (PEM; re-read on SIGHUP) serve HTTPS on every listener; without\n"
     "  them the daemon listens only on loopback addresses unless --insecure-listen is given.\n"
+    "  --tls-client-ca FILE: node agents may authenticate with a client certificate this CA\n"
+    "  signed instead of a token; its DNS name (or CN) names the node it acts for.\n"
     "  --metrics-require-token: /metrics answers cluster-admin and metrics-reader tokens only.\n"
     "  API tokens expire after expires_in_days (default 90, at most --max-token-days); the\n"
     "  bootstrap admin.token does not.\n"
@@ -53,6 +55,7 @@ const char* const kAgentUsage =
     "                     [--device-nodes /dev/nvidia%d] [--acceptance CMD]\n"
     "                     [--fault-file PATH (fake GPUs only)] [--allow-mig-changes]\n"
     "                     [--rediscover-interval-s SECONDS (30)] [--ca FILE]\n"
+    "                     [--client-cert FILE --client-key FILE]\n"
     "  --allow-mig-changes lets the daemon's MIG layouts be applied (GPU instances destroyed and\n"
     "  created) on GPUs none of this agent's replicas use; without it they are refused and "
     "reported\n"
@@ -68,7 +71,9 @@ const char* const kAgentUsage =
     "  cgroup v2 mount); --device-nodes hides the device nodes of GPUs a job was not granted\n"
     "  Replicas run under shims that stop them when the daemon's lease is not renewed\n"
     "  --server may list several URLs (comma-separated) of a daemon's replicas; with https the\n"
-    "  daemon's certificate is verified against the system's and --ca FILE (or GPUPOOL_CA)\n";
+    "  daemon's certificate is verified against the system's and --ca FILE (or GPUPOOL_CA)\n"
+    "  --client-cert and --client-key (PEM; the key of mode 0600): authenticate with a client\n"
+    "  certificate the daemon's --tls-client-ca signed, naming this node, instead of a token\n";
 
 const char* const kDemoUsage =
     "usage: gpupool demo [--hours H (8)] [--policy P (fgd)] [--seed S (7)] [--every MINUTES (60)]\n"

@@ -97,7 +97,7 @@ int Serve(const std::vector<std::string>& argv) {
                                          "max-connections", "max-connections-per-source",
                                          "simulate-executor", "recover", "heartbeat-interval-ms", "heartbeat-timeout-ms",
                                          "snapshot-every-records", "snapshot-every-mb", "retention-s", "max-finished-jobs", "history-scrub-s",
-                                         "advertise-url", "lease-ms", "max-auth-failures", "tls-cert", "tls-key",
+                                         "advertise-url", "lease-ms", "max-auth-failures", "tls-cert", "tls-key", "tls-client-ca",
                                          "insecure-listen", "metrics-require-token", "max-token-days", "help"},
                                   {"demo", "no-demo-traffic", "simulate-executor", "recover", "insecure-listen",
                                    "metrics-require-token", "help"});
@@ -120,6 +120,7 @@ int Serve(const std::vector<std::string>& argv) {
   o.advertise_url = args->Str("advertise-url", "");
   o.tls_cert = args->Str("tls-cert", "");
   o.tls_key = args->Str("tls-key", "");
+  o.tls_client_ca = args->Str("tls-client-ca", "");
   o.insecure_listen = args->Has("insecure-listen");
   o.metrics_require_token = args->Has("metrics-require-token");
   o.oidc_fetch = FetchOverHttps;

@@ -73,9 +73,10 @@ Status Nodes(State& s, const Json& nodes) {
 Status ParseServing(const Json& root, DaemonConfig& out) {
   if (root.contains("tls")) {
     const Json& t = root["tls"];
-    if (!t.is_object()) return InvalidArgument("'tls' must be a map of cert_file and key_file");
-    GP_RETURN_IF_ERROR(OnlyKeys(t, {"cert_file", "key_file"}, "tls"));
-    for (auto [key, field] : {std::pair{"cert_file", &out.tls_cert}, std::pair{"key_file", &out.tls_key}}) {
+    if (!t.is_object()) return InvalidArgument("'tls' must be a map of cert_file, key_file and client_ca_file");
+    GP_RETURN_IF_ERROR(OnlyKeys(t, {"cert_file", "key_file", "client_ca_file"}, "tls"));
+    for (auto [key, field] : {std::pair{"cert_file", &out.tls_cert}, std::pair{"key_file", &out.tls_key},
+                              std::pair{"client_ca_file", &out.tls_client_ca}}) {
       Result<std::string> v = StrOf(t, key, "tls", false);
       if (!v.ok()) return v.error();
       *field = *v;

@@ -56,6 +56,7 @@ struct DaemonConfig {
   std::string data_dir;  // empty: not set in the file
   std::string store;     // empty: not set in the file
   std::string tls_cert, tls_key;  // empty: not set in the file
+  std::string tls_client_ca;      // tls: client_ca_file; empty: not set
   bool metrics_require_token = false;  // metrics: {require_token: true}
   std::vector<OidcIssuer> oidc;        // auth: {oidc: [...]} (auth/oidc.h)
 };

@@ -78,6 +78,10 @@ class ControlPlane {
   // user or one of its groups (the widest role per tenant; cluster-admin above all), or
   // kPermissionDenied naming what is missing. Mappings to tenants that do not exist are skipped.
   Result<Principal> OidcPrincipal(const OidcIdentity& id) const;
+  // The node agent a verified client certificate speaks for (http::Request::client_names): the
+  // first of its names that is a node of the cluster, else its first name (which then
+  // registers nothing). Role node-agent, for that node only.
+  Principal CertificatePrincipal(const std::vector<std::string>& names) const;
   // The issuers `auth: oidc:` trusts (serve sets them): API mappings may name only these.
   void SetOidcIssuers(std::vector<std::string> issuers) { oidc_issuers_ = std::move(issuers); }
   // /v1/oidc-mappings (cluster admins, audited): the configuration's mappings (source "config")

@@ -109,6 +109,15 @@ Status ControlPlane::CheckKnownNode(const Node& n, FlavorId flavor, const std::v
   return Ok();
 }
 
+Principal ControlPlane::CertificatePrincipal(const std::vector<std::string>& names) const {
+  auto known = std::find_if(names.begin(), names.end(), [&](const std::string& n) { return state().FindNode(n).ok(); });
+  Principal p;
+  p.name = known != names.end() ? *known : names.front();
+  p.role = Role::kNodeAgent;
+  p.token_id = "cert:" + p.name;
+  return p;
+}
+
 Reply ControlPlane::RegisterAgent(const CallContext& c, const std::string& body) {
   if (c.principal == nullptr) return Unauthenticated();
   if (!c.principal->admin() && c.principal->role != Role::kNodeAgent) return Forbidden("register node agents");
@@ -116,7 +125,7 @@ Reply ControlPlane::RegisterAgent(const CallContext& c, const std::string& body)
   if (!req.ok()) return Err(req.error());
   const std::string& name = req->node;
   if (!ValidUtf8(name)) return Err(InvalidArgument("'node' must be a node name"));
-  if (!c.principal->ActsForNode(name)) return Forbidden("register node " + name + " (a node-agent token acts for the node of its name)");
+  if (!c.principal->ActsForNode(name)) return Forbidden("register node " + name + " (a node agent's token or certificate acts for the node it names)");
   // A node-agent token speaks for a node that exists (declared in the configuration, or
   // registered before by a cluster admin); only a cluster admin may add one, choosing its
   // flavor, size and labels.

@@ -491,6 +491,19 @@ TEST(DaemonConfig, RefusesAnAliasInsideItsOwnAnchorAndDeepNesting) {
   EXPECT_EQ(nested.error().message.find("nests deeper"), std::string::npos) << nested.error().message;
 }
 
+// tls: names the files serve reads (daemon_tls_test and daemon_agent_cert_test serve them).
+TEST(DaemonConfig, ReadsTlsFilesAndRefusesUnknownKeys) {
+  Result<DaemonConfig> ok = ParseDaemonConfig("tls: {cert_file: /c.pem, key_file: /k.pem, client_ca_file: /ca.pem}\n");
+  ASSERT_TRUE(ok.ok()) << ok.error().message;
+  EXPECT_EQ(ok->tls_cert, "/c.pem");
+  EXPECT_EQ(ok->tls_key, "/k.pem");
+  EXPECT_EQ(ok->tls_client_ca, "/ca.pem");
+  Result<DaemonConfig> typo = ParseDaemonConfig("tls: {cert_file: /c.pem, key_file: /k.pem, client_ca: /ca.pem}\n");
+  ASSERT_FALSE(typo.ok());
+  EXPECT_NE(typo.error().message.find("client_ca"), std::string::npos) << typo.error().message;
+  EXPECT_FALSE(ParseDaemonConfig("tls: {client_ca_file: [a]}\n").ok());
+}
+
 TEST(DaemonConfig, RefusesAliasExpansionAndKeepsPlainAliases) {
   Result<DaemonConfig> bomb = ParseDaemonConfig("colour:\n" + AliasBomb(9));
   ASSERT_FALSE(bomb.ok());

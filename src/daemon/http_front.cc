@@ -174,9 +174,14 @@ bool RefusedJwt(const Result<std::optional<OidcIdentity>>& caller, AuthFailures&
 }
 
 // On the loop: the caller a request speaks for, from its verified JWT's mappings (into
-// `storage`) or its API token; a JWT whose mappings grant nothing is refused (403).
+// `storage`), its API token, or, with no bearer at all, its verified client certificate (a
+// node agent); a JWT whose mappings grant nothing is refused (403).
 Result<const Principal*> Caller(ControlPlane& core, const std::optional<OidcIdentity>& id, const std::string& bearer,
-                                Time now, std::optional<Principal>* storage) {
+                                const std::vector<std::string>& client_names, Time now, std::optional<Principal>* storage) {
+  if (bearer.empty() && !client_names.empty()) {
+    storage->emplace(core.CertificatePrincipal(client_names));
+    return &**storage;
+  }
   if (!id) return core.Authenticate(bearer, now);
   Result<Principal> p = core.OidcPrincipal(*id);
   if (!p.ok()) return p.error();
@@ -243,7 +248,7 @@ void ToLoop(Loop& loop, Metrics& metrics, AuthFailures& failures, OidcAuthentica
   loop.Post(
       [route, shared, params = std::move(params), id = std::move(oidc_caller).value()](ControlPlane& core, Time now) {
         std::optional<Principal> storage;
-        Result<const Principal*> caller = Caller(core, id, Bearer(*shared), now, &storage);
+        Result<const Principal*> caller = Caller(core, id, Bearer(*shared), shared->client_names, now, &storage);
         if (!caller.ok()) return Reply{403, ErrorBody(caller.error())};
         const CallContext c{*caller, shared->remote, now};
         if (c.principal == nullptr) return Reply{401, ErrorBody({ErrorCode::kUnauthenticated, "missing or invalid bearer token"})};
@@ -298,9 +303,10 @@ void MetricsWithToken(Loop& loop, Metrics& metrics, const std::function<void()>&
   Result<std::optional<OidcIdentity>> oidc_caller = VerifiedOidc(oidc, req);
   if (RefusedJwt(oidc_caller, failures, req.remote, respond)) return;
   loop.Post(
-      [&metrics, connections, bearer = Bearer(req), id = std::move(oidc_caller).value()](ControlPlane& core, Time now) {
+      [&metrics, connections, bearer = Bearer(req), names = req.client_names,
+       id = std::move(oidc_caller).value()](ControlPlane& core, Time now) {
         std::optional<Principal> storage;
-        Result<const Principal*> caller = Caller(core, id, bearer, now, &storage);
+        Result<const Principal*> caller = Caller(core, id, bearer, names, now, &storage);
         if (!caller.ok()) return Reply{403, ErrorBody(caller.error())};
         const Principal* p = *caller;
         if (p == nullptr) return Reply{401, ErrorBody({ErrorCode::kUnauthenticated, "missing or invalid bearer token"})};

@@ -325,8 +325,18 @@ Result<std::shared_ptr<http::TlsCredentials>> OpenTls(const ServeOptions& o, con
                                                       const std::string& host, int want_port) {
   const std::string tls_cert = !o.tls_cert.empty() ? o.tls_cert : config.tls_cert;
   const std::string tls_key = !o.tls_key.empty() ? o.tls_key : config.tls_key;
+  const std::string client_ca = !o.tls_client_ca.empty() ? o.tls_client_ca : config.tls_client_ca;
   if (tls_cert.empty() != tls_key.empty()) return InvalidArgument("TLS needs both a certificate and a key (--tls-cert, --tls-key)");
-  if (!tls_cert.empty()) return http::TlsCredentials::Load(tls_cert, tls_key);
+  if (tls_cert.empty() && !client_ca.empty()) {
+    return InvalidArgument("a client CA (--tls-client-ca, tls: client_ca_file) needs TLS: give --tls-cert and --tls-key");
+  }
+  if (!tls_cert.empty()) {
+    Result<std::shared_ptr<http::TlsCredentials>> tls = http::TlsCredentials::Load(tls_cert, tls_key, client_ca);
+    if (tls.ok() && !client_ca.empty()) {
+      Log("info", "node agents may authenticate with client certificates", {{"client_ca_file", client_ca}});
+    }
+    return tls;
+  }
   if (!o.insecure_listen && !IsLoopback(host)) {
     return InvalidArgument("--listen " + host + ":" + std::to_string(want_port) + " is not a loopback address and there is "
                            "no TLS: give --tls-cert and --tls-key (or tls: in the configuration), or --insecure-listen to "

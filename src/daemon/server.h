@@ -28,6 +28,9 @@ struct ServeOptions {
   // configuration's tls: otherwise. Without TLS the daemon listens only on loopback addresses
   // unless insecure_listen.
   std::string tls_cert, tls_key;
+  // Client certificates this CA signed authenticate node agents (--tls-client-ca, or tls:
+  // client_ca_file): the certificate names the node (Principal of CertificatePrincipal).
+  std::string tls_client_ca;
   bool insecure_listen = false;
   // /metrics answers only a cluster admin's or a metrics-reader's token (or metrics:
   // {require_token: true} in the configuration).

@@ -159,6 +159,7 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
       Lowest().expires_after(std::chrono::milliseconds(limits().header_timeout_ms));
       stream_.async_handshake(net::ssl::stream_base::server, [self = this->shared_from_this()](beast::error_code ec) {
         if (ec) return self->Closed(ec);
+        if (self->tls_ != nullptr) self->client_names_ = ClientCertificateNames(self->stream_.native_handle());
         self->WaitForRequest();
       });
     } else {
@@ -250,6 +251,7 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
     r.has_body = parser_->chunked() || parser_->content_length().has_value();
     r.body = std::move(msg.body());
     r.remote = source_;
+    r.client_names = client_names_;
     keep_alive_ = msg.keep_alive();
     parser_.reset();
 
@@ -336,6 +338,7 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
   Stream stream_;
   ListenerState& l_;
   const std::string source_;
+  std::vector<std::string> client_names_;  // a verified client certificate's, from the handshake
   beast::flat_buffer buffer_;
   std::optional<bhttp::request_parser<bhttp::string_body>> parser_;
   bool keep_alive_ = true;

@@ -53,6 +53,9 @@ struct Request {
   bool has_body = false;  // sent a Content-Length or a chunked body (a POST without either has none)
   std::string body;
   std::string remote;  // the peer's address
+  // A TLS client certificate that verified against the listener's client CA: its DNS
+  // subjectAltNames in order, or, when it has none, its subject's common name. Empty without one.
+  std::vector<std::string> client_names;
 
   // The value of the first header named `name` (any case), or "".
   std::string Header(std::string_view name) const;
@@ -71,22 +74,27 @@ struct Response {
 using Respond = std::function<void(Response)>;
 using Handler = std::function<void(Request, Respond)>;
 
-// A listener's TLS: a certificate chain and its private key, PEM files. Read at Load and again
-// at each Reload (SIGHUP); a reload that fails keeps what was in use, and a connection keeps the
-// credentials it was accepted with. TLS 1.2 and later. Thread-safe.
+// A listener's TLS: a certificate chain and its private key, PEM files, and optionally the CA
+// (PEM, one or more certificates) whose client certificates it accepts. A client may still come
+// without one (an API token's caller); one that offers a certificate the CA did not sign, or
+// not for client authentication, fails the handshake. Read at Load and again at each Reload
+// (SIGHUP); a reload that fails keeps what was in use, and a connection keeps the credentials it
+// was accepted with. TLS 1.2 and later. Thread-safe.
 class TlsCredentials {
  public:
-  static Result<std::shared_ptr<TlsCredentials>> Load(std::string cert_file, std::string key_file);
+  static Result<std::shared_ptr<TlsCredentials>> Load(std::string cert_file, std::string key_file,
+                                                      std::string client_ca_file = "");
   Status Reload();
   ~TlsCredentials();
   const std::string& cert_file() const { return cert_file_; }
+  const std::string& client_ca_file() const { return client_ca_file_; }
 
   class Context;  // an OpenSSL context (server.cc)
   std::shared_ptr<Context> current() const;
 
  private:
-  TlsCredentials(std::string cert_file, std::string key_file);
-  std::string cert_file_, key_file_;
+  TlsCredentials(std::string cert_file, std::string key_file, std::string client_ca_file);
+  std::string cert_file_, key_file_, client_ca_file_;
   mutable std::mutex mu_;
   std::shared_ptr<Context> context_;  // guarded by mu_
 };

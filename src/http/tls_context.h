@@ -4,6 +4,9 @@
 
 #include <boost/asio/ssl.hpp>
 
+#include <string>
+#include <vector>
+
 #include "http/server.h"
 
 namespace gpupool::http {
@@ -12,5 +15,8 @@ class TlsCredentials::Context {
  public:
   boost::asio::ssl::context ssl{boost::asio::ssl::context::tls_server};
 };
+
+// A verified client certificate's names (Request::client_names) on an established connection.
+std::vector<std::string> ClientCertificateNames(SSL* ssl);
 
 }  // namespace gpupool::http
