@@ -199,6 +199,7 @@ class Sim {
   void CheckAndApply(const Plan& plan, const SchedulerConfig& cfg, Time now) {
     QuotaBook book(state_, now);
     const Catalogue& cat = state_.catalogue();
+    int queue_victims = 0;
     for (const PreemptDecision& d : plan.preemptions) {
       const Job& v = *state_.FindJob(d.victim);
       const Job& p = *state_.FindJob(d.preemptor);
@@ -216,12 +217,22 @@ class Sim {
             << ToString(book.guaranteed(v.spec.tenant, f));
         ASSERT_LE(book.usage(p.spec.tenant, f) + p.Eq(cat), book.guaranteed(p.spec.tenant, f))
             << "reclaim by a tenant that would be above its guarantee";
+      } else if (d.kind == PreemptKind::kQueue) {
+        // The tenant's queue policy: same class, and the policy ranks the victim after the job.
+        ++queue_victims;
+        ASSERT_EQ(state_.priority_class(v.spec.priority_class).value,
+                  state_.priority_class(p.spec.priority_class).value);
+        const QueueOrder order = OrderOf(cfg.queue, state_.tenant(p.spec.tenant));
+        ASSERT_TRUE(QueueMayPreempt(cfg.queue, order, p, v, cat, now))
+            << "queue preemption the policy does not allow (" << QueueOrderName(order) << ")";
+        ASSERT_FALSE(Starved(cfg.queue, v, now)) << "a starved job was preempted by its queue";
       } else {
         ASSERT_LT(state_.priority_class(v.spec.priority_class).value,
                   state_.priority_class(p.spec.priority_class).value);
       }
       if (v.admitted_as != AdmissionKind::kDedicated) book.Remove(v.spec.tenant, f, v.Eq(cat));
     }
+    ASSERT_LE(queue_victims, cfg.queue.max_preemptions_per_cycle) << "queue preemptions over the budget";
     // No tenant goes above guaranteed + borrow_limit through this plan.
     std::map<std::pair<uint32_t, uint16_t>, GpuEq> before;
     for (const Tenant& t : state_.tenants()) {
@@ -364,6 +375,25 @@ TEST(PropertyTest, InvariantsHoldWithUsageBlendAndNoBackfill) {
   for (uint64_t seed = 100; seed < 106; ++seed) {
     RunSeed(seed, 250, cfg);
     if (HasFatalFailure()) return;
+  }
+}
+
+TEST(PropertyTest, InvariantsHoldUnderEveryQueuePolicy) {
+  // Queue preemption only within a class, only where the policy ranks the victim after the
+  // preemptor, never of a starved job, within the budget; plus every check above. Jobs starve
+  // after 2 h, so the starved path runs too.
+  for (QueueOrder order : {QueueOrder::kLas, QueueOrder::kSrsf, QueueOrder::kSjf}) {
+    SchedulerConfig cfg;
+    cfg.queue.order = order;
+    cfg.queue.starvation_after = Duration::Hours(2);
+    cfg.queue.max_preemptions_per_cycle = 3;
+    cfg.queue.las_thresholds_gpu_s = {600, 6000};
+    cfg.preemption.min_runtime = Duration::Minutes(2);
+    for (uint64_t seed = 400; seed < 406; ++seed) {
+      SCOPED_TRACE(QueueOrderName(order));
+      RunSeed(seed, 250, cfg);
+      if (HasFatalFailure()) return;
+    }
   }
 }
 

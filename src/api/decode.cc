@@ -22,7 +22,7 @@ Result<Tenant> DecodeTenantRequest(const State& state, std::string_view body, co
   if (!parsed.ok()) return parsed.error();
   const Json& j = *parsed;
   GP_RETURN_IF_ERROR(OnlyFields(j, {"name", "weight", "quotas", "limits", "allow_gpu_cotenancy", "required_labels",
-                                    "allowed_labels", "allow_overcommit"}, ""));
+                                    "allowed_labels", "allow_overcommit", "queue_policy"}, ""));
   if (j.contains("allow_overcommit")) {
     if (allow_overcommit == nullptr) return InvalidArgument("unknown field 'allow_overcommit'");
     Result<bool> b = Bool(j, "allow_overcommit", "");
@@ -111,6 +111,20 @@ Result<Tenant> DecodeTenantRequest(const State& state, std::string_view body, co
     Result<bool> b = Bool(j, "allow_gpu_cotenancy", "");
     if (!b.ok()) return b.error();
     t.allow_gpu_cotenancy = *b;
+  }
+  if (j.contains("queue_policy")) {  // "" or null: the scheduler's
+    const Json& q = j["queue_policy"];
+    Result<std::string> name = q.is_null() || (q.is_string() && q.get<std::string>().empty())
+                                   ? Result<std::string>(std::string())
+                                   : Str(j, "queue_policy", "", 16);
+    if (!name.ok()) return name.error();
+    if (name->empty()) {
+      t.queue_policy.reset();
+    } else {
+      Result<QueueOrder> o = ParseQueueOrder(*name);
+      if (!o.ok()) return InvalidArgument("'queue_policy': " + o.error().message);
+      t.queue_policy = *o;
+    }
   }
   return t;
 }

@@ -78,7 +78,15 @@ void JobSchemas(Json& out) {
                            {"enum", {"pending", "admitted", "running", "succeeded", "failed",
                                      "cancelled", "preempted"}}}},
                 {"reason", {{"type", "object"}, {"description", "why a pending job waits"}}},
-                {"placement", {{"type", "array"}, {"items", {{"type", "object"}}}}}}}};
+                {"placement", {{"type", "array"}, {"items", {{"type", "object"}}}}},
+                {"service",
+                 {{"type", "object"},
+                  {"description", "pending or running jobs: the service queue policies order by"},
+                  {"properties",
+                   {{"attained_gpu_s", {{"type", "integer"}, {"description", "GPUs x time run, every attempt"}}},
+                    {"ran_s", {{"type", "integer"}}},
+                    {"remaining_gpu_s",
+                     {{"type", "integer"}, {"description", "GPUs x (estimate - time run); absent without an estimate"}}}}}}}}}};
   out["Resources"] = resources;
   out["JobRequest"] = job_request;
   out["Job"] = job;
@@ -107,7 +115,8 @@ void TenantSchemas(Json& out) {
             {"default_duration_s", {{"type", "integer"}}},
             {"max_duration_s", {{"type", "integer"}}},
             {"max_pending_jobs", {{"type", "integer"}, {"minimum", 0}}}}}}},
-        {"allow_gpu_cotenancy", {{"type", "boolean"}}}}}};
+        {"allow_gpu_cotenancy", {{"type", "boolean"}}},
+        {"queue_policy", {{"type", "string"}, {"enum", {"", "fifo", "las", "srsf", "sjf"}}}}}}};
   Json token_request = {{"type", "object"},
                         {"additionalProperties", false},
                         {"required", {"name", "role"}},

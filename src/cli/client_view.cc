@@ -248,6 +248,16 @@ void DescribeJob(const Json& job, int64_t now_ms, std::ostream& out) {
     const auto s = Field(job, "duration_estimate_s").get<int64_t>();
     p.Add("Duration estimate", CompactDuration(s, 4) + " (" + std::to_string(s) + " s)");
   }
+  if (const Json& svc = Field(job, "service"); svc.is_object()) {
+    // What queue policies order by: las by attained service, srsf by what remains.
+    const auto gpu_h = [&](const char* k) { return Fixed(Field(svc, k).get<double>() / 3600.0, 2) + " GPU-h"; };
+    if (Field(svc, "attained_gpu_s").is_number()) {
+      std::string ran;
+      if (Field(svc, "ran_s").is_number()) ran = " (ran " + CompactDuration(Field(svc, "ran_s").get<int64_t>(), 3) + ")";
+      p.Add("Attained service", gpu_h("attained_gpu_s") + ran);
+    }
+    if (Field(svc, "remaining_gpu_s").is_number()) p.Add("Remaining (estimate)", gpu_h("remaining_gpu_s"));
+  }
   p.Add("Command", ShellJoin(Field(job, "command")));
   if (Field(job, "submitted_at_ms").is_number()) {
     p.Add("Submitted", IsoTime(Field(job, "submitted_at_ms").get<int64_t>()) + " (" + Age(job, now_ms) + " ago)");
@@ -305,6 +315,10 @@ void DescribeTenant(const Json& tenant, std::ostream& out) {
   p.Add("Name", Str(tenant, "name"));
   p.Add("Weight", Gpus(Num(tenant, "weight")));
   p.Add("GPU co-tenancy", Field(tenant, "allow_gpu_cotenancy") == true ? "allowed" : "not allowed");
+  if (!Str(tenant, "queue_policy").empty()) {
+    p.Add("Queue policy", Str(tenant, "queue_policy") +
+                              (Str(tenant, "queue_policy_source") == "tenant" ? "" : " (the scheduler's)"));
+  }
   p.Add("Pending jobs", Str(tenant, "pending_jobs"));
   p.Add("Active jobs", Str(tenant, "active_jobs"));
   std::string limits;

@@ -83,8 +83,11 @@ const char* const kDemoUsage =
   "usage: gpupool sim replay --jobs JOBS.csv --tenants TENANTS.csv [--policy fgd] [--partitioned]\n" \
   "                          [--capacity-scale X] [--json F] [--csv F] [--svg F] [--no-estimates]\n" \
   "                          [--no-timing] [--burst FILE.yaml [--burst-budgets A,B,C]]\n"            \
+  "                          [--queue-policy fifo|las|srsf|sjf] [--starvation-after-h H (168)]\n"    \
+  "                          [--estimate-noise F (1) [--seed N (1)]]\n"                            \
   "  Replays a trace through the scheduler with a virtual clock: per-tenant JCT and waits, pooled\n" \
-  "  or (--partitioned) each tenant alone on its guarantee. docs/design/simulator.md.\n"
+  "  or (--partitioned) each tenant alone on its guarantee; --queue-policy orders each tenant's\n"   \
+  "  queue; --estimate-noise F draws each estimate within F x of the truth. docs/design/simulator.md.\n"
 #define GP_PACKING_USAGE                                                                              \
   "usage: gpupool sim packing --nodes NODES.csv --pods PODS.csv [--policy NAME|all (gpupool)]\n"     \
   "                           [--seeds 42-51] [--json F] [--csv F] [--svg F] [--offline]\n"          \

@@ -90,6 +90,9 @@ std::string ReplayJson(const ReplayReport& r, const ReplayOptions& o, const std:
   w.Key("policy").String(o.scheduler.placement);
   w.Key("mode").String(o.partitioned ? "partitioned" : "pooled");
   w.Key("capacity_scale").Number(o.capacity_scale, 3);
+  w.Key("queue_policy").String(std::string(QueueOrderName(o.scheduler.queue.order)));
+  w.Key("estimate_noise").Number(o.estimate_noise, 3);
+  if (o.estimate_noise > 1) w.Key("seed").Int(static_cast<int64_t>(o.seed));
   w.Key("jobs_csv").String(jobs);
   w.Key("capacity_gpus").Int(r.capacity_gpus);
   w.Key("tenants").BeginObject();
@@ -111,6 +114,8 @@ std::string ReplayJson(const ReplayReport& r, const ReplayOptions& o, const std:
   w.EndObject();
   w.Key("overall").BeginObject();
   w.Key("avg_jct_s").Number(r.avg_jct_s, 1);
+  w.Key("p50_jct_s").Number(r.p50_jct_s, 1);
+  w.Key("p99_jct_s").Number(r.p99_jct_s, 1);
   w.Key("p95_wait_s").Number(r.p95_wait_s, 1);
   w.Key("utilization_pct").Number(r.utilization_pct, 2);
   w.Key("makespan_s").Number(r.makespan_s, 0);
@@ -302,7 +307,8 @@ int Replay(const std::vector<std::string>& argv) {
   Result<Args> args =
       Args::Parse(argv,
                   {"jobs", "tenants", "policy", "partitioned", "capacity-scale", "json", "csv",
-                   "svg", "no-estimates", "no-timing", "burst", "burst-budgets", "help"},
+                   "svg", "no-estimates", "no-timing", "burst", "burst-budgets", "queue-policy",
+                   "starvation-after-h", "estimate-noise", "seed", "help"},
                   {"partitioned", "no-estimates", "no-timing", "help"});
   if (!args.ok()) {
     std::cerr << "gpupool sim replay: " << args.error().message << "\n" << kReplayUsage;
@@ -327,6 +333,41 @@ int Replay(const std::vector<std::string>& argv) {
     std::cerr << "gpupool sim replay: --capacity-scale must be a number\n";
     return 2;
   }
+  if (args->Has("queue-policy")) {
+    Result<QueueOrder> q = ParseQueueOrder(args->Str("queue-policy", ""));
+    if (!q.ok()) {
+      std::cerr << "gpupool sim replay: --queue-policy: " << q.error().message << "\n";
+      return 2;
+    }
+    opt.scheduler.queue.order = *q;
+  }
+  struct NumberFlag {
+    const char* name;
+    double* into;
+  };
+  double starvation_h = static_cast<double>(opt.scheduler.queue.starvation_after.millis()) / 3.6e6;
+  double seed = 1;
+  for (const NumberFlag& f : {NumberFlag{"starvation-after-h", &starvation_h},
+                              NumberFlag{"estimate-noise", &opt.estimate_noise}, NumberFlag{"seed", &seed}}) {
+    if (!args->Has(f.name)) continue;
+    const std::string v = args->Str(f.name, "");
+    char* e = nullptr;
+    *f.into = std::strtod(v.c_str(), &e);
+    if (e == v.c_str() || *e != '\0') {
+      std::cerr << "gpupool sim replay: --" << f.name << " must be a number\n";
+      return 2;
+    }
+  }
+  if (!(seed >= 0) || seed > 9e15 || seed != std::floor(seed)) {
+    std::cerr << "gpupool sim replay: --seed must be a whole number\n";
+    return 2;
+  }
+  opt.seed = static_cast<uint64_t>(seed);
+  if (!(starvation_h > 0) || starvation_h > 366 * 24) {
+    std::cerr << "gpupool sim replay: --starvation-after-h must be in (0, 8784]\n";
+    return 2;
+  }
+  opt.scheduler.queue.starvation_after = Duration::Millis(std::llround(starvation_h * 3.6e6));
   Result<std::vector<TraceJob>> jobs = LoadTraceJobs(args->Str("jobs", ""));
   Result<std::vector<TraceTenant>> tenants = LoadTraceTenants(args->Str("tenants", ""));
   for (const Status& st : {jobs.ok() ? Ok() : Status(jobs.error()),
@@ -387,10 +428,13 @@ int Replay(const std::vector<std::string>& argv) {
     t.Row(std::move(row));
   }
   std::cout << (opt.partitioned ? "partitioned" : "pooled") << ", " << r->capacity_gpus
-            << " GPUs, policy " << opt.scheduler.placement << ", capacity scale "
-            << opt.capacity_scale << "\n";
+            << " GPUs, policy " << opt.scheduler.placement << ", queue policy "
+            << QueueOrderName(opt.scheduler.queue.order) << ", capacity scale " << opt.capacity_scale;
+  if (opt.estimate_noise > 1) std::cout << ", estimates within " << opt.estimate_noise << "x (seed " << opt.seed << ")";
+  std::cout << "\n";
   t.Print(std::cout);
-  std::cout << "overall: avg JCT " << Fixed(r->avg_jct_s / 3600, 2) << " h, p95 wait "
+  std::cout << "overall: avg JCT " << Fixed(r->avg_jct_s / 3600, 2) << " h (p50 "
+            << Fixed(r->p50_jct_s / 3600, 2) << ", p99 " << Fixed(r->p99_jct_s / 3600, 2) << "), p95 wait "
             << Fixed(r->p95_wait_s / 3600, 2) << " h, utilization " << Fixed(r->utilization_pct, 1)
             << "%, makespan " << Fixed(r->makespan_s / 86400, 1) << " d, Jain "
             << Fixed(r->jain_fairness, 3) << ", preemptions " << r->preemptions << ", "

@@ -99,6 +99,49 @@ Status ParseServing(const Json& root, DaemonConfig& out) {
   return Ok();
 }
 
+// scheduler: queue_policy: NAME, or {policy, starvation_after_s, max_preemptions_per_cycle,
+// las_thresholds_gpu_s: [..]} (policy/priority/queue_policy.h).
+Status QueuePolicy(const Json& q, QueuePolicyConfig& out) {
+  const std::string where = "scheduler: queue_policy";
+  if (q.is_string()) {
+    Result<QueueOrder> o = ParseQueueOrder(q.get<std::string>());
+    if (!o.ok()) return InvalidArgument(where + ": " + o.error().message);
+    out.order = *o;
+    return Ok();
+  }
+  if (!q.is_object()) return InvalidArgument(where + " must be a policy name or a map");
+  GP_RETURN_IF_ERROR(
+      OnlyKeys(q, {"policy", "starvation_after_s", "max_preemptions_per_cycle", "las_thresholds_gpu_s"}, where));
+  Result<std::string> name = StrOf(q, "policy", where, false);
+  if (!name.ok()) return name.error();
+  if (!name->empty()) {
+    Result<QueueOrder> o = ParseQueueOrder(*name);
+    if (!o.ok()) return InvalidArgument(where + ": " + o.error().message);
+    out.order = *o;
+  }
+  Result<int64_t> starve = IntOf(q, "starvation_after_s", out.starvation_after.millis() / 1000, 60,
+                                 int64_t{366} * 86400, where);
+  if (!starve.ok()) return starve.error();
+  out.starvation_after = Duration::Seconds(*starve);
+  Result<int64_t> budget = IntOf(q, "max_preemptions_per_cycle", out.max_preemptions_per_cycle, 0, 10'000, where);
+  if (!budget.ok()) return budget.error();
+  out.max_preemptions_per_cycle = static_cast<int>(*budget);
+  if (q.contains("las_thresholds_gpu_s")) {
+    const Json& t = q["las_thresholds_gpu_s"];
+    if (!t.is_array() || t.empty() || t.size() > 16) {
+      return InvalidArgument(where + ": las_thresholds_gpu_s must be a list of 1 to 16 GPU-second thresholds");
+    }
+    out.las_thresholds_gpu_s.clear();
+    for (const Json& v : t) {
+      if (!v.is_number_integer()) return InvalidArgument(where + ": las_thresholds_gpu_s must hold whole numbers");
+      out.las_thresholds_gpu_s.push_back(v.get<int64_t>());
+    }
+  }
+  Status v = Validate(out);
+  if (!v.ok()) return InvalidArgument(where + ": " + v.error().message);
+  return Ok();
+}
+
 }  // namespace
 
 Result<DaemonConfig> ParseDaemonConfig(const std::string& yaml_text) {
@@ -117,7 +160,9 @@ Result<DaemonConfig> ParseDaemonConfig(const std::string& yaml_text) {
   }
   if (root.contains("scheduler")) {
     const Json& s = root["scheduler"];
-    GP_RETURN_IF_ERROR(OnlyKeys(s, {"placement", "tick_ms", "preemption", "backfill", "mig_reconfigure"}, "scheduler"));
+    GP_RETURN_IF_ERROR(OnlyKeys(s, {"placement", "tick_ms", "preemption", "backfill", "mig_reconfigure", "queue_policy"},
+                                "scheduler"));
+    if (s.contains("queue_policy")) GP_RETURN_IF_ERROR(QueuePolicy(s["queue_policy"], out.scheduler.queue));
     Result<std::string> placement = StrOf(s, "placement", "scheduler", false);
     if (!placement.ok()) return placement.error();
     if (!placement->empty()) out.scheduler.placement = *placement;

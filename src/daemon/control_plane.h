@@ -278,7 +278,7 @@ class ControlPlane {
   Result<std::optional<nlohmann::json>> ArchivedJobView(const CallContext& c, uint64_t id, bool events) const;
   Result<std::vector<UsageInterval>> ArchivedUsage(Time from, Time to) const;
   // The job as the API shows it to `caller`, with its events or without (lists).
-  nlohmann::json JobView(const Principal& caller, const Job& j, bool events) const;
+  nlohmann::json JobView(const Principal& caller, const Job& j, bool events, Time now) const;
   Status ApplyAndStage(const Event& e, const std::string& meta = "");
   void Audit(const CallContext& c, const std::string& action, const std::string& object);
   // Tick's part for tokens: the uses an hour past the journaled last use become token records.

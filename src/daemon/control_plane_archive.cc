@@ -50,7 +50,7 @@ void ControlPlane::ArchiveFinished(Time now) {
       key.usage_to_ms = std::max(key.usage_to_ms, u->end.millis());
     }
     const Json body = {{"id", id.value()},
-                       {"view", JobView(admin, j, false)},
+                       {"view", JobView(admin, j, false, now)},
                        {"events", {{"admin", history().View(state(), admin, id)}, {"own", history().View(state(), own, id)}}},
                        {"usage", std::move(intervals)}};
     GP_CHECK(Commit(JobArchived{id, body.dump(), std::move(key)}).ok());

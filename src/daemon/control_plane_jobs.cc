@@ -10,6 +10,7 @@
 #include "daemon/log.h"
 #include "daemon/reply.h"
 #include "policy/calendar/calendars.h"
+#include "policy/priority/queue_policy.h"
 #include "policy/quota/quota.h"
 #include "scheduler/schedule.h"
 #include "store/codec.h"
@@ -28,7 +29,8 @@ std::optional<JobState> ParseJobState(const std::string& name) {
 }
 
 // The job as the API shows it to `caller`; with its events (GET /v1/jobs/{id}) or without (lists).
-Json JobJson(const State& s, const JobHistory& history, const Principal& caller, const Job& j, bool events) {
+Json JobJson(const State& s, const JobHistory& history, const Principal& caller, const Job& j, bool events,
+             Time now) {
   const ReplicaShape& sh = j.spec.shape;
   const GpuModel& m = s.catalogue().model(sh.flavor);
   Json res = {{"flavor", m.name}};
@@ -76,6 +78,17 @@ Json JobJson(const State& s, const JobHistory& history, const Principal& caller,
   if (events) out["events"] = history.View(s, caller, j.id);
   if (HoldsResources(j.state)) out["admitted_as"] = std::string(AdmissionKindName(j.admitted_as));
   if (j.state == JobState::kRunning) out["started_at_ms"] = j.started.millis();
+  if (j.state == JobState::kPending || j.state == JobState::kRunning) {
+    // What queue policies order by (policy/priority/queue_policy.h): GPUs x time run over
+    // every attempt, and GPUs x (estimate - time run) while there is an estimate.
+    Json service = {{"attained_gpu_s", std::llround(AttainedGpuSeconds(j, s.catalogue(), now))},
+                    {"ran_s", (j.ran + (j.state == JobState::kRunning && now > j.started ? now - j.started
+                                                                                          : Duration())).seconds()}};
+    if (!j.spec.estimated_duration.is_infinite()) {
+      service["remaining_gpu_s"] = std::llround(RemainingGpuSeconds(j, s.catalogue(), now));
+    }
+    out["service"] = std::move(service);
+  }
   if (j.spec.reservation.valid()) out["reservation"] = std::to_string(j.spec.reservation.value());
   if (!j.spec.node_selector.empty()) {
     Json sel = Json::array();
@@ -151,14 +164,14 @@ const Job* ControlPlane::VisibleJob(const CallContext& c, const std::string& id)
   return j;
 }
 
-Json ControlPlane::JobView(const Principal& caller, const Job& j, bool events) const {
-  return JobJson(state(), history(), caller, j, events);
+Json ControlPlane::JobView(const Principal& caller, const Job& j, bool events, Time now) const {
+  return JobJson(state(), history(), caller, j, events, now);
 }
 
 Reply ControlPlane::GetJob(const CallContext& c, const std::string& id) {
   if (c.principal == nullptr) return Unauthenticated();
   const Job* j = VisibleJob(c, id);
-  if (j != nullptr) return JsonReply(200, JobJson(state(), history(), *c.principal, *j, true));
+  if (j != nullptr) return JsonReply(200, JobJson(state(), history(), *c.principal, *j, true, c.now));
   // Out of memory: a finished job past the retention window, from the store's history.
   if (Result<uint64_t> n = ParseId(id); n.ok()) {
     Result<std::optional<Json>> archived = ArchivedJobView(c, *n, true);
@@ -220,7 +233,7 @@ Reply ControlPlane::ListJobs(const CallContext& c, const std::map<std::string, s
       break;
     }
     if (mem != nullptr && (ai == archived.size() || mem->id.value() > static_cast<uint64_t>(archived[ai].first))) {
-      items.push_back(JobJson(state(), history(), *c.principal, *mem, false));
+      items.push_back(JobJson(state(), history(), *c.principal, *mem, false, c.now));
       last = mem->id.value();
       mem = next_in_memory();
       continue;

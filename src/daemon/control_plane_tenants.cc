@@ -114,6 +114,8 @@ Json ControlPlane::TenantView(const Tenant& t, const QuotaBook& book,
               {"allow_gpu_cotenancy", t.allow_gpu_cotenancy},
               {"required_labels", t.required_labels},
               {"allowed_labels", t.allowed_labels},
+              {"queue_policy", std::string(QueueOrderName(OrderOf(config_.queue, t)))},
+              {"queue_policy_source", t.queue_policy ? "tenant" : "scheduler"},
               {"usage", usage},
               {"pending_jobs", pending},
               {"active_jobs", active}};

@@ -94,6 +94,11 @@ std::string JobHistory::Message(const State& state, const Principal& caller, con
     case HistoryType::kPreempted: {
       const bool sees = e.by_tenant.valid() && caller.Sees(e.by_tenant);
       const std::string tenant = e.by_tenant.valid() ? state.tenant(e.by_tenant).name : "?";
+      if (e.preempt_kind == PreemptKind::kQueue) {
+        return "preempted by job " + std::to_string(e.by.value()) +
+               " of the same tenant and priority (queue: its queue policy runs shorter or less-served work first; "
+               "this job keeps the service it attained)";
+      }
       if (e.preempt_kind == PreemptKind::kPriority) {
         // Priority preemption stays inside one tenant: the caller who sees this job sees it.
         return "preempted by job " + std::to_string(e.by.value()) +

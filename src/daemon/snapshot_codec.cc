@@ -209,6 +209,12 @@ Json SnapshotCodec::EncodeState(const State& s) {
     for (const auto& [id, job] : s.jobs()) WriteJob(w, job);
   });
   for (const auto& [id, r] : s.reservations()) reservations.push_back(ReservationJson(r));
+  // Run time of earlier attempts, beside the stream (whose layout older readers know): [id, ms]
+  // for the jobs that have some.
+  Json ran = Json::array();
+  for (const auto& [id, job] : s.jobs()) {
+    if (job.ran > Duration()) ran.push_back(Json::array({id.value(), job.ran.millis()}));
+  }
   return {{"format", kFormat},
           {"flavors", std::move(flavors)},
           {"usage_half_life_ms", s.usage_half_life().millis()},
@@ -218,7 +224,7 @@ Json SnapshotCodec::EncodeState(const State& s) {
           {"classes", std::move(classes)},
           {"nodes", std::move(nodes)},
           {"reservations", std::move(reservations)},
-          {"jobs", {{"enums", JobEnumNames()}, {"stream", std::move(jobs)}}}};
+          {"jobs", {{"enums", JobEnumNames()}, {"stream", std::move(jobs)}, {"ran_ms", std::move(ran)}}}};
 }
 
 void SnapshotCodec::InstallTenants(State& s, const Json& tenants) {
@@ -283,6 +289,17 @@ void SnapshotCodec::InstallJobs(State& s, const Json& jobs) {
       s.CountPending(it->second.spec.tenant, +1);
     } else if (HoldsResources(it->second.state)) {
       s.active_.emplace_hint(s.active_.end(), id);
+    }
+  }
+  if (jobs.contains("ran_ms")) {  // absent in snapshots written before attained service
+    for (const Json& e : Array(Field(jobs, "ran_ms"))) {
+      const Json& pair = Array(e);
+      if (pair.size() != 2) Fail("ran_ms entries are [job id, milliseconds]");
+      const uint64_t id = Int<uint64_t>(pair[0]);
+      const int64_t ms = Int<int64_t>(pair[1]);
+      auto it = s.by_id_.find(id);
+      if (it == s.by_id_.end() || ms < 0) Fail("ran_ms names job " + std::to_string(id) + ", which is not in the snapshot");
+      it->second->ran = Duration::Millis(ms);
     }
   }
 }

@@ -218,7 +218,7 @@ inline bool OnlyOwnFields(const HistoryEntry& e) {
 inline json HistoryEnumNames() {
   return {{"type", EnumNames(HistoryType::kFinished, HistoryTypeKey)},
           {"admission", EnumNames(AdmissionKind::kDedicated, AdmissionKindName)},
-          {"preempt", EnumNames(PreemptKind::kPriority, PreemptKindName)},
+          {"preempt", EnumNames(PreemptKind::kQueue, PreemptKindName)},
           {"cause", EnumNames(RequeueCause::kBudget, RequeueCauseName)},
           {"outcome", EnumNames(JobState::kCancelled, JobStateName)}};
 }
@@ -241,7 +241,7 @@ struct HistoryEnums {
   explicit HistoryEnums(const json& e)
       : type(Field(e, "type"), HistoryType::kFinished, HistoryTypeKey, "entry type"),
         admission(Field(e, "admission"), AdmissionKind::kDedicated, AdmissionKindName, "kind"),
-        preempt(Field(e, "preempt"), PreemptKind::kPriority, PreemptKindName, "preemption"),
+        preempt(Field(e, "preempt"), PreemptKind::kQueue, PreemptKindName, "preemption"),
         cause(Field(e, "cause"), RequeueCause::kBudget, RequeueCauseName, "requeue cause"),
         outcome(Field(e, "outcome"), JobState::kCancelled, JobStateName, "outcome") {}
   EnumCodes<HistoryType> type;

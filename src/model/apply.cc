@@ -271,6 +271,7 @@ Status StateMutator::RequeueHolding(JobId id, JobId by, Time at) {
   if (!jr.ok()) return jr.error();
   Job& job = **jr;
   if (!HoldsResources(job.state)) return FailedPrecondition("job holds no resources");
+  if (job.state == JobState::kRunning && at > job.started) job.ran = job.ran + (at - job.started);
   Release(job, at);
   job.state = JobState::kPending;
   if (by.valid()) {

@@ -39,7 +39,7 @@ struct JobFinished {
 };
 // Why a job was preempted: another tenant takes back its guarantee, or a job of higher
 // priority of the same tenant needs the room.
-enum class PreemptKind : uint8_t { kReclaim, kPriority };
+enum class PreemptKind : uint8_t { kReclaim, kPriority, kQueue };  // kQueue: the tenant's queue policy
 std::string_view PreemptKindName(PreemptKind k);
 struct JobPreempted {
   JobId id;

@@ -135,6 +135,9 @@ struct Job {
   // The current (or last) placement's attempt: each JobAdmitted bumps it (1 for the first), so
   // it is journaled with the events, increases per job, and never depends on a clock.
   int64_t attempt = 0;
+  // Run time of its earlier attempts (preempted or requeued while running): with the current
+  // run, the service it has attained, which queue policies order by (policy/priority/queue_policy.h).
+  Duration ran;
   PendingReason reason;
 
   GpuEq Eq(const Catalogue& c) const { return spec.shape.Eq(c) * spec.replicas; }

@@ -5,6 +5,7 @@
 #include "model/job.h"
 #include "model/events.h"
 #include "model/node.h"
+#include "model/tenant.h"
 
 namespace gpupool {
 
@@ -31,10 +32,28 @@ std::string_view NodeConditionName(NodeCondition c) {
   return "?";
 }
 
+std::string_view QueueOrderName(QueueOrder o) {
+  switch (o) {
+    case QueueOrder::kFifo: return "fifo";
+    case QueueOrder::kLas: return "las";
+    case QueueOrder::kSrsf: return "srsf";
+    case QueueOrder::kSjf: return "sjf";
+  }
+  return "fifo";
+}
+
+Result<QueueOrder> ParseQueueOrder(std::string_view name) {
+  for (QueueOrder o : {QueueOrder::kFifo, QueueOrder::kLas, QueueOrder::kSrsf, QueueOrder::kSjf}) {
+    if (QueueOrderName(o) == name) return o;
+  }
+  return InvalidArgument("unknown queue policy '" + std::string(name) + "' (fifo, las, srsf or sjf)");
+}
+
 std::string_view PreemptKindName(PreemptKind k) {
   switch (k) {
     case PreemptKind::kReclaim: return "reclaim";
     case PreemptKind::kPriority: return "priority";
+    case PreemptKind::kQueue: return "queue";
   }
   return "?";
 }

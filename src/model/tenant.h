@@ -6,10 +6,12 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/ids.h"
 #include "core/quantity.h"
+#include "core/result.h"
 #include "core/time.h"
 
 namespace gpupool {
@@ -32,6 +34,11 @@ struct JobLimits {
   static constexpr uint32_t kDefaultMaxPendingJobs = 100000;
 };
 
+// The order of a tenant's queue within a priority class (policy/priority/queue_policy.h).
+enum class QueueOrder : uint8_t { kFifo, kLas, kSrsf, kSjf };
+std::string_view QueueOrderName(QueueOrder o);
+Result<QueueOrder> ParseQueueOrder(std::string_view name);
+
 struct Tenant {
   TenantId id;
   std::string name;
@@ -45,6 +52,7 @@ struct Tenant {
   // Sorted "key=value": the labels a job's node_selector may ask for with In or Exists (as
   // Kubernetes' PodNodeSelector whitelist); empty: any. NotIn and DoesNotExist only narrow.
   std::vector<std::string> allowed_labels;
+  std::optional<QueueOrder> queue_policy;  // unset: the scheduler's queue_policy
   // Exponentially decayed past usage in GPU-equivalent-seconds, as of decayed_usage_at.
   double decayed_usage = 0;
   Time decayed_usage_at;

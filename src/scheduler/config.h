@@ -8,6 +8,7 @@
 #include "core/result.h"
 #include "core/time.h"
 #include "policy/fair_share/fair_share.h"
+#include "policy/priority/queue_policy.h"
 
 namespace gpupool {
 
@@ -25,6 +26,7 @@ struct BackfillConfig {
 
 struct SchedulerConfig {
   std::string placement = "fgd";
+  QueuePolicyConfig queue;  // the order inside each tenant's queue (policy/priority/queue_policy.h)
   FairShareConfig fair_share;
   PreemptionConfig preemption;
   BackfillConfig backfill;

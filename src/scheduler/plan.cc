@@ -20,6 +20,7 @@ Status Validate(const SchedulerConfig& cfg) {
   }
   if (cfg.backfill.max_holds < 0) return InvalidArgument("backfill.max_holds must be >= 0");
   if (cfg.max_workload_types < 1) return InvalidArgument("max_workload_types must be >= 1");
+  if (Status q = Validate(cfg.queue); !q.ok()) return InvalidArgument("queue_policy: " + q.error().message);
   return Ok();
 }
 
@@ -41,7 +42,9 @@ void RecordReasons(State& state, const Plan& plan) {
   for (const PendingNote& n : plan.pending) {
     const Job* j = state.FindJob(n.job);
     if (j != nullptr && j->state == JobState::kPending) {
-      GP_CHECK(state.SetPendingReason(n.job, plan.ReasonOf(n)).ok());
+      PendingReason r = plan.ReasonOf(n);
+      if (!n.position.empty()) r.message += "; " + n.position;
+      GP_CHECK(state.SetPendingReason(n.job, std::move(r)).ok());
     }
   }
 }
@@ -91,7 +94,7 @@ std::string Describe(const State& s, const Plan& plan) {
   for (const PreemptDecision& p : plan.preemptions) {
     out += std::string("preempt ") + std::to_string(p.victim.value()) + " for " +
            std::to_string(p.preemptor.value()) +
-           (p.kind == PreemptKind::kReclaim ? " (reclaim)\n" : " (priority)\n");
+           " (" + std::string(PreemptKindName(p.kind)) + ")\n";
   }
   for (const PlaceDecision& p : plan.placements) {
     out += "place " + std::to_string(p.job.value()) + " as " +
@@ -101,7 +104,7 @@ std::string Describe(const State& s, const Plan& plan) {
   for (const PendingNote& n : plan.pending) {
     const PendingReason& r = plan.ReasonOf(n);
     out += "wait " + std::to_string(n.job.value()) + " " + std::string(ReasonCodeName(r.code)) +
-           ": " + r.message + "\n";
+           ": " + r.message + (n.position.empty() ? "" : "; " + n.position) + "\n";
   }
   return out;
 }

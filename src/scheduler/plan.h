@@ -38,6 +38,9 @@ struct PlaceDecision {
 struct PendingNote {
   JobId job;
   uint32_t reason = 0;  // index into Plan::reasons: many waiting jobs share one reason
+  // Where it stands in its tenant's queue, for a queue policy other than fifo or a starved job
+  // (policy/priority/queue_policy.h DescribePosition); empty otherwise.
+  std::string position;
   friend bool operator==(const PendingNote&, const PendingNote&) = default;
 };
 

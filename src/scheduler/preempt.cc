@@ -30,32 +30,55 @@ bool OnPools(Session& s, const Job& v, const std::vector<uint32_t>& pools) {
 
 struct Candidate {
   const Job* job;
-  bool reclaim;  // another tenant's job
+  bool reclaim;     // another tenant's job
+  bool queue = false;  // the tenant's own, of the same priority, after this job in its queue order
 };
 
 std::vector<Candidate> Candidates(Session& s, const Job& job, const std::vector<uint32_t>& pools,
                                   const PreemptionConfig& cfg, bool within_guarantee,
-                                  const std::vector<JobId>& released) {
+                                  const std::vector<JobId>& released, const QueueVictims& queue) {
   const State& state = s.state();
   const FlavorId f = job.spec.shape.flavor;
   const int32_t prio = state.priority_class(job.spec.priority_class).value;
-  // Reclaim candidates first, then the tenant's own; each group keeps the victim order of
-  // PreemptibleJobs.
-  std::vector<Candidate> reclaim, own;
+  const bool by_queue = queue.cfg != nullptr && queue.budget > 0 && Preemptive(queue.order);
+  // Reclaim candidates first, then the tenant's own of lower priority, each group in the victim
+  // order of PreemptibleJobs; then its own that the queue policy ranks after the job, the
+  // furthest first.
+  std::vector<Candidate> reclaim, own, queued;
   for (const Job* vp : s.PreemptibleJobs(f, cfg.min_runtime)) {
     const Job& v = *vp;
     const bool same = v.spec.tenant == job.spec.tenant;
     const bool lower = state.priority_class(v.spec.priority_class).value < prio;
-    if (same && !lower && !(Reserved(job) && !v.spec.reservation.valid())) continue;
+    bool in_queue = false;
+    if (same && !lower && !(Reserved(job) && !v.spec.reservation.valid())) {
+      in_queue = by_queue && state.priority_class(v.spec.priority_class).value == prio &&
+                 v.spec.reservation == job.spec.reservation &&
+                 QueueMayPreempt(*queue.cfg, queue.order, job, v, state.catalogue(), s.now());
+      if (!in_queue) continue;
+    }
     if (!same && (!within_guarantee || !s.running_quota().borrowing(v.spec.tenant, f))) continue;
     if (std::find(released.begin(), released.end(), v.id) != released.end()) continue;
     if (std::find(job.preempted_by.begin(), job.preempted_by.end(), v.id) !=
         job.preempted_by.end()) {
       continue;
     }
-    if (OnPools(s, v, pools)) (same ? own : reclaim).push_back({&v, !same});
+    if (!OnPools(s, v, pools)) continue;
+    if (in_queue) {
+      queued.push_back({&v, false, true});
+    } else {
+      (same ? own : reclaim).push_back({&v, !same});
+    }
+  }
+  if (!queued.empty()) {
+    std::vector<std::pair<double, const Job*>> ranked;
+    for (const Candidate& c : queued) ranked.push_back({VictimRank(queue.order, *c.job, state.catalogue(), s.now()), c.job});
+    std::stable_sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+    if (ranked.size() > static_cast<size_t>(queue.budget)) ranked.resize(static_cast<size_t>(queue.budget));
+    queued.clear();
+    for (const auto& [rank, v] : ranked) queued.push_back({v, false, true});
   }
   reclaim.insert(reclaim.end(), own.begin(), own.end());
+  reclaim.insert(reclaim.end(), queued.begin(), queued.end());
   return reclaim;
 }
 
@@ -272,12 +295,12 @@ std::optional<ReclaimWait> PendingReclaim(Session& s, const Job& job, const std:
 
 PreemptOutcome TryPreempt(Session& s, Placer& placer, const Job& job,
                           const std::vector<uint32_t>& pools, const PreemptionConfig& cfg,
-                          const std::vector<JobId>& released_before) {
+                          const std::vector<JobId>& released_before, const QueueVictims& queue) {
   PreemptOutcome out;
   const FlavorId f = job.spec.shape.flavor;
   const GpuEq eq = job.Eq(s.state().catalogue());
   const std::vector<Candidate> all =
-      Candidates(s, job, pools, cfg, Reserved(job) || WithinGuarantee(s, job), released_before);
+      Candidates(s, job, pools, cfg, Reserved(job) || WithinGuarantee(s, job), released_before, queue);
   if (all.empty() || !CouldMakeRoom(s, job, pools, all)) return out;
   const bool one_node = job.spec.replicas == 1 || job.spec.topology.level == TopologyLevel::kNode;
   std::vector<Candidate> chosen =
@@ -302,7 +325,7 @@ PreemptOutcome TryPreempt(Session& s, Placer& placer, const Job& job,
   GP_CHECK(TryWith(s, placer, job, pools, chosen, out));
   for (const Candidate& c : chosen) {
     out.victims.push_back({c.job->id, job.id,
-                           c.reclaim ? PreemptKind::kReclaim : PreemptKind::kPriority});
+                           c.reclaim ? PreemptKind::kReclaim : c.queue ? PreemptKind::kQueue : PreemptKind::kPriority});
   }
   out.ok = true;
   return out;

@@ -18,6 +18,15 @@
 
 namespace gpupool {
 
+// Queue preemption: the tenant's queue policy lets a pending job take the place of running jobs
+// of its tenant and priority class that the policy ranks after it (queue_policy.h), at most
+// `budget` of them.
+struct QueueVictims {
+  const QueuePolicyConfig* cfg = nullptr;  // null: none
+  QueueOrder order = QueueOrder::kFifo;
+  int budget = 0;
+};
+
 struct PreemptOutcome {
   bool ok = false;
   std::vector<PreemptDecision> victims;
@@ -44,8 +53,10 @@ std::optional<ReclaimWait> PendingReclaim(Session& session, const Job& job,
 // amount) counts as within its guarantee, takes no quota check, and may also preempt its
 // tenant's preemptible jobs that name no reservation, whatever their priority: the reserved
 // capacity is its first.
+// With `queue`, also the tenant's running jobs that its queue policy ranks after this one (kind
+// kQueue), after its lower-priority ones.
 PreemptOutcome TryPreempt(Session& session, Placer& placer, const Job& job,
                           const std::vector<uint32_t>& pools, const PreemptionConfig& cfg,
-                          const std::vector<JobId>& released_before);
+                          const std::vector<JobId>& released_before, const QueueVictims& queue = {});
 
 }  // namespace gpupool

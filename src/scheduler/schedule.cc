@@ -111,6 +111,10 @@ class Cycle {
   // GPU-equivalents held by the jobs naming each reservation; built on first use.
   std::optional<std::map<ReservationId, GpuEq>> reserved_used_;
   int preempt_budget_ = 0;
+  int queue_budget_ = 0;      // queue preemptions left this cycle (QueuePolicyConfig)
+  std::vector<QueueOrder> orders_;              // each tenant's queue policy
+  std::vector<std::vector<uint32_t>> ahead_;    // per queue entry: jobs before it in its class
+  uint32_t current_ahead_ = 0;                  // of the job being considered
   int holds_left_ = 0;
   int hold_attempts_left_ = 0;  // a failed attempt also costs a timeline walk
 };
@@ -192,7 +196,17 @@ const std::string& Cycle::UnschedulableNote(TenantId t, FlavorId f) {
 
 void Cycle::Wait(const Job& job, PendingReason reason) { WaitWith(job, AddReason(std::move(reason))); }
 
-void Cycle::WaitWith(const Job& job, uint32_t reason) { plan_.pending.push_back({job.id, reason}); }
+void Cycle::WaitWith(const Job& job, uint32_t reason) {
+  PendingNote note{job.id, reason};
+  // Under a queue policy other than fifo, or once starved, where the job stands is news: a
+  // shorter job may overtake it (or it overtakes others).
+  const QueueOrder order = orders_[job.spec.tenant.value()];
+  if (order != QueueOrder::kFifo || Starved(cfg_.queue, job, now_)) {
+    note.position = "in tenant " + state_.tenant(job.spec.tenant).name + "'s queue, " +
+                    DescribePosition(cfg_.queue, order, job, state_.catalogue(), now_, current_ahead_);
+  }
+  plan_.pending.push_back(std::move(note));
+}
 
 bool Cycle::ReservationAdmits(const Job& job, GpuEq eq) {
   const ReservationId rid = job.spec.reservation;
@@ -338,9 +352,11 @@ void Cycle::Consider(const Job& job) {
     if (preempt_budget_ > 0) {
       --preempt_budget_;
       ++plan_.stats.preemption_attempts;
-      PreemptOutcome po = TryPreempt(session_, placer_, job, shared, cfg_.preemption, released_);
+      const QueueVictims queue{&cfg_.queue, orders_[t.value()], queue_budget_};
+      PreemptOutcome po = TryPreempt(session_, placer_, job, shared, cfg_.preemption, released_, queue);
       if (po.ok) {
         for (const PreemptDecision& d : po.victims) {
+          if (d.kind == PreemptKind::kQueue) --queue_budget_;
           plan_.preemptions.push_back(d);
           released_.push_back(d.victim);
           backfill_.AddReleased(d.victim);
@@ -403,22 +419,37 @@ void Cycle::Consider(const Job& job) {
 
 Plan Cycle::Run() {
   preempt_budget_ = cfg_.preemption.max_attempts_per_cycle;
+  queue_budget_ = cfg_.queue.max_preemptions_per_cycle;
   holds_left_ = cfg_.backfill.max_holds;
   hold_attempts_left_ = 4 * cfg_.backfill.max_holds;
   const size_t nt = state_.tenants().size();
   queues_.assign(nt, {});
   next_.assign(nt, 0);
-  // Queue order (QueueKey), with the sort keys read once per job.
+  ahead_.assign(nt, {});
+  orders_.resize(nt);
+  for (uint32_t t = 0; t < nt; ++t) orders_[t] = OrderOf(cfg_.queue, state_.tenants()[t]);
+  // Queue order (QueueKey, under each tenant's queue policy), the sort keys computed once per job.
   std::vector<std::vector<std::pair<QueueKey, const Job*>>> entries(nt);
   for (JobId id : state_.pending()) {  // not jobs(): that grows with history
     const Job& j = *state_.FindJob(id);
-    entries[j.spec.tenant.value()].push_back({QueueKeyOf(state_, j), &j});
+    const uint32_t t = j.spec.tenant.value();
+    entries[t].push_back({QueueKeyOf(state_, j, cfg_.queue, orders_[t], now_), &j});
   }
   for (uint32_t t = 0; t < nt; ++t) {
     std::sort(entries[t].begin(), entries[t].end(),
               [](const auto& a, const auto& b) { return a.first < b.first; });
     queues_[t].reserve(entries[t].size());
-    for (const auto& e : entries[t]) queues_[t].push_back(e.second);
+    ahead_[t].reserve(entries[t].size());
+    uint32_t in_class = 0;
+    for (size_t i = 0; i < entries[t].size(); ++i) {
+      const QueueKey& k = entries[t][i].first;
+      if (i > 0 && (k.neg_priority != entries[t][i - 1].first.neg_priority ||
+                    k.unreserved != entries[t][i - 1].first.unreserved)) {
+        in_class = 0;
+      }
+      ahead_[t].push_back(in_class++);
+      queues_[t].push_back(entries[t][i].second);
+    }
   }
   history_ = cfg_.fair_share.usage_blend > 0
                  ? HistoryShares(state_, state_.DecayedUsages(now_))
@@ -434,6 +465,7 @@ Plan Cycle::Run() {
     turns_.pop();
     const uint32_t t = turn.tenant;
     if (turn.version != version_[t]) continue;
+    current_ahead_ = ahead_[t][next_[t]];
     Consider(*queues_[t][next_[t]]);
     ++version_[t];
     if (++next_[t] < queues_[t].size()) turns_.push(TurnOf(t));

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <queue>
+#include <random>
 #include <set>
 
 #include "model/builder.h"
@@ -131,6 +132,10 @@ Result<Raw> RunOne(const std::vector<TraceJob>& jobs, const std::vector<TraceTen
     raw.burst.enabled = true;
   }
 
+  // One draw per arriving job, in arrival order: the same seed gives the same estimates.
+  std::mt19937_64 rng(opt.seed);
+  std::uniform_real_distribution<double> noise(-std::log(std::max(1.0, opt.estimate_noise)),
+                                               std::log(std::max(1.0, opt.estimate_noise)));
   std::map<JobId, Track> track;
   using Completion = std::tuple<Time, JobId, uint64_t>;
   std::priority_queue<Completion, std::vector<Completion>, std::greater<Completion>> ends;
@@ -254,8 +259,12 @@ Result<Raw> RunOne(const std::vector<TraceJob>& jobs, const std::vector<TraceTen
       e.spec.shape.flavor = flavor;
       e.spec.shape.gpus = static_cast<uint8_t>(per);
       e.spec.replicas = static_cast<uint16_t>(replicas);
-      e.spec.estimated_duration = opt.estimates ? Duration::Seconds(std::max<int64_t>(tj.duration_s, 1))
-                                                : Duration::Infinite();
+      e.spec.estimated_duration = Duration::Infinite();
+      if (opt.estimates) {
+        double est = static_cast<double>(std::max<int64_t>(tj.duration_s, 1));
+        if (opt.estimate_noise > 1) est *= std::exp(noise(rng));
+        e.spec.estimated_duration = Duration::Seconds(std::max<int64_t>(1, std::llround(est)));
+      }
       e.spec.name = tj.tenant + "/" + std::to_string(tj.id);
       GP_RETURN_IF_ERROR(Apply(s, e));
       track[e.id] = Track{tj.tenant, now, now, 0, 0, tj.duration_s, Time::Never(), Time::Never(),
@@ -411,6 +420,8 @@ ReplayReport Summarize(Raw&& raw, const std::vector<TraceTenant>& tenants, const
   double sum = 0;
   for (double v : all_jcts) sum += v;
   rep.avg_jct_s = all_jcts.empty() ? 0 : sum / static_cast<double>(all_jcts.size());
+  rep.p50_jct_s = Percentile(all_jcts, 50);
+  rep.p99_jct_s = Percentile(all_jcts, 99);
   rep.p95_wait_s = Percentile(all_waits, 95);
   rep.jain_fairness = JainIndex(fairness);
   return rep;
@@ -424,6 +435,9 @@ Result<ReplayReport> RunReplay(const std::vector<TraceJob>& jobs,
   GP_RETURN_IF_ERROR(Validate(opt.scheduler));
   if (!(opt.capacity_scale > 0) || opt.capacity_scale > 100) {
     return InvalidArgument("capacity scale must be in (0, 100]");
+  }
+  if (!(opt.estimate_noise >= 1) || opt.estimate_noise > 1000) {
+    return InvalidArgument("estimate noise must be in [1, 1000] (a factor: 2 means within 2x either way)");
   }
   if (opt.burst) {
     if (opt.partitioned) return InvalidArgument("burst replay is pooled only (drop --partitioned)");

@@ -44,6 +44,10 @@ struct ReplayOptions {
   bool partitioned = false;
   double capacity_scale = 1.0;
   bool estimates = true;  // pass durations to the scheduler as estimates
+  // Estimates off by a seeded factor, log-uniform in [1/estimate_noise, estimate_noise] per job
+  // (1: exact). What users' walltime guesses look like to srsf, sjf and backfill.
+  double estimate_noise = 1.0;
+  uint64_t seed = 1;
   double sample_every_s = 3600;
   std::optional<ReplayBurst> burst;  // pooled only
 };
@@ -87,6 +91,7 @@ struct BurstReport {
 struct ReplayReport {
   std::map<std::string, TenantReport> tenants;
   double avg_jct_s = 0, p95_wait_s = 0, utilization_pct = 0, makespan_s = 0, jain_fairness = 0;
+  double p50_jct_s = 0, p99_jct_s = 0;
   int preemptions = 0, cycles = 0, reshaped_jobs = 0, capacity_gpus = 0;
   std::vector<ReplaySample> timeline;
   BurstReport burst;  // enabled only with ReplayOptions::burst

@@ -72,6 +72,60 @@ TEST(Replay, OwnerReclaimsItsGuarantee) {
   EXPECT_DOUBLE_EQ(r->makespan_s, 39600);
 }
 
+// One tenant, one node: a 10-hour job runs when a 10-minute one arrives. fifo and sjf make it
+// wait the 9 hours left; srsf and las preempt the long job (its progress kept) and run it first.
+TEST(Replay, PreemptiveQueuePoliciesRunTheShortJobFirst) {
+  std::vector<TraceTenant> tenants = {{"a", 8, 1000}};
+  std::vector<TraceJob> jobs = {{"a", 1, 0, 8, 36000}, {"a", 2, 3600, 8, 600}};
+  for (const auto& [order, avg, preemptions] : std::vector<std::tuple<QueueOrder, double, int>>{
+           {QueueOrder::kFifo, (36000 + 33000) / 2.0, 0},
+           {QueueOrder::kSjf, (36000 + 33000) / 2.0, 0},
+           {QueueOrder::kSrsf, (36600 + 600) / 2.0, 1},
+           {QueueOrder::kLas, (36600 + 600) / 2.0, 1}}) {
+    ReplayOptions opt;
+    opt.scheduler.queue.order = order;
+    Result<ReplayReport> r = RunReplay(jobs, tenants, opt, {});
+    ASSERT_TRUE(r.ok()) << r.error().message;
+    EXPECT_DOUBLE_EQ(r->avg_jct_s, avg) << QueueOrderName(order);
+    EXPECT_EQ(r->preemptions, preemptions) << QueueOrderName(order);
+    EXPECT_EQ(r->tenants.at("a").finished, 2);
+    EXPECT_DOUBLE_EQ(r->makespan_s, 36600);
+  }
+}
+
+// Noisy estimates: the same seed gives the same run, other seeds reorder the queue (sjf sees
+// the noisy estimate, the jobs run their true length); a noise under 1 is refused.
+TEST(Replay, EstimateNoiseIsSeededAndChangesTheOrder) {
+  std::vector<TraceTenant> tenants = {{"a", 8, 1000}};
+  std::vector<TraceJob> jobs = {{"a", 1, 0, 8, 10000}};
+  for (int i = 0; i < 6; ++i) jobs.push_back({"a", 2 + i, 10, 8, 100 * (i + 1)});
+  ReplayOptions exact;
+  exact.scheduler.queue.order = QueueOrder::kSjf;
+  Result<ReplayReport> e = RunReplay(jobs, tenants, exact, {});
+  ASSERT_TRUE(e.ok());
+  int differs = 0;
+  for (uint64_t seed = 1; seed <= 10; ++seed) {
+    ReplayOptions noisy = exact;
+    noisy.estimate_noise = 4;
+    noisy.seed = seed;
+    Result<ReplayReport> a = RunReplay(jobs, tenants, noisy, {});
+    Result<ReplayReport> b = RunReplay(jobs, tenants, noisy, {});
+    ASSERT_TRUE(a.ok() && b.ok());
+    EXPECT_DOUBLE_EQ(a->avg_jct_s, b->avg_jct_s);
+    EXPECT_GE(a->avg_jct_s, e->avg_jct_s);  // exact sjf is optimal for jobs queued together
+    EXPECT_DOUBLE_EQ(a->makespan_s, e->makespan_s);
+    differs += a->avg_jct_s != e->avg_jct_s;
+  }
+  EXPECT_GT(differs, 0);
+  for (double bad : {0.5, 0.0, 1001.0}) {
+    ReplayOptions o;
+    o.estimate_noise = bad;
+    Result<ReplayReport> r = RunReplay(jobs, tenants, o, {});
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_NE(r.error().message.find("estimate noise"), std::string::npos);
+  }
+}
+
 // The Philly trace's first 20 days (../shared/traces, or $GPUPOOL_TRACES); false if absent.
 bool PhillySlice(std::vector<TraceJob>* jobs, std::vector<TraceTenant>* tenants) {
   const char* env = std::getenv("GPUPOOL_TRACES");

@@ -116,7 +116,7 @@ Result<JobSpec> SpecFromJson(const Json& j) {
 }
 
 Result<PreemptKind> ParsePreemptKind(const std::string& name) {
-  for (PreemptKind k : {PreemptKind::kReclaim, PreemptKind::kPriority}) {
+  for (PreemptKind k : {PreemptKind::kReclaim, PreemptKind::kPriority, PreemptKind::kQueue}) {
     if (PreemptKindName(k) == name) return k;
   }
   return InvalidArgument("unknown preemption kind '" + name + "'");
@@ -150,6 +150,7 @@ Json TenantToJson(const State& s, const Tenant& t) {
           {"allow_gpu_cotenancy", t.allow_gpu_cotenancy},
           {"required_labels", t.required_labels}};
   if (!t.allowed_labels.empty()) j["allowed_labels"] = t.allowed_labels;
+  if (t.queue_policy) j["queue_policy"] = std::string(QueueOrderName(*t.queue_policy));
   return j;
 }
 
@@ -175,6 +176,11 @@ Result<Tenant> TenantFromJson(const State& s, const Json& j) {
     t.allow_gpu_cotenancy = j.at("allow_gpu_cotenancy").get<bool>();
     t.required_labels = j.at("required_labels").get<std::vector<std::string>>();
     t.allowed_labels = j.value("allowed_labels", std::vector<std::string>());
+    if (j.contains("queue_policy")) {
+      Result<QueueOrder> o = ParseQueueOrder(j["queue_policy"].get<std::string>());
+      if (!o.ok()) return InvalidArgument("tenant record: " + o.error().message);
+      t.queue_policy = *o;
+    }
     return t;
   } catch (const Json::exception&) {
     return InvalidArgument("malformed tenant record");

@@ -2,8 +2,15 @@
 
 namespace gpupool {
 
+QueueKey QueueKeyOf(const State& state, const Job& job, const QueuePolicyConfig& cfg, QueueOrder order, Time now) {
+  const QueueRank r = RankOf(cfg, order, job, state.catalogue(), now);
+  return {-state.priority_class(job.spec.priority_class).value, !job.spec.reservation.valid(), !r.starved, r.rank,
+          job.submitted, job.id};
+}
+
 QueueKey QueueKeyOf(const State& state, const Job& job) {
-  return {-state.priority_class(job.spec.priority_class).value, !job.spec.reservation.valid(), job.submitted, job.id};
+  return {-state.priority_class(job.spec.priority_class).value, !job.spec.reservation.valid(), true, 0, job.submitted,
+          job.id};
 }
 
 bool VictimBefore(const State& state, const Job& a, const Job& b) {
