@@ -69,9 +69,9 @@ grep -q "node-agent" "$tmp/body" || fail "the 403 does not say a node agent may 
 echo "certificates: the CA's are node agents (403 elsewhere), others fail the handshake, none is 401, a token wins"
 
 # The agent with its certificate and no token registers its node and runs a job there.
-agent() {  # agent LOG NAME CERT [FLAGS...]
+agent() {  # agent LOG NAME CERT [FLAGS...]; run with & it is a subshell, and exec makes $! the agent
   local log=$1 name=$2 cert=$3; shift 3
-  env -u GPUPOOL_TOKEN "$bin" agent --server "$url" --name "$name" --client-cert "$tmp/$cert.pem" \
+  exec env -u GPUPOOL_TOKEN "$bin" agent --server "$url" --name "$name" --client-cert "$tmp/$cert.pem" \
     --client-key "$tmp/$cert.key" --gpus "fake:8xh100-80gb" --work-dir "$tmp/work-$log" --rediscover-interval-s 0 --allow-root a \
     "$@" > "$tmp/agent-$log.log" 2>&1
 }
@@ -99,13 +99,13 @@ until_ok 20 grep -q '"msg":"registered"' "$tmp/agent-n-1.log" || fail "the agent
 echo "agent: a certificate acts for its own node only; a CN names the node when there is no DNS name"
 
 # The agent's own checks, before it connects.
-if agent plain n-0 n-0 --server "http://127.0.0.1:1"; then fail "the agent sent a client certificate over plain http"; fi
+if (agent plain n-0 n-0 --server "http://127.0.0.1:1"); then fail "the agent sent a client certificate over plain http"; fi
 grep -q "only over https" "$tmp/agent-plain.log" || fail "plain-http refusal: $(cat "$tmp/agent-plain.log")"
 chmod 644 "$tmp/n-0.key"
-if agent readable n-0 n-0; then fail "the agent used a key file others can read"; fi
+if (agent readable n-0 n-0); then fail "the agent used a key file others can read"; fi
 grep -q "mode 0600" "$tmp/agent-readable.log" || fail "readable-key refusal: $(cat "$tmp/agent-readable.log")"
 chmod 600 "$tmp/n-0.key"
-if agent wrong-key n-0 n-0 --client-key "$tmp/n-1.key"; then fail "the agent used a key of another certificate"; fi
+if (agent wrong-key n-0 n-0 --client-key "$tmp/n-1.key"); then fail "the agent used a key of another certificate"; fi
 grep -q "cannot use the client certificate" "$tmp/agent-wrong-key.log" || fail "mismatched-key refusal: $(cat "$tmp/agent-wrong-key.log")"
 echo "agent: refuses a certificate over http, a readable key and a key of another certificate"
 

@@ -84,7 +84,7 @@ const char* const kDemoUsage =
   "                          [--capacity-scale X] [--json F] [--csv F] [--svg F] [--no-estimates]\n" \
   "                          [--no-timing] [--burst FILE.yaml [--burst-budgets A,B,C]]\n"            \
   "                          [--queue-policy fifo|las|srsf|sjf] [--starvation-after-h H (168)]\n"    \
-  "                          [--estimate-noise F (1) [--seed N (1)]]\n"                            \
+  "                          [--estimate-noise F (1) [--seed N (1)]] [--las-thresholds-gpu-h A,B,..]\n" \
   "  Replays a trace through the scheduler with a virtual clock: per-tenant JCT and waits, pooled\n" \
   "  or (--partitioned) each tenant alone on its guarantee; --queue-policy orders each tenant's\n"   \
   "  queue; --estimate-noise F draws each estimate within F x of the truth. docs/design/simulator.md.\n"

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <sstream>
 
 #include "api/decode.h"
 #include "cli/args.h"
@@ -308,7 +309,7 @@ int Replay(const std::vector<std::string>& argv) {
       Args::Parse(argv,
                   {"jobs", "tenants", "policy", "partitioned", "capacity-scale", "json", "csv",
                    "svg", "no-estimates", "no-timing", "burst", "burst-budgets", "queue-policy",
-                   "starvation-after-h", "estimate-noise", "seed", "help"},
+                   "starvation-after-h", "estimate-noise", "seed", "las-thresholds-gpu-h", "help"},
                   {"partitioned", "no-estimates", "no-timing", "help"});
   if (!args.ok()) {
     std::cerr << "gpupool sim replay: " << args.error().message << "\n" << kReplayUsage;
@@ -368,6 +369,24 @@ int Replay(const std::vector<std::string>& argv) {
     return 2;
   }
   opt.scheduler.queue.starvation_after = Duration::Millis(std::llround(starvation_h * 3.6e6));
+  if (args->Has("las-thresholds-gpu-h")) {  // A,B,C in GPU-hours
+    std::vector<int64_t> t;
+    std::stringstream in(args->Str("las-thresholds-gpu-h", ""));
+    for (std::string item; std::getline(in, item, ',');) {
+      char* e = nullptr;
+      const double h = std::strtod(item.c_str(), &e);
+      if (e == item.c_str() || *e != '\0' || !(h > 0) || h > 1e9) {
+        std::cerr << "gpupool sim replay: --las-thresholds-gpu-h must be GPU-hours separated by commas\n";
+        return 2;
+      }
+      t.push_back(std::llround(h * 3600));
+    }
+    opt.scheduler.queue.las_thresholds_gpu_s = t;
+  }
+  if (Status v = Validate(opt.scheduler.queue); !v.ok()) {
+    std::cerr << "gpupool sim replay: " << v.error().message << "\n";
+    return 2;
+  }
   Result<std::vector<TraceJob>> jobs = LoadTraceJobs(args->Str("jobs", ""));
   Result<std::vector<TraceTenant>> tenants = LoadTraceTenants(args->Str("tenants", ""));
   for (const Status& st : {jobs.ok() ? Ok() : Status(jobs.error()),

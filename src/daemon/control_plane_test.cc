@@ -560,6 +560,13 @@ TEST_F(CoreTest, TenantQueuePolicyThroughTheApiSurvivesRestart) {
   EXPECT_EQ(policy(*core_), "srsf/tenant");
   ASSERT_EQ(core_->UpdateTenant(As(admin_), "research", R"({"queue_policy": ""})").status, 200);
   EXPECT_EQ(policy(*core_), "fifo/scheduler");
+  // A change whose journal write fails is not kept: memory falls back to what is durable.
+  ASSERT_TRUE(core_->Flush().ok());
+  ASSERT_EQ(core_->UpdateTenant(As(admin_), "research", R"({"queue_policy": "las"})").status, 200);
+  fail_next_ = 1;
+  EXPECT_FALSE(core_->Flush().ok());
+  EXPECT_EQ(policy(*core_), "fifo/scheduler");
+  ASSERT_EQ(core_->UpdateTenant(As(admin_), "research", R"({"queue_policy": null})").status, 200);
 
   // Service: 8 GPUs for 600 s estimated; after 100 s of running, 800 GPU-s attained, 4000 left.
   r = core_->SubmitJob(As(members_["research"]), Job("research"), "");

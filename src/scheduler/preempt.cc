@@ -58,8 +58,13 @@ std::vector<Candidate> Candidates(Session& s, const Job& job, const std::vector<
     }
     if (!same && (!within_guarantee || !s.running_quota().borrowing(v.spec.tenant, f))) continue;
     if (std::find(released.begin(), released.end(), v.id) != released.end()) continue;
-    if (std::find(job.preempted_by.begin(), job.preempted_by.end(), v.id) !=
-        job.preempted_by.end()) {
+    // Never preempt back a job that preempted this one, so that priorities cannot cycle. Under
+    // las that is the point, though: the job that took the GPUs keeps attaining service and
+    // falls behind its victim, and the strict order of queues (QueueMayPreempt) bounds the
+    // swaps, as the minimum runtime bounds their rate. Under srsf the preemptor's remaining
+    // service only shrinks, so it is never behind its victim again.
+    const bool las_turn = in_queue && queue.order == QueueOrder::kLas;
+    if (!las_turn && std::find(job.preempted_by.begin(), job.preempted_by.end(), v.id) != job.preempted_by.end()) {
       continue;
     }
     if (!OnPools(s, v, pools)) continue;
@@ -73,7 +78,6 @@ std::vector<Candidate> Candidates(Session& s, const Job& job, const std::vector<
     std::vector<std::pair<double, const Job*>> ranked;
     for (const Candidate& c : queued) ranked.push_back({VictimRank(queue.order, *c.job, state.catalogue(), s.now()), c.job});
     std::stable_sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
-    if (ranked.size() > static_cast<size_t>(queue.budget)) ranked.resize(static_cast<size_t>(queue.budget));
     queued.clear();
     for (const auto& [rank, v] : ranked) queued.push_back({v, false, true});
   }
@@ -316,6 +320,12 @@ PreemptOutcome TryPreempt(Session& s, Placer& placer, const Job& job,
     chosen = GreedyThenMinimise(s, placer, job, pools, all, cfg.max_victims);
   }
   if (chosen.empty()) return out;
+  // The queue budget caps the victims chosen, not the candidates: cutting the candidates to the
+  // budget first would leave only the top-ranked ones, scattered over nodes, where a few on one
+  // node would have made room.
+  if (std::count_if(chosen.begin(), chosen.end(), [](const Candidate& c) { return c.queue; }) > queue.budget) {
+    return out;
+  }
   // Reclaim victims first, in the candidates' order, so each is released while its tenant is
   // still above its guarantee.
   std::stable_sort(chosen.begin(), chosen.end(), [&](const Candidate& a, const Candidate& b) {

@@ -161,7 +161,7 @@ TEST_F(QueueScheduleTest, LasPreemptsTheMostAttainedAndTheNewcomerIsNotPreempted
   cfg_.queue.order = QueueOrder::kLas;
   cfg_.queue.las_thresholds_gpu_s = {3600, 36000};
   const JobId old_job = Running("t", 4, Duration::Infinite(), 0, 0);     // 4 GPU x 2 h: queue 1
-  const JobId older_job = Running("t", 4, Duration::Infinite(), -3600, 4);  // 4 x 3 h: queue 1, more
+  const JobId older_job = Running("t", 4, Duration::Infinite(), -3600, 4);  // 4 x 3 h: queue 2
   const JobId fresh = Pending("t", 4, Duration::Infinite(), 7000);
   const Time now = Time::FromSeconds(7200);
   const Plan p = Schedule(s_, cfg_, now);
@@ -174,6 +174,35 @@ TEST_F(QueueScheduleTest, LasPreemptsTheMostAttainedAndTheNewcomerIsNotPreempted
   const Plan next = Schedule(s_, cfg_, now + Duration::Minutes(30));
   EXPECT_TRUE(next.preemptions.empty()) << Describe(s_, next);
   EXPECT_EQ(s_.FindJob(old_job)->state, JobState::kRunning);
+}
+
+// Under las the job that took the GPUs goes on attaining service; once it is in a higher queue
+// than its victim, the victim takes them back (the rule against preempting one's preemptor is
+// for priorities, which do not move).
+TEST_F(QueueScheduleTest, LasGivesTheGpusBackOnceTheNewcomerAttainedMore) {
+  cfg_.queue.order = QueueOrder::kLas;
+  cfg_.queue.las_thresholds_gpu_s = {3600, 36000};
+  const JobId first = Running("t", 8, Duration::Infinite(), 0, 0);
+  const JobId newcomer = Pending("t", 8, Duration::Infinite(), 1000);
+  Time now = Time::FromSeconds(1000);  // first: 8 x 1000 s, queue 1; the newcomer queue 0
+  Plan p = Schedule(s_, cfg_, now);
+  ASSERT_EQ(p.preemptions.size(), 1u) << Describe(s_, p);
+  EXPECT_EQ(p.preemptions[0].victim, first);
+  ApplyPlan(p, now, s_, [&](const Event& e) { return Apply(s_, e); }, {.start_placed = true});
+  // 4,000 s on the newcomer has 32,000 GPU-s, queue 1 as its victim: nobody moves.
+  now = Time::FromSeconds(5000);
+  p = Schedule(s_, cfg_, now);
+  EXPECT_TRUE(p.preemptions.empty()) << Describe(s_, p);
+  // 4,600 s on it has 36,800, queue 2: the first job (8,000, queue 1) takes the GPUs back.
+  now = Time::FromSeconds(5600);
+  p = Schedule(s_, cfg_, now);
+  ASSERT_EQ(p.preemptions.size(), 1u) << Describe(s_, p);
+  EXPECT_EQ(p.preemptions[0].victim, newcomer);
+  EXPECT_EQ(p.preemptions[0].kind, PreemptKind::kQueue);
+  EXPECT_TRUE(Placed(p, first));
+  ApplyPlan(p, now, s_, [&](const Event& e) { return Apply(s_, e); }, {.start_placed = true});
+  EXPECT_EQ(s_.FindJob(newcomer)->ran, Duration::Seconds(4600));
+  EXPECT_EQ(s_.FindJob(first)->ran, Duration::Seconds(1000));
 }
 
 // The bound: a stream of short jobs overtakes a long one under srsf, but not for longer than

@@ -61,13 +61,15 @@ Status BuildCluster(State& s, const std::vector<TraceTenant>& tenants, const Rep
     Tenant ten;
     ten.name = t.name;
     ten.weight_milli = t.weight_milli;
-    if (!opt.partitioned) ten.quotas[*f] = FlavorQuota{GpuEq::Gpus(g), std::nullopt, std::nullopt};
+    ten.quotas[*f] = FlavorQuota{GpuEq::Gpus(g), std::nullopt, std::nullopt};
     Result<TenantId> id = s.AddTenant(std::move(ten));
     if (!id.ok()) return id.error();
     capacity += g;
-    if (opt.partitioned) GP_RETURN_IF_ERROR(add_nodes(g, t.name));
   }
-  if (!opt.partitioned) GP_RETURN_IF_ERROR(add_nodes(capacity, ""));
+  // Partitioned runs come here one tenant at a time (RunReplay): the pool is then that tenant's
+  // own cluster, sized to its guarantee, with the scheduler's whole behaviour, queue preemption
+  // included (on nodes dedicated to a tenant gpupool never preempts).
+  GP_RETURN_IF_ERROR(add_nodes(capacity, ""));
   return Ok();
 }
 
@@ -181,10 +183,20 @@ Result<Raw> RunOne(const std::vector<TraceJob>& jobs, const std::vector<TraceTen
     tr.pool_gpus = tr.gpus - tr.od_gpus;
     allocated_gpus += tr.pool_gpus;
   };
-  // One scheduling cycle at `now`; its plan becomes events and the admitted jobs start.
+  // One scheduling cycle at `now`; its plan becomes events and the admitted jobs start. A cycle
+  // that spent its queue-preemption budget leaves work for the daemon's next tick (200 ms by default):
+  // the replay runs that cycle too.
+  constexpr Duration kTick = Duration::Millis(200);
+  bool budget_spent = false;
   auto cycle = [&](Time now) {
     const Plan plan = Schedule(s, opt.scheduler, now, burst ? burst->Deadlines(s, now) : NodeDeadlines{});
     ++raw.cycles;
+    const auto queue_victims = std::count_if(plan.preemptions.begin(), plan.preemptions.end(),
+                                             [](const PreemptDecision& p) { return p.kind == PreemptKind::kQueue; });
+    // (Only the queue budget: each such follow-up preempts, so there are at most as many as
+    // preemptions. A spent attempt budget may recur every tick with nothing to gain.)
+    budget_spent = opt.scheduler.queue.max_preemptions_per_cycle > 0 &&
+                   queue_victims >= opt.scheduler.queue.max_preemptions_per_cycle;
     for (const PreemptDecision& p : plan.preemptions) {
       Track& tr = track.at(p.victim);
       stop(p.victim, now);
@@ -203,6 +215,23 @@ Result<Raw> RunOne(const std::vector<TraceJob>& jobs, const std::vector<TraceTen
   // with burst also the burst step's own instants (BurstSim::NextWake), which run a cycle only
   // when a node joined or jobs were requeued. Budget windows rolling over are waited for only
   // while something else may still happen, or once after the last thing that did.
+  // Under a queue policy other than fifo, also the instants where the order changes by itself
+  // (NextOrderChange) and where a running job passes its minimum runtime: the daemon's tick
+  // would notice both within a tick; the replay wakes for them.
+  const QueuePolicyConfig& queue = opt.scheduler.queue;
+  auto next_queue_wake = [&](Time now) {
+    Time w = Time::Never();
+    if (queue.order == QueueOrder::kFifo) return w;
+    for (JobId id : s.pending()) w = std::min(w, NextOrderChange(queue, queue.order, *s.FindJob(id), s.catalogue(), now));
+    for (JobId id : s.active()) {
+      const Job& j = *s.FindJob(id);
+      w = std::min(w, NextOrderChange(queue, queue.order, j, s.catalogue(), now));
+      const Time preemptible = j.started + opt.scheduler.preemption.min_runtime;
+      if (Preemptive(queue.order) && j.state == JobState::kRunning && preemptible > now) w = std::min(w, preemptible);
+    }
+    return w;
+  };
+  Time queue_wake = Time::Never();
   Time burst_wake = Time::Never(), rollover = Time::Never();
   bool rollover_ok = true;
   double end_s = 0;
@@ -212,11 +241,12 @@ Result<Raw> RunOne(const std::vector<TraceJob>& jobs, const std::vector<TraceTen
     Time job_t = Time::Never();
     if (next < jobs.size()) job_t = Time::FromSeconds(jobs[next].submit_s);
     if (!ends.empty()) job_t = std::min(job_t, std::get<0>(ends.top()));
-    Time now = std::min(job_t, burst_wake);
+    Time now = std::min({job_t, burst_wake, queue_wake});
     if (!now.is_never() || rollover_ok) now = std::min(now, rollover);
     if (now.is_never()) break;
     const bool job_instant = now == job_t;
-    const bool rollover_only = !job_instant && now != burst_wake;
+    const bool queue_instant = now == queue_wake;
+    const bool rollover_only = !job_instant && !queue_instant && now != burst_wake;
     const double now_s = static_cast<double>(now.millis()) / 1000.0;
     bool advanced = false;
     auto ensure_advanced = [&] {
@@ -273,7 +303,7 @@ Result<Raw> RunOne(const std::vector<TraceJob>& jobs, const std::vector<TraceTen
     }
     // Nodes ready now join before the cycle, so that it can use them.
     const int joined = burst ? burst->Join(s, now) : 0;
-    if (job_instant || joined > 0) {
+    if (job_instant || joined > 0 || queue_instant) {
       ensure_advanced();
       cycle(now);
     }
@@ -299,6 +329,9 @@ Result<Raw> RunOne(const std::vector<TraceJob>& jobs, const std::vector<TraceTen
       burst_wake = burst->NextWake(s, now);
       rollover = burst->NextRollover(now);
     }
+    queue_wake = next_queue_wake(now);
+    if (budget_spent) queue_wake = std::min(queue_wake, now + kTick);
+    budget_spent = false;
   }
   raw.end_s = end_s;
   if (burst) {

@@ -95,6 +95,23 @@ double VictimRank(QueueOrder order, const Job& victim, const Catalogue& cat, Tim
   return order == QueueOrder::kSrsf ? RemainingGpuSeconds(victim, cat, now) : AttainedGpuSeconds(victim, cat, now);
 }
 
+Time NextOrderChange(const QueuePolicyConfig& cfg, QueueOrder order, const Job& job, const Catalogue& cat, Time now) {
+  if (order == QueueOrder::kFifo) return Time::Never();
+  if (job.state == JobState::kPending) {
+    const Time starved = job.submitted + cfg.starvation_after;
+    return starved > now ? starved : Time::Never();
+  }
+  if (order != QueueOrder::kLas || job.state != JobState::kRunning) return Time::Never();
+  const double gpus = Gpus(job, cat);
+  const double attained = AttainedGpuSeconds(job, cat, now);
+  const auto& t = cfg.las_thresholds_gpu_s;
+  const size_t q = static_cast<size_t>(LasQueue(cfg, attained));
+  if (q >= t.size() || gpus <= 0) return Time::Never();
+  // Rounded up to the next millisecond, so that the job has crossed the threshold by then.
+  const double ms = std::ceil((static_cast<double>(t[q]) - attained) * 1000.0 / gpus);
+  return now + Duration::Millis(std::max<int64_t>(1, static_cast<int64_t>(ms)));
+}
+
 std::string DescribePosition(const QueuePolicyConfig& cfg, QueueOrder order, const Job& job, const Catalogue& cat,
                              Time now, size_t ahead) {
   const std::string n = std::to_string(ahead) + (ahead == 1 ? " job" : " jobs");

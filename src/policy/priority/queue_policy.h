@@ -69,6 +69,12 @@ bool QueueMayPreempt(const QueuePolicyConfig& cfg, QueueOrder order, const Job& 
 // (las) service; larger is taken first.
 double VictimRank(QueueOrder order, const Job& victim, const Catalogue& cat, Time now);
 
+// The next instant after `now` at which `job`'s place in the order under `order` changes by
+// itself, with nothing submitted or finished: a running job crossing its next las threshold, a
+// pending job becoming starved. Never for fifo and when nothing will change. An event-driven
+// simulator wakes the scheduler then, as the daemon's tick would.
+Time NextOrderChange(const QueuePolicyConfig& cfg, QueueOrder order, const Job& job, const Catalogue& cat, Time now);
+
 // For people: "srsf: 3 jobs ahead, with less remaining service", "las queue 2 (12.5 GPU-h
 // attained): 4 jobs ahead", "starved (waiting since ...): first in its class".
 std::string DescribePosition(const QueuePolicyConfig& cfg, QueueOrder order, const Job& job, const Catalogue& cat,
