@@ -142,6 +142,62 @@ Status QueuePolicy(const Json& q, QueuePolicyConfig& out) {
   return Ok();
 }
 
+// executors: [{name, kind: slurm, slurmrestd, user, token_file | jwt_key_file, partition, ...}].
+Status Executors(const Catalogue& cat, const Json& list, DaemonConfig& out) {
+  if (!list.is_array()) return InvalidArgument("'executors' must be a list");
+  for (size_t i = 0; i < list.size(); ++i) {
+    const Json& e = list[i];
+    std::string where = "executors[" + std::to_string(i) + "]";
+    if (!e.is_object()) return InvalidArgument(where + " must be a map");
+    GP_RETURN_IF_ERROR(OnlyKeys(e, {"name", "kind", "slurmrestd", "api", "user", "token_file", "jwt_key_file",
+                                    "partition", "accounts", "scontrol", "slurm_conf", "working_directory", "output",
+                                    "poll_ms", "gpu_flavors"},
+                                where));
+    ExecutorSettings x;
+    executor::SlurmConfig& c = x.slurm;
+    Result<std::string> kind = StrOf(e, "kind", where, true);
+    if (!kind.ok()) return kind.error();
+    if (*kind != "slurm") return InvalidArgument(where + ": unknown kind '" + *kind + "' (known: slurm)");
+    for (auto [key, field, required] :
+         {std::tuple{"name", &c.name, true}, std::tuple{"slurmrestd", &c.url, true}, std::tuple{"api", &c.api, false},
+          std::tuple{"user", &c.user, false}, std::tuple{"token_file", &c.token_file, false},
+          std::tuple{"jwt_key_file", &c.jwt_key_file, false}, std::tuple{"partition", &c.partition, true},
+          std::tuple{"scontrol", &c.scontrol, false}, std::tuple{"slurm_conf", &c.slurm_conf, false},
+          std::tuple{"working_directory", &c.working_directory, false}, std::tuple{"output", &c.output, false}}) {
+      Result<std::string> v = StrOf(e, key, where, required);
+      if (!v.ok()) return v.error();
+      if (!v->empty()) *field = *v;
+    }
+    where = "executor " + c.name;
+    if (c.name == "agent") return InvalidArgument(where + ": 'agent' names gpupool's own node agents");
+    for (const ExecutorSettings& other : out.executors) {
+      if (other.slurm.name == c.name) return InvalidArgument(where + ": two executors of that name");
+    }
+    if (c.token_file.empty() == c.jwt_key_file.empty()) {
+      return InvalidArgument(where + ": give exactly one of 'token_file' and 'jwt_key_file'");
+    }
+    if (e.contains("accounts")) {
+      if (!e["accounts"].is_boolean()) return InvalidArgument(where + ": 'accounts' must be true or false");
+      c.accounts = e["accounts"].get<bool>();
+    }
+    Result<int64_t> poll = IntOf(e, "poll_ms", 1000, 100, 60'000, where);
+    if (!poll.ok()) return poll.error();
+    c.poll = Duration::Millis(*poll);
+    if (e.contains("gpu_flavors")) {
+      const Json& m = e["gpu_flavors"];
+      if (!m.is_object()) return InvalidArgument(where + ": 'gpu_flavors' must map GPU types to flavors");
+      for (const auto& [type, flavor] : m.items()) {
+        if (!flavor.is_string()) return InvalidArgument(where + ": gpu_flavors: '" + type + "' must name a flavor");
+        Result<FlavorId> f = cat.Find(flavor.get<std::string>());
+        if (!f.ok()) return InvalidArgument(where + ": gpu_flavors: unknown flavor '" + flavor.get<std::string>() + "'");
+        x.gpu_flavors[type] = *f;
+      }
+    }
+    out.executors.push_back(std::move(x));
+  }
+  return Ok();
+}
+
 }  // namespace
 
 Result<DaemonConfig> ParseDaemonConfig(const std::string& yaml_text) {
@@ -149,7 +205,7 @@ Result<DaemonConfig> ParseDaemonConfig(const std::string& yaml_text) {
   if (!parsed.ok()) return parsed.error();
   const Json& root = *parsed;
   GP_RETURN_IF_ERROR(OnlyKeys(root, {"scheduler", "agents", "listen", "data_dir", "store", "tls", "metrics", "auth", "priority_classes", "tenants",
-                                      "nodes", "prices", "burst"}, ""));
+                                      "nodes", "prices", "burst", "executors"}, ""));
   DaemonConfig out;
   if (root.contains("agents")) {
     const Json& a = root["agents"];
@@ -209,6 +265,7 @@ Result<DaemonConfig> ParseDaemonConfig(const std::string& yaml_text) {
   }
   if (root.contains("nodes")) GP_RETURN_IF_ERROR(Nodes(s, root["nodes"]));
   if (root.contains("burst")) GP_RETURN_IF_ERROR(DecodeBurstSettings(s.catalogue(), root["burst"], &out.burst));
+  if (root.contains("executors")) GP_RETURN_IF_ERROR(Executors(s.catalogue(), root["executors"], out));
   if (root.contains("prices")) {
     Result<PriceList> p = DecodePriceList(s, JsonText(root["prices"]));
     if (!p.ok()) return InvalidArgument("prices: " + p.error().message);

@@ -40,10 +40,17 @@
 #include "accounting/report.h"
 #include "auth/oidc.h"
 #include "burst/settings.h"
+#include "executor/slurm.h"
 #include "model/state.h"
 #include "scheduler/config.h"
 
 namespace gpupool {
+
+// executors: one node pool run by a backend other than gpupool's agents (docs/design/executors.md).
+struct ExecutorSettings {
+  executor::SlurmConfig slurm;                   // kind: slurm, the only kind so far
+  std::map<std::string, FlavorId> gpu_flavors;   // gpu_flavors: the backend's GPU type -> flavor
+};
 
 struct DaemonConfig {
   State cluster;
@@ -59,6 +66,7 @@ struct DaemonConfig {
   std::string tls_client_ca;      // tls: client_ca_file; empty: not set
   bool metrics_require_token = false;  // metrics: {require_token: true}
   std::vector<OidcIssuer> oidc;        // auth: {oidc: [...]} (auth/oidc.h)
+  std::vector<ExecutorSettings> executors;
 };
 
 Result<DaemonConfig> LoadDaemonConfig(const std::string& path);

@@ -188,6 +188,7 @@ void ControlPlane::Tick(Time now, bool simulate_executor) {
     for (const Event& e : events) GP_CHECK(ApplyAndStage(e).ok());
   }
   if (provider_) BurstJoin(now);  // nodes that are ready take work in this cycle
+  if (!executors_.empty()) ExecutorsObserve(now);
   if (start_deadline_ && !simulate_executor) {
     MarkNodesWithoutAgents(now);
     CheckStartDeadlines(now);
@@ -201,6 +202,7 @@ void ControlPlane::Tick(Time now, bool simulate_executor) {
     ApplyPlan(last_plan_, now, js_->reasons_upkeep(), [this](const Event& e) { return ApplyAndStage(e); });
   }
   if (provider_) BurstTick(now);
+  if (!executors_.empty()) ExecutorsWant();
   if (!js_->agents().empty()) CheckHeartbeats(now);
   ArchiveFinished(now);
 }

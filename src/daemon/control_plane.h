@@ -30,6 +30,7 @@
 #include "daemon/config.h"
 #include "daemon/job_history.h"
 #include "daemon/journaled_state.h"
+#include "executor/executor.h"
 #include "policy/quota/quota.h"
 #include "scheduler/config.h"
 #include "scheduler/plan.h"
@@ -178,6 +179,15 @@ class ControlPlane {
   // job requeued with the cause, the node marked). Without this call (the simulated executor,
   // tests of the API alone) neither happens.
   void SetAgentExecutor(Duration start_deadline);
+
+  // Executors (control_plane_executors.cc; docs/design/executors.md): a node pool that a backend
+  // runs instead of node agents. Its nodes join from what the executor lists (labelled
+  // gpupool.io/executor=NAME, the GPU type mapped to a flavor by `gpu_flavors`, else by name) and
+  // follow its availability; each Tick maps the attempts it reports onto the jobs and tells it what
+  // should run. Call after Open (and Bootstrap), on the leader.
+  void AddExecutor(std::unique_ptr<executor::Executor> e, std::map<std::string, FlavorId> gpu_flavors);
+  // The executor that runs the node's jobs: an executor's name, or "agent".
+  std::string ExecutorOf(const Node& n) const;
 
   // One scheduling cycle at `now`, and the simulated executor: admitted jobs start, running jobs
   // end after their estimate (demo).
@@ -371,8 +381,27 @@ class ControlPlane {
   // The price list with each offered flavor's on-demand price filled in where the list has none.
   PriceHistory BillingPrices() const;
 
+  struct ExecutorSlot {
+    std::unique_ptr<executor::Executor> executor;
+    std::map<std::string, FlavorId> flavors;      // the backend's GPU type -> flavor
+    std::map<std::string, std::string> gpu_type;  // node -> its GPU type as the backend names it
+    std::map<JobId, std::string> waiting;         // what the backend says of attempts it has not started
+    std::set<std::string> refused;                // nodes not imported (logged once)
+    int64_t round = 0;
+    std::string error;
+    int foreign_jobs = 0;
+  };
+  const ExecutorSlot* ExecutorFor(NodeId id) const;
+  Result<FlavorId> ExecutorFlavor(const ExecutorSlot& slot, const std::string& type) const;
+  // Tick's parts: what the executors saw (before the cycle), what they should run (after it).
+  void ExecutorsObserve(Time now);
+  void ExecutorsWant();
+  void ExecutorNodes(ExecutorSlot& slot, const executor::Observation& obs, Time now);
+  void ExecutorAttempts(ExecutorSlot& slot, const executor::Observation& obs, Time now);
+
   std::unique_ptr<Journal> journal_;
   std::unique_ptr<JournaledState> js_;
+  std::vector<ExecutorSlot> executors_;
   SchedulerConfig config_;
   // The burst settings in force: the file's, with the journal's last change over them.
   std::map<TenantId, BurstPolicy> burst_policies_;

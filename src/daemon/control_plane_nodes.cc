@@ -49,6 +49,7 @@ Json ControlPlane::NodeView(const CallContext& c, const Node& n, bool detail, bo
               {"block", n.block},
               {"nvlink_domain", n.nvlink_domain},
               {"labels", n.labels},
+              {"executor", ExecutorOf(n)},
               {"dedicated_to", n.dedicated_to.valid() ? Json(state().tenant(n.dedicated_to).name) : Json(nullptr)}};
   if (!n.condition_reason.empty()) out["condition_reason"] = n.condition_reason;
   if (detail) {

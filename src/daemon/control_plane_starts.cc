@@ -16,7 +16,7 @@ void ControlPlane::SetAgentExecutor(Duration start_deadline) {
 
 void ControlPlane::MarkNodesWithoutAgents(Time now) {
   for (const Node& n : state().nodes()) {
-    if (n.condition != NodeCondition::kReady || js_->agent(n.id) != nullptr) continue;
+    if (n.condition != NodeCondition::kReady || js_->agent(n.id) != nullptr || ExecutorFor(n.id) != nullptr) continue;
     GP_CHECK(ApplyAndStage(NodeConditionChanged{n.id, NodeCondition::kNotReady, now,
                                                 "no node agent has registered for it"})
                  .ok());
@@ -25,6 +25,11 @@ void ControlPlane::MarkNodesWithoutAgents(Time now) {
 
 std::string ControlPlane::WhyNotStarted(const Job& job, NodeId node) const {
   const std::string& name = state().node(node).name;
+  if (const ExecutorSlot* slot = ExecutorFor(node)) {
+    const auto w = slot->waiting.find(job.id);
+    return "executor " + slot->executor->name() + " did not start it on " + name + " within " +
+           ToString(*start_deadline_) + (w != slot->waiting.end() ? ": " + w->second : "");
+  }
   if (js_->agent(node) == nullptr) return "node " + name + " has no agent";
   const auto heard = heard_.find(node);
   for (const ReplicaPlacement& rp : job.placement) {
@@ -68,7 +73,9 @@ void ControlPlane::CheckStartDeadlines(Time now) {
     // No agent: not_ready until one registers. An agent that refuses or stalls: cordoned, for an
     // operator to look at (uncordon after the fix).
     const NodeCondition mark = js_->agent(node) != nullptr ? NodeCondition::kCordoned : NodeCondition::kNotReady;
-    if (n.condition == NodeCondition::kReady) {
+    // An executor's node is not marked: its backend queues behind its own work (a victim in its
+    // grace period, a job gpupool did not submit) and says why, and it is the backend's to drain.
+    if (n.condition == NodeCondition::kReady && ExecutorFor(node) == nullptr) {
       GP_CHECK(ApplyAndStage(NodeConditionChanged{node, mark, now, why}).ok());
     }
     GP_CHECK(ApplyAndStage(JobLost{id, now, RequeueCause::kStartTimeout, why}).ok());

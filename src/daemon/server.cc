@@ -125,9 +125,10 @@ Status BootstrapCore(const ServeOptions& o, DaemonConfig& config, const std::str
                      const DataDirFiles& files) {
   namespace fs = std::filesystem;
   GP_RETURN_IF_ERROR(RefuseEmptyJournalIfBootstrapped(files));
-  if (!o.demo && config.cluster.nodes().empty()) {
+  // An executor's nodes join from its backend (docs/design/executors.md).
+  if (!o.demo && config.cluster.nodes().empty() && config.executors.empty()) {
     return InvalidArgument("a new data directory needs a cluster: pass --config FILE.yaml with nodes "
-                           "and tenants, or --demo");
+                           "(or executors) and tenants, or --demo");
   }
   const State cluster = o.demo ? DemoCluster() : std::move(config.cluster);
   const PriceList prices = o.demo && config.prices == PriceList() ? DemoPrices(cluster) : config.prices;
@@ -396,6 +397,13 @@ Status Serve(const ServeOptions& o) {
     if (leader_started) return Ok();
     if (!o.demo && !o.simulate_executor) c.SetAgentExecutor(config.start_deadline);
     GP_RETURN_IF_ERROR(StartBurst(o, config, c));
+    for (const ExecutorSettings& e : config.executors) {  // docs/design/executors.md
+      Result<std::unique_ptr<executor::SlurmExecutor>> slurm = executor::SlurmExecutor::Start(e.slurm);
+      if (!slurm.ok()) return slurm.error();
+      c.AddExecutor(std::move(*slurm), e.gpu_flavors);
+      Log("info", "executor started", {{"executor", e.slurm.name}, {"kind", "slurm"}, {"slurmrestd", e.slurm.url},
+                                       {"partition", e.slurm.partition}});
+    }
     leader_started = true;
     return Ok();
   };

@@ -64,6 +64,9 @@ inline constexpr std::string_view kOnDemandLabel = "gpupool.io/on-demand=true";
 // Labels under this prefix are the node agent's to report (NodeLabelsReported): driver and
 // CUDA versions and the GPU product.
 inline constexpr std::string_view kAgentLabelPrefix = "node.gpupool.io/";
+// The label of a node that an executor runs instead of a node agent (Slurm, ...): its value is
+// the executor's name (docs/design/executors.md).
+inline constexpr std::string_view kExecutorLabel = "gpupool.io/executor";
 
 struct Node {
   NodeId id;

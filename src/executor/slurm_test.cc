@@ -1,0 +1,155 @@
+// The Slurm executor's mapping (slurm.h). The executor against a real slurmctld, slurmd and
+// slurmrestd is tests/slurm_executor_test.sh.
+#include "executor/slurm.h"
+
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
+namespace gpupool::executor {
+namespace {
+
+TEST(SlurmMapping, GresStringsGiveTheGpuTypeAndCount) {
+  EXPECT_EQ(ParseGres("gpu:h100:8(S:0-1)").type, "h100");
+  EXPECT_EQ(ParseGres("gpu:h100:8(S:0-1)").count, 8);
+  EXPECT_EQ(ParseGres("gpu:4").count, 4);
+  EXPECT_EQ(ParseGres("gpu:4").type, "");
+  EXPECT_EQ(ParseGres("shard:16,gpu:a100:2,gpu:a100:2").count, 4);
+  EXPECT_EQ(ParseGres("").count, 0);
+  EXPECT_EQ(ParseGres("gpu:h100:x").count, 0);  // not a number: no GPUs, not a crash
+  EXPECT_EQ(ParseGres("(null)").count, 0);
+}
+
+TEST(SlurmMapping, OnlyAnExactCommentNamesAnAttempt) {
+  EXPECT_EQ(Comment(12, 3), "gpupool job=12 attempt=3");
+  auto k = ParseComment("gpupool job=12 attempt=3");
+  ASSERT_TRUE(k);
+  EXPECT_EQ(k->first, 12u);
+  EXPECT_EQ(k->second, 3);
+  for (const char* bad : {"", "gpupool job=12", "gpupool job=12 attempt=3 ", "gpupool job=012 attempt=3",
+                          "gpupool job=12 attempt=+3", "GPUPOOL job=12 attempt=3", "gpupool job=-1 attempt=3"}) {
+    EXPECT_FALSE(ParseComment(bad)) << bad;
+  }
+}
+
+TEST(SlurmMapping, ExitCodesAreWaitStatuses) {
+  EXPECT_EQ(ExitText(0), "exit code 0");
+  EXPECT_EQ(ExitText(768), "exit code 3");
+  EXPECT_EQ(ExitText(9), "killed by signal 9");
+}
+
+TEST(SlurmMapping, JobStatesMapOntoTheJobsLife) {
+  EXPECT_EQ(RunStateOf("PENDING"), RunState::kWaiting);
+  EXPECT_EQ(RunStateOf("CONFIGURING"), RunState::kWaiting);
+  EXPECT_EQ(RunStateOf("RUNNING"), RunState::kRunning);
+  EXPECT_EQ(RunStateOf("COMPLETING"), RunState::kRunning);
+  EXPECT_EQ(RunStateOf("COMPLETED"), RunState::kSucceeded);
+  EXPECT_EQ(RunStateOf("FAILED"), RunState::kFailed);
+  EXPECT_EQ(RunStateOf("TIMEOUT"), RunState::kFailed);
+  EXPECT_EQ(RunStateOf("CANCELLED"), RunState::kFailed);
+  EXPECT_EQ(RunStateOf("NODE_FAIL"), RunState::kLost);
+  EXPECT_EQ(RunStateOf("PREEMPTED"), RunState::kLost);
+}
+
+// Runs `script` through /bin/sh with `exec` replaced by printf, so the words the command gets
+// are printed one per line.
+std::string Words(const std::string& quoted) {
+  FILE* f = popen(("printf '%s\\n'" + quoted).c_str(), "r");
+  std::string out;
+  char buf[256];
+  while (size_t n = fread(buf, 1, sizeof buf, f)) out.append(buf, n);
+  pclose(f);
+  return out;
+}
+
+TEST(SlurmMapping, CommandWordsReachTheProgramUnchanged) {
+  std::string quoted;
+  for (const char* w : {"echo", "it's", "$HOME", "a b", "`id`", "\"q\""}) quoted += " " + ShellQuote(w);
+  EXPECT_EQ(Words(quoted), "echo\nit's\n$HOME\na b\n`id`\n\"q\"\n");
+}
+
+Placement Gang(std::vector<NodeShare> shares) {
+  Placement p;
+  p.job = 7;
+  p.attempt = 2;
+  p.tenant = "research";
+  p.command = {"python", "train.py"};
+  p.env = {{"GPUPOOL_JOB", "7"}};
+  p.gpu_type = "h100";
+  p.nodes = std::move(shares);
+  return p;
+}
+
+TEST(SlurmMapping, ASubmissionPinsTheChosenNodesAndGpuCounts) {
+  SlurmConfig c;
+  c.partition = "gpu";
+  c.accounts = true;
+  nlohmann::json one = SubmitBody(Gang({{"gpu01", 1, 2}}), c);
+  EXPECT_EQ(one["job"]["nodelist"], "gpu01");
+  EXPECT_EQ(one["job"]["gres"], "gpu:h100:2");
+  EXPECT_EQ(one["job"]["name"], "gpupool-7");
+  EXPECT_EQ(one["job"]["comment"], "gpupool job=7 attempt=2");
+  EXPECT_EQ(one["job"]["account"], "research");
+  EXPECT_EQ(one["job"]["partition"], "gpu");
+  EXPECT_EQ(one["job"]["environment"]["GPUPOOL_JOB"], "7");
+  EXPECT_NE(one["script"].get<std::string>().find("exec 'python' 'train.py'"), std::string::npos);
+
+  nlohmann::json even = SubmitBody(Gang({{"gpu01", 2, 4}, {"gpu02", 2, 4}}), c);
+  EXPECT_EQ(even["job"]["nodelist"], "gpu01,gpu02");
+  EXPECT_EQ(even["job"]["gres"], "gpu:h100:4");
+  EXPECT_EQ(even["job"]["tasks"], 4);
+  EXPECT_NE(even["script"].get<std::string>().find("srun --kill-on-bad-exit=1 --ntasks=4 --ntasks-per-node=2"),
+            std::string::npos);
+
+  // Shares that differ: one component per node, each with its own count.
+  nlohmann::json uneven = SubmitBody(Gang({{"gpu01", 3, 6}, {"gpu02", 1, 2}}), c);
+  ASSERT_EQ(uneven["jobs"].size(), 2u);
+  EXPECT_EQ(uneven["jobs"][0]["nodelist"], "gpu01");
+  EXPECT_EQ(uneven["jobs"][0]["gres"], "gpu:h100:6");
+  EXPECT_EQ(uneven["jobs"][1]["nodelist"], "gpu02");
+  EXPECT_EQ(uneven["jobs"][1]["gres"], "gpu:h100:2");
+  EXPECT_NE(uneven["script"].get<std::string>().find("--het-group=0-1"), std::string::npos);
+}
+
+TEST(SlurmMapping, AMintedTokenIsAnHs256JwtForTheUser) {
+  const std::string t = MintSlurmToken("k", "gpupool", 1000, 600);
+  ASSERT_EQ(std::count(t.begin(), t.end(), '.'), 2);
+  // Another key or user gives another token; the same inputs the same one.
+  EXPECT_EQ(t, MintSlurmToken("k", "gpupool", 1000, 600));
+  EXPECT_NE(t, MintSlurmToken("k2", "gpupool", 1000, 600));
+  EXPECT_NE(t, MintSlurmToken("k", "root", 1000, 600));
+}
+
+TEST(SlurmExecutorStart, RefusesAnIncompleteConfiguration) {
+  SlurmConfig c;
+  EXPECT_FALSE(SlurmExecutor::Start(c).ok());
+  c.url = "http://127.0.0.1:1";
+  EXPECT_FALSE(SlurmExecutor::Start(c).ok());  // no partition
+  c.partition = "gpu";
+  EXPECT_FALSE(SlurmExecutor::Start(c).ok());  // no credentials
+  c.token_file = "/x";
+  c.jwt_key_file = "/y";
+  EXPECT_FALSE(SlurmExecutor::Start(c).ok());  // both
+}
+
+TEST(SlurmExecutorStart, ADeadSlurmrestdIsAnErrorOfTheRoundNotACrash) {
+  SlurmConfig c;
+  c.url = "http://127.0.0.1:1";
+  c.partition = "gpu";
+  c.jwt_key_file = "/dev/null";  // empty: the round fails before any call
+  c.poll = Duration::Millis(20);
+  auto e = SlurmExecutor::Start(c);
+  ASSERT_TRUE(e.ok());
+  for (int i = 0; i < 200 && (*e)->Observe().round == 0; ++i) usleep(10'000);
+  Observation o = (*e)->Observe();
+  EXPECT_GE(o.round, 1);
+  EXPECT_NE(o.error.find("JWT key"), std::string::npos) << o.error;
+  EXPECT_TRUE(o.nodes.empty());
+}
+
+}  // namespace
+}  // namespace gpupool::executor
