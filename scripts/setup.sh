@@ -6,7 +6,7 @@
 #                     Debian's Chromium, zsh (the completion test), Node.js with npm, and the
 #                     tests' npm packages (playwright-core, pinned in tests/console/package-lock.json,
 #                     no browser download; oidc-provider, pinned in tests/oidc/package-lock.json),
-#                     and Slurm (slurmctld, slurmd, slurmrestd, munge) for the Slurm executor's test
+#                     and Slurm (slurmctld, slurmd, slurmrestd, slurmdbd, MariaDB, munge) for the Slurm executor's test
 set -euo pipefail
 
 packages=(build-essential cmake ninja-build pkg-config git
@@ -17,8 +17,9 @@ test=0
 if [ "${1:-}" = "--test" ]; then
   test=1
   packages+=(postgresql-15 prometheus clang-14 libclang-rt-14-dev curl chromium fonts-liberation zsh)
-  # A real Slurm 22.05 for the Slurm executor's test (slurmctld, slurmd, slurmrestd with JWT auth).
-  packages+=(slurm-wlm munge slurmrestd slurm-wlm-jwt-plugin)
+  # A real Slurm 22.05 for the Slurm executor's test (slurmctld, slurmd, slurmrestd with JWT auth;
+  # slurmdbd over MariaDB for the accounting reconciliation).
+  packages+=(slurm-wlm munge slurmrestd slurm-wlm-jwt-plugin slurmdbd mariadb-server)
   # Node.js and npm: the machine's own if it has them (e.g. NodeSource's, which bundles npm),
   # else Debian's.
   command -v node >/dev/null && command -v npm >/dev/null || packages+=(nodejs npm)

@@ -29,7 +29,11 @@ chmod 711 "$tmp"
 export BASE=$tmp/slurm SLURM_CONF=$tmp/slurm/slurm.conf
 stop_slurm() { BASE=$tmp/slurm "$slurm_dir/stop-slurm.sh" > /dev/null 2>&1; }
 trap 'stop_slurm; cleanup' EXIT
-ACCT=0 REST=1 "$slurm_dir/start-slurm.sh" > "$tmp/slurm-start.log" 2>&1 || { cat "$tmp/slurm-start.log"; fail "Slurm did not start"; }
+ACCT=1 REST=1 "$slurm_dir/start-slurm.sh" > "$tmp/slurm-start.log" 2>&1 || { cat "$tmp/slurm-start.log"; fail "Slurm did not start"; }
+# The tenants are Slurm accounts (AccountingStorageEnforce=associations: a job of an unknown
+# account is refused), and the user gpupool submits as may use them.
+for acct in research product; do sacctmgr -i add account "$acct" > /dev/null || fail "sacctmgr add account $acct"; done
+sacctmgr -i add user root Account=research,product > /dev/null || fail "sacctmgr add user root"
 restd_pid=$(cat "$BASE/pids/slurmrestd")
 mkdir -p "$tmp/out"
 
@@ -51,6 +55,9 @@ executors:
     slurm_conf: $BASE/slurm.conf
     working_directory: $tmp/out
     poll_ms: 300
+    accounts: true
+    sacct: sacct
+    accounting_poll_s: 1
     gpu_flavors: {h100: h100-80gb, a100: a100-80gb}
 EOF
 start_daemon() {
@@ -89,13 +96,16 @@ echo "ok 1: nodes imported"
 
 # 2. Jobs of two tenants run where gpupool placed them, with the GPU count it counted.
 show='echo "NODES=$SLURM_JOB_NODELIST CVD=$CUDA_VISIBLE_DEVICES JOB=$GPUPOOL_JOB ATTEMPT=$GPUPOOL_ATTEMPT"'
-a=$(submit research h100-80gb 3 -- sh -c "$show; sleep 2")
-b=$(submit product a100-80gb 2 -- sh -c "$show; sleep 2")
+# They run until the test has read where gpupool placed them (a loaded machine is slow to ask).
+hold="while [ ! -e '$tmp/out/release' ]; do sleep 0.2; done"
+a=$(submit research h100-80gb 3 -- sh -c "$show; $hold")
+b=$(submit product a100-80gb 2 -- sh -c "$show; $hold")
 declare -A placed_on
 for j in $a $b; do
   until_ok 30 job_is "$j" running || fail "job $j is $(job_field "$j" 'd["state"], d.get("events", [])[-2:]')"
   placed_on[$j]=$(job_field "$j" 'd["placement"][0]["node"]')
 done
+touch "$tmp/out/release"
 for j in $a $b; do until_ok 30 job_is "$j" succeeded || fail "job $j is $(job_field "$j" 'd["state"], d.get("events", [])[-2:]')"; done
 for j in $a $b; do
   placed=${placed_on[$j]}
@@ -160,10 +170,11 @@ until_ok 30 job_is "$long" succeeded || fail "job $long is $(job_field "$long" '
 [ "$(slurm_jobs_of "$long" | wc -l)" = 1 ] || fail "job $long was submitted more than once: $(slurm_jobs_of "$long")"
 echo "ok 5: a daemon killed with -9 submits nothing twice"
 
-# 6. slurmrestd down: the submission waits, then goes through once.
+# 6. slurmrestd down: the submission waits, then goes through once (gpupool charges the GPUs it
+# holds from admission on, so the charge is longer than Slurm's record by the wait: 7. sees it).
 kill "$restd_pid"; wait "$restd_pid" 2>/dev/null
 late=$(submit research h100-80gb 1 -- sh -c 'echo late')
-sleep 2
+sleep 6
 job_is "$late" admitted || fail "with slurmrestd down, job $late is $(job_field "$late" 'd["state"]')"
 grep -q '"msg":"executor round failed"' "$tmp/daemon.log" || fail "the daemon did not say slurmrestd is unreachable"
 runuser -u slurm -- env SLURM_CONF="$SLURM_CONF" SLURM_JWT=daemon slurmrestd -a rest_auth/jwt -s openapi/v0.0.38 127.0.0.1:16820 \
@@ -172,4 +183,49 @@ echo $! > "$BASE/pids/slurmrestd"
 until_ok 30 job_is "$late" succeeded || fail "job $late is $(job_field "$late" 'd["state"]') after slurmrestd came back"
 [ "$(slurm_jobs_of "$late" | wc -l)" = 1 ] || fail "job $late was submitted more than once: $(slurm_jobs_of "$late")"
 echo "ok 6: slurmrestd down loses and doubles nothing"
+
+# 7. Chargeback reconciled with Slurm's accounting (sacct from slurmdbd): every admission of the
+# jobs above against its Slurm job, with the tenant as the account. A job that Slurm ran under
+# gpupool's name but gpupool never charged (submitted behind its back) is flagged, and so is the
+# job whose submission waited for slurmrestd while gpupool charged its GPUs.
+intruder=$(sbatch --parsable -A research -p gpu --gres=gpu:h100:1 -J "gpupool-$a" -o /dev/null --wrap true) ||
+  fail "sbatch of the intruder"
+until_ok 30 sh -c "sacct -n -X -j $intruder -o State | grep -q COMPLETED" || fail "the intruder did not complete"
+reconcile() { curl -sf -H "Authorization: Bearer $GPUPOOL_TOKEN" "$GPUPOOL_URL/v1/usage/reconcile?tolerance_s=3"; }
+# The accounting read after the intruder's end: it is in the report.
+until_ok 20 sh -c "'$bin' usage reconcile --tolerance-s 3 -o json | grep -q '\"id\": \"$intruder\"'" ||
+  fail "the intruder never reached the report: $(reconcile)"
+reconcile > "$tmp/reconcile.json" || fail "GET /v1/usage/reconcile failed"
+check() {  # check PYTHON_EXPRESSION MESSAGE: the expression is true of the report (r), lines by job (by)
+  python3 -c "
+import json, sys
+r = json.load(open('$tmp/reconcile.json'))
+by = {}
+for i in r['items']: by.setdefault(i['job'], []).append(i)
+sys.exit(0 if ($1) else 1)" || fail "$2: $(python3 -m json.tool "$tmp/reconcile.json")"
+}
+for j in $a $b $bad $back; do
+  check "[i['status'] for i in by['$j'] if 'ledger' in i] == ['match'] and len(by['$j'][0]['backend']) == 1" \
+    "job $j does not match Slurm's record"
+done
+check "by['$a'][0]['backend'][0]['account'] == 'research' and by['$b'][0]['backend'][0]['account'] == 'product'" \
+  "the tenants are not the jobs' Slurm accounts"
+check "by['$a'][0]['ledger']['gpus'] == 3 and by['$a'][0]['backend'][0]['gpus'] == 3" "job $a's GPUs differ"
+check "len(by['$borrow']) >= 3 and all(i['status'] == 'match' for i in by['$borrow'])" \
+  "the borrower's admissions (reclaimed, drained, cancelled) do not each match a Slurm job"
+check "[i['status'] for i in by['$a']].count('missing_in_ledger') == 1 and any(b['id'] == '$intruder' for i in by['$a'] for b in i['backend'] if i['status'] == 'missing_in_ledger')" \
+  "the intruder is not flagged"
+check "by['$late'][0]['status'] == 'mismatch' and 'duration' in by['$late'][0]['problems'][0] and by['$late'][0]['ledger']['charged_s'] >= 5" \
+  "the charge of job $late while slurmrestd was down is not flagged"
+check "r['summary']['missing_in_backend'] == 0 and r['summary']['missing_in_ledger'] == 1" "unexpected missing records"
+"$bin" usage reconcile --tolerance-s 3 > "$tmp/reconcile.txt" || fail "gpupool usage reconcile"
+grep -q "missing_in_ledger" "$tmp/reconcile.txt" && grep -Eq "^ *$late .*mismatch.*duration" "$tmp/reconcile.txt" ||
+  fail "the table does not show the findings: $(cat "$tmp/reconcile.txt")"
+# Only cluster admins see it; a tenant's member gets 403.
+member=$("$bin" create token alice --role member --tenant research 2>/dev/null | sed -nE 's/.*: (gp_.*)$/\1/p')
+[ -n "$member" ] || fail "no member token"
+code=$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $member" "$GPUPOOL_URL/v1/usage/reconcile")
+[ "$code" = 403 ] || fail "a member reading the reconciliation got HTTP $code"
+echo "ok 7: the ledger reconciles with sacct; an uncharged Slurm job and a charge Slurm did not hold are flagged"
+cat "$tmp/reconcile.txt"
 echo "PASS"

@@ -22,7 +22,9 @@ const char* const kAvailabilityUsage =
     "       gpupool availability --flavor F --start RFC3339 --end RFC3339            (GPUs reservable)\n";
 const char* const kUsageUsage =
     "usage: gpupool usage [--tenant T] [--from RFC3339] [--to RFC3339] [--group-by flavor,kind|none]\n"
-    "         [-o table|json|yaml|csv]   (from: the start of this month, UTC; to: now)\n";
+    "         [-o table|json|yaml|csv]   (from: the start of this month, UTC; to: now)\n"
+    "       gpupool usage reconcile [--executor NAME] [--from RFC3339] [--to RFC3339] [--tolerance-s S]\n"
+    "         [-o table|json|yaml]   (cluster-admin: the ledger beside the executor's accounting, e.g. sacct)\n";
 const char* const kWhoamiUsage =
     "usage: gpupool whoami [-o table|json|yaml]   (who the token is: tenants, roles, issuer, expiry)\n";
 const char* const kLogsUsage =
@@ -156,7 +158,21 @@ std::string StartOfThisMonth() {
   return buf;
 }
 
+int UsageReconcile(const std::vector<std::string>& argv) {
+  Invocation inv("usage", kUsageUsage);
+  if (int rc = inv.Parse(argv, {"executor", "from", "to", "tolerance-s"}); rc >= 0) return rc;
+  const Args& args = inv.args();
+  if (!args.positional().empty()) return inv.Usage("unexpected '" + args.positional()[0] + "'");
+  std::string query;
+  for (auto [flag, key] : {std::pair{"executor", "executor"}, std::pair{"from", "from"}, std::pair{"to", "to"},
+                           std::pair{"tolerance-s", "tolerance_s"}}) {
+    if (args.Has(flag)) query += std::string(query.empty() ? "?" : "&") + key + "=" + UrlEncode(args.Str(flag, ""));
+  }
+  return inv.Call("GET", "/v1/usage/reconcile" + query, nullptr, [&](const Json& r) { PrintReconcile(r, std::cout); });
+}
+
 int UsageReport(const std::vector<std::string>& argv) {
+  if (!argv.empty() && argv.front() == "reconcile") return UsageReconcile({argv.begin() + 1, argv.end()});
   Invocation inv("usage", kUsageUsage);
   if (int rc = inv.Parse(argv, {"tenant", "from", "to", "group-by"}); rc >= 0) return rc;
   const Args& args = inv.args();

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "cli/table.h"
+#include "cli/terminal.h"
 #include "cli/view_util.h"
 
 namespace gpupool::cli {
@@ -227,6 +228,36 @@ void PrintUsage(const Json& report, std::ostream& out) {
   t.Print(out);
   for (const Json& w : Items(Field(report, "warnings"))) {
     if (w.is_string()) out << "warning: " << w.get<std::string>() << "\n";
+  }
+}
+
+void PrintReconcile(const Json& report, std::ostream& out) {
+  out << "ledger against executor " << Str(report, "executor") << "'s accounting (read "
+      << Str(report, "accounting_read_at") << ") from " << Str(report, "from") << " to " << Str(report, "to")
+      << ", tolerance " << Str(report, "tolerance_s") << " s\n";
+  Table t({"JOB", "TENANT", "STATUS", "GPUS", "CHARGED-S", "BACKEND-JOB", "BACKEND-GPUS", "HELD-S", "RUN-S", "PROBLEMS"});
+  for (const Json& r : Items(Field(report, "items"))) {
+    const Json& ledger = Field(r, "ledger");
+    const Json& runs = Items(Field(r, "backend"));
+    const Json none;
+    const Json& b = runs.empty() ? none : runs.front();
+    std::string problems;
+    for (const Json& p : Items(Field(r, "problems"))) {
+      if (p.is_string()) problems += (problems.empty() ? "" : "; ") + p.get<std::string>();
+    }
+    t.Row({Str(r, "job"), OrNone(Str(r, "tenant")), Str(r, "status"),
+           ledger.is_object() ? Fixed(Num(ledger, "gpus"), 2) : "-",
+           ledger.is_object() ? (Field(ledger, "end").is_null() ? "open" : Fixed(Num(ledger, "charged_s"), 0)) : "-",
+           OrNone(Str(b, "id")), b.is_object() ? Str(b, "gpus") : "-", OrNone(Str(b, "held_s")), OrNone(Str(b, "run_s")),
+           OrNone(StripControls(problems))});
+  }
+  t.Print(out);
+  const Json& sum = Field(report, "summary");
+  out << Str(sum, "match") << " match, " << Str(sum, "mismatch") << " mismatch, " << Str(sum, "missing_in_backend")
+      << " missing in the backend, " << Str(sum, "missing_in_ledger") << " missing in the ledger, "
+      << Str(sum, "pending") << " pending\n";
+  if (!Str(report, "accounting_error").empty()) {
+    out << "warning: the last accounting read failed: " << StripControls(Str(report, "accounting_error")) << "\n";
   }
 }
 

@@ -37,6 +37,8 @@ void PrintPriorityClasses(const Json& items, std::ostream& out);   // client_vie
 void PrintAudit(const Json& items, std::ostream& out);             // client_view_admin.cc
 // GET /v1/usage as a table: one line per row, then the total.
 void PrintUsage(const Json& report, std::ostream& out);
+// GET /v1/usage/reconcile: a line per job and admission, the ledger beside the backend's job.
+void PrintReconcile(const Json& report, std::ostream& out);
 
 // `describe`: one object as aligned "Key: value" lines with tables for placements and quotas;
 // a job's `events` (oldest first) as an Events table at the end, a node's condition reason,

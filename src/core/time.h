@@ -47,6 +47,7 @@ class Time {
     return Time(t.ms_ + d.millis());
   }
   friend constexpr Duration operator-(Time a, Time b) { return Duration::Millis(a.ms_ - b.ms_); }
+  friend constexpr Time operator-(Time t, Duration d) { return Time(t.ms_ - d.millis()); }
 
  private:
   constexpr explicit Time(int64_t ms) : ms_(ms) {}

@@ -151,7 +151,7 @@ Status Executors(const Catalogue& cat, const Json& list, DaemonConfig& out) {
     if (!e.is_object()) return InvalidArgument(where + " must be a map");
     GP_RETURN_IF_ERROR(OnlyKeys(e, {"name", "kind", "slurmrestd", "api", "user", "token_file", "jwt_key_file",
                                     "partition", "accounts", "scontrol", "slurm_conf", "working_directory", "output",
-                                    "poll_ms", "gpu_flavors"},
+                                    "poll_ms", "gpu_flavors", "sacct", "accounting_poll_s", "accounting_window_days"},
                                 where));
     ExecutorSettings x;
     executor::SlurmConfig& c = x.slurm;
@@ -163,7 +163,8 @@ Status Executors(const Catalogue& cat, const Json& list, DaemonConfig& out) {
           std::tuple{"user", &c.user, false}, std::tuple{"token_file", &c.token_file, false},
           std::tuple{"jwt_key_file", &c.jwt_key_file, false}, std::tuple{"partition", &c.partition, true},
           std::tuple{"scontrol", &c.scontrol, false}, std::tuple{"slurm_conf", &c.slurm_conf, false},
-          std::tuple{"working_directory", &c.working_directory, false}, std::tuple{"output", &c.output, false}}) {
+          std::tuple{"working_directory", &c.working_directory, false}, std::tuple{"output", &c.output, false},
+          std::tuple{"sacct", &c.sacct, false}}) {
       Result<std::string> v = StrOf(e, key, where, required);
       if (!v.ok()) return v.error();
       if (!v->empty()) *field = *v;
@@ -183,6 +184,16 @@ Status Executors(const Catalogue& cat, const Json& list, DaemonConfig& out) {
     Result<int64_t> poll = IntOf(e, "poll_ms", 1000, 100, 60'000, where);
     if (!poll.ok()) return poll.error();
     c.poll = Duration::Millis(*poll);
+    Result<int64_t> acct_poll = IntOf(e, "accounting_poll_s", 60, 1, 86'400, where);
+    if (!acct_poll.ok()) return acct_poll.error();
+    c.accounting_poll = Duration::Seconds(*acct_poll);
+    Result<int64_t> window = IntOf(e, "accounting_window_days", 35, 1, 3'660, where);
+    if (!window.ok()) return window.error();
+    c.accounting_window = Duration::Hours(24 * *window);
+    if (c.sacct.empty() && (e.contains("accounting_poll_s") || e.contains("accounting_window_days"))) {
+      return InvalidArgument(where + ": accounting_poll_s and accounting_window_days need 'sacct' (the command that "
+                                     "reads Slurm's accounting, e.g. sacct)");
+    }
     if (e.contains("gpu_flavors")) {
       const Json& m = e["gpu_flavors"];
       if (!m.is_object()) return InvalidArgument(where + ": 'gpu_flavors' must map GPU types to flavors");

@@ -202,7 +202,7 @@ void ControlPlane::Tick(Time now, bool simulate_executor) {
     ApplyPlan(last_plan_, now, js_->reasons_upkeep(), [this](const Event& e) { return ApplyAndStage(e); });
   }
   if (provider_) BurstTick(now);
-  if (!executors_.empty()) ExecutorsWant();
+  if (!executors_.empty()) ExecutorsWant(now);
   if (!js_->agents().empty()) CheckHeartbeats(now);
   ArchiveFinished(now);
 }

@@ -146,6 +146,7 @@ class ControlPlane {
   // report, scoped to the caller's tenant; GET/PUT /v1/prices: the price list (PUT: admins).
   Reply Usage(const CallContext& c, const std::map<std::string, std::string>& query);
   Reply GetPrices(const CallContext& c);
+  Reply ReconcileUsage(const CallContext& c, const std::map<std::string, std::string>& query);
   Reply SetPrices(const CallContext& c, const std::string& body);
 
   // Burst to on-demand (DESIGN.md §6; docs/design/burst.md). Call after Open (and Bootstrap):
@@ -390,12 +391,16 @@ class ControlPlane {
     int64_t round = 0;
     std::string error;
     int foreign_jobs = 0;
+    // The jobs handed to the executor since the daemon started, with when last (for
+    // GET /v1/usage/reconcile; forgotten after the accounting window).
+    std::map<JobId, Time> handed;
+    Time handed_pruned;
   };
   const ExecutorSlot* ExecutorFor(NodeId id) const;
   Result<FlavorId> ExecutorFlavor(const ExecutorSlot& slot, const std::string& type) const;
   // Tick's parts: what the executors saw (before the cycle), what they should run (after it).
   void ExecutorsObserve(Time now);
-  void ExecutorsWant();
+  void ExecutorsWant(Time now);
   void ExecutorNodes(ExecutorSlot& slot, const executor::Observation& obs, Time now);
   void ExecutorAttempts(ExecutorSlot& slot, const executor::Observation& obs, Time now);
 

@@ -188,8 +188,14 @@ void ControlPlane::ExecutorsObserve(Time now) {
   }
 }
 
-void ControlPlane::ExecutorsWant() {
+void ControlPlane::ExecutorsWant(Time now) {
   for (ExecutorSlot& slot : executors_) {
+    if (slot.handed_pruned + Duration::Hours(1) < now) {  // hourly, the map is cut to the accounting window
+      slot.handed_pruned = now;
+      const executor::Accounting a = slot.executor->Accounted();
+      const Time cutoff = a.read_ms != 0 ? Time::FromSeconds(a.from_s) : now - Duration::Hours(24 * 35);
+      std::erase_if(slot.handed, [&](const auto& h) { return h.second < cutoff; });
+    }
     std::vector<executor::Placement> run;
     for (JobId id : state().active()) {
       const Job& job = *state().FindJob(id);
@@ -204,6 +210,7 @@ void ControlPlane::ExecutorsWant() {
         p.gpu_type = slot.gpu_type[node];
       }
       if (p.nodes.empty()) continue;
+      slot.handed[id] = now;
       p.job = id.value();
       p.attempt = job.attempt;
       p.name = job.spec.name;

@@ -462,6 +462,26 @@ nodes:
   }
 }
 
+TEST(DaemonConfig, SlurmExecutorsWithAccounting) {
+  const std::string base = "executors:\n  - {name: slurm, kind: slurm, slurmrestd: 'http://127.0.0.1:6820', "
+                           "jwt_key_file: /k, partition: gpu";
+  Result<DaemonConfig> c = ParseDaemonConfig(base + ", sacct: /usr/bin/sacct, accounting_poll_s: 5, accounting_window_days: 7}\n");
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  ASSERT_EQ(c->executors.size(), 1u);
+  EXPECT_EQ(c->executors[0].slurm.sacct, "/usr/bin/sacct");
+  EXPECT_EQ(c->executors[0].slurm.accounting_poll, Duration::Seconds(5));
+  EXPECT_EQ(c->executors[0].slurm.accounting_window, Duration::Hours(24 * 7));
+  Result<DaemonConfig> plain = ParseDaemonConfig(base + "}\n");
+  ASSERT_TRUE(plain.ok()) << plain.error().message;
+  EXPECT_TRUE(plain->executors[0].slurm.sacct.empty());  // accounting is read only when asked
+  for (const char* bad : {", accounting_poll_s: 5}", ", sacct: sacct, accounting_poll_s: 0}",
+                          ", sacct: sacct, accounting_window_days: 0}", ", sacct: sacct, accounting_window_days: x}",
+                          ", sacct: [a, b]}"}) {
+    Result<DaemonConfig> r = ParseDaemonConfig(base + bad + "\n");
+    EXPECT_FALSE(r.ok()) << bad;
+  }
+}
+
 // Ten aliases of ten aliases, nine deep: 431 bytes that name 10^9 scalars. Converting them took
 // 12 s and 900 MB under decode_fuzz (CI's fuzz_decoders timed out on such an input); the node
 // budget refuses them at once, and a configuration that reuses an anchor a few times still reads.

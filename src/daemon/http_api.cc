@@ -196,6 +196,11 @@ void CostRoutes(Table& t) {
                     "format=json|csv)",
          .who = kOwn, .query = {{"from"}, {"to"}, {"tenant"}, {"group_by"}, {"format"}}},
         [](ControlPlane& c, C ctx, R req, P) { return c.Usage(ctx, req.query); });
+  t.Add("GET", "/v1/usage/reconcile", Admins("reconcile usage with an executor's accounting"),
+        {.summary = "the ledger per job and admission beside an executor's accounting (Slurm: sacct), with "
+                    "mismatches flagged (executor, from, to, tolerance_s)",
+         .who = "cluster-admin", .query = {{"executor"}, {"from"}, {"to"}, {"tolerance_s", "integer"}}},
+        [](ControlPlane& c, C ctx, R req, P) { return c.ReconcileUsage(ctx, req.query); });
   t.Add("GET", "/v1/prices", {},
         {.summary = "the price list in force per flavor per GPU-hour, with `history`: every list and when it "
                     "takes effect",

@@ -80,6 +80,26 @@ struct Observation {
   int foreign_gpus = 0;                 // and the GPUs they hold
 };
 
+// One job as the backend's accounting recorded it (Slurm: sacct from slurmdbd), for reconciling
+// gpupool's chargeback ledger with it (GET /v1/usage/reconcile).
+struct AccountedRun {
+  uint64_t job = 0;        // gpupool's job id, from the backend job's name
+  std::string backend_id;  // "42"
+  std::string account;     // the backend's account ("" when it has none)
+  std::string state;       // the backend's word: COMPLETED, CANCELLED, FAILED, RUNNING...
+  int64_t submit_s = 0, start_s = 0, end_s = 0;  // Unix seconds; 0: not (yet) known
+  int gpus = 0;            // GPUs allocated, all nodes and components together
+};
+
+// The backend's accounting as last read.
+struct Accounting {
+  int64_t read_ms = 0;   // when it was read (Unix ms); 0: never
+  int64_t from_s = 0;    // the jobs submitted since then are in `runs`
+  std::string error;     // the last read's failure, empty when it worked
+  bool account_is_tenant = false;  // the backend's account of a job is its tenant's name
+  std::vector<AccountedRun> runs;
+};
+
 class Executor {
  public:
   virtual ~Executor() = default;
@@ -91,6 +111,9 @@ class Executor {
   virtual void Want(std::vector<Placement> run, std::map<std::string, std::string> out_of_service) = 0;
   // The last round's observation.
   virtual Observation Observe() const = 0;
+  // The backend's accounting of gpupool's jobs, as last read; read_ms 0 when the executor has
+  // none (not configured, or not read yet).
+  virtual Accounting Accounted() const { return {}; }
 };
 
 }  // namespace gpupool::executor

@@ -4,8 +4,12 @@
 #include <httplib.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -199,6 +203,75 @@ std::string MintSlurmToken(const std::string& key, const std::string& user, int6
 
 // --- the worker ---
 
+namespace {
+
+// "1733490000" -> 1733490000; "Unknown", "None", "" -> 0.
+int64_t EpochOrZero(const std::string& s) {
+  if (s.empty() || !std::all_of(s.begin(), s.end(), ::isdigit) || s.size() > 18) return 0;
+  return std::stoll(s);
+}
+
+}  // namespace
+
+Result<std::vector<AccountedRun>> ParseSacct(const std::string& out) {
+  std::vector<AccountedRun> runs;
+  std::map<std::string, size_t> by_id;  // the job id before any "+": its entry in runs
+  std::stringstream lines(out);
+  int n = 0;
+  for (std::string line; std::getline(lines, line);) {
+    ++n;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.empty()) continue;
+    std::vector<std::string> f;
+    std::stringstream fields(line);
+    for (std::string x; std::getline(fields, x, '|');) f.push_back(x);
+    if (!line.empty() && line.back() == '|') f.emplace_back();
+    if (f.size() != 8) {
+      return Error{ErrorCode::kInvalidArgument, "sacct line " + std::to_string(n) + ": " + std::to_string(f.size()) +
+                                                   " fields where JobID|JobName|Account|State|Submit|Start|End|AllocTRES "
+                                                   "has 8"};
+    }
+    const std::string& name = f[1];
+    constexpr std::string_view kPrefix = "gpupool-";
+    if (name.rfind(kPrefix, 0) != 0 || name.size() == kPrefix.size() || name.size() > kPrefix.size() + 19 ||
+        !std::all_of(name.begin() + kPrefix.size(), name.end(), ::isdigit)) {
+      continue;  // not one of gpupool's
+    }
+    const std::string id = f[0].substr(0, f[0].find_first_of("+._"));
+    if (id.empty()) continue;
+    int gpus = 0;
+    for (size_t at = f[7].find("gres/gpu="); at != std::string::npos; at = f[7].find("gres/gpu=", at + 1)) {
+      if (at == 0 || f[7][at - 1] == ',') gpus += std::atoi(f[7].c_str() + at + 9);
+    }
+    const std::string state = f[3].substr(0, f[3].find(' '));  // "CANCELLED by 0"
+    auto [it, fresh] = by_id.try_emplace(id, runs.size());
+    if (fresh) {
+      AccountedRun r;
+      r.job = std::stoull(name.substr(kPrefix.size()));
+      r.backend_id = id;
+      r.account = f[2];
+      r.state = state;
+      r.submit_s = EpochOrZero(f[4]);
+      // Slurm gives a job cancelled while pending its cancel time as start; nothing was
+      // allocated (AllocTRES is empty), and it never started.
+      r.start_s = f[7].empty() ? 0 : EpochOrZero(f[5]);
+      r.end_s = EpochOrZero(f[6]);
+      r.gpus = gpus;
+      runs.push_back(std::move(r));
+      continue;
+    }
+    AccountedRun& r = runs[it->second];  // another component of a heterogeneous job
+    r.gpus += gpus;
+    auto earliest = [](int64_t a, int64_t b) { return a == 0 ? b : b == 0 ? a : std::min(a, b); };
+    r.submit_s = earliest(r.submit_s, EpochOrZero(f[4]));
+    r.start_s = earliest(r.start_s, f[7].empty() ? 0 : EpochOrZero(f[5]));
+    const int64_t end = EpochOrZero(f[6]);
+    r.end_s = r.end_s == 0 || end == 0 ? 0 : std::max(r.end_s, end);  // 0 while a component runs
+    if (RunStateOf(state) != RunState::kSucceeded) r.state = state;
+  }
+  return runs;
+}
+
 Result<std::unique_ptr<SlurmExecutor>> SlurmExecutor::Start(SlurmConfig config) {
   if (config.url.empty()) return InvalidArgument("executor " + config.name + ": 'slurmrestd' is required");
   if (config.partition.empty()) return InvalidArgument("executor " + config.name + ": 'partition' is required");
@@ -236,6 +309,7 @@ Observation SlurmExecutor::Observe() const {
 void SlurmExecutor::Run() {
   for (;;) {
     Status s = Round();
+    ReadAccounting();
     {
       std::unique_lock<std::mutex> l(mu_);
       if (!s.ok()) {
@@ -299,26 +373,106 @@ Result<Json> SlurmExecutor::Call(const std::string& method, const std::string& p
 }
 
 Status SlurmExecutor::Scontrol(const std::vector<std::string>& args) {
+  return Tool(config_.scontrol, args, {}, nullptr);
+}
+
+Status SlurmExecutor::Tool(const std::string& program, const std::vector<std::string>& args,
+                           const std::vector<std::string>& extra_env, std::string* out) {
   std::vector<std::string> env;
   for (char** e = environ; *e; ++e) {
     if (std::string(*e).rfind("SLURM_CONF=", 0) != 0) env.push_back(*e);
   }
   if (!config_.slurm_conf.empty()) env.push_back("SLURM_CONF=" + config_.slurm_conf);
-  std::vector<char*> argv{const_cast<char*>(config_.scontrol.c_str())};
+  env.insert(env.end(), extra_env.begin(), extra_env.end());
+  std::vector<char*> argv{const_cast<char*>(program.c_str())};
   for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
   std::vector<char*> envp;
   for (std::string& e : env) envp.push_back(e.data());
   envp.push_back(nullptr);
+  // Its standard output and error come through pipes, read together so that neither fills.
+  int po[2], pe[2];
+  if (pipe2(po, O_CLOEXEC) != 0) return Unavailable("cannot run " + program + ": no pipe");
+  if (pipe2(pe, O_CLOEXEC) != 0) {
+    close(po[0]);
+    close(po[1]);
+    return Unavailable("cannot run " + program + ": no pipe");
+  }
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_adddup2(&fa, po[1], 1);
+  posix_spawn_file_actions_adddup2(&fa, pe[1], 2);
   pid_t pid = 0;
-  if (posix_spawnp(&pid, config_.scontrol.c_str(), nullptr, nullptr, argv.data(), envp.data()) != 0) {
-    return Unavailable("cannot run " + config_.scontrol);
+  const int spawned = posix_spawnp(&pid, program.c_str(), &fa, nullptr, argv.data(), envp.data());
+  posix_spawn_file_actions_destroy(&fa);
+  close(po[1]);
+  close(pe[1]);
+  std::string so, se;
+  if (spawned == 0) {
+    // A Slurm command that hangs (slurmdbd unreachable) is killed after a minute: the worker's
+    // rounds must go on.
+    const int64_t deadline = NowMs() + 60'000;
+    pollfd fds[2] = {{po[0], POLLIN, 0}, {pe[0], POLLIN, 0}};
+    int open_fds = 2;
+    while (open_fds > 0) {
+      const int64_t left = deadline - NowMs();
+      if (left <= 0 || poll(fds, 2, static_cast<int>(left)) < 0) {
+        if (errno == EINTR && left > 0) continue;
+        kill(pid, SIGKILL);
+        se += " (killed after 60 s)";
+        break;
+      }
+      for (int i = 0; i < 2; ++i) {
+        if (fds[i].fd < 0 || fds[i].revents == 0) continue;
+        char buf[65536];
+        const ssize_t k = read(fds[i].fd, buf, sizeof buf);
+        if (k > 0) {
+          (i == 0 ? so : se).append(buf, static_cast<size_t>(k));
+        } else if (k == 0 || errno != EINTR) {
+          fds[i].fd = -1;
+          --open_fds;
+        }
+      }
+    }
   }
+  close(po[0]);
+  close(pe[0]);
+  if (spawned != 0) return Unavailable("cannot run " + program);
   int status = 0;
-  if (waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    return Unavailable(config_.scontrol + " " + args.front() + " " + args[1] + " failed");
+  const bool exited = waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+  if (!exited) {
+    std::string why = Trim(se);
+    if (why.size() > 300) why = why.substr(0, 300) + "...";
+    return Unavailable(program + " " + (args.empty() ? "" : args.front()) + " failed" + (why.empty() ? "" : ": " + why));
   }
+  if (out) *out = std::move(so);
   return Ok();
+}
+
+Accounting SlurmExecutor::Accounted() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return accounted_;
+}
+
+void SlurmExecutor::ReadAccounting() {
+  if (config_.sacct.empty() || NowMs() < accounting_due_ms_) return;
+  accounting_due_ms_ = NowMs() + config_.accounting_poll.millis();
+  const int64_t from_s = NowMs() / 1000 - config_.accounting_window.millis() / 1000;
+  // gpupool's jobs run as its Slurm user in its partition; SLURM_TIME_FORMAT=%s gives Unix
+  // seconds, whatever the time zone of either side.
+  std::string out;
+  Status s = Tool(config_.sacct,
+                  {"-X", "-P", "-n", "-u", config_.user, "-r", config_.partition, "-S", "now-" + std::to_string(
+                       config_.accounting_window.millis() / 1000) + "seconds", "-E", "now", "-o",
+                   "JobID,JobName,Account,State,Submit,Start,End,AllocTRES"},
+                  {"SLURM_TIME_FORMAT=%s"}, &out);
+  Result<std::vector<AccountedRun>> runs = s.ok() ? ParseSacct(out) : Result<std::vector<AccountedRun>>(s.error());
+  std::lock_guard<std::mutex> l(mu_);
+  if (!runs.ok()) {
+    accounted_.error = runs.error().message;  // the last good read stays
+    return;
+  }
+  accounted_ = Accounting{NowMs(), from_s, "", config_.accounts, std::move(runs).value()};
 }
 
 Status SlurmExecutor::Round() {

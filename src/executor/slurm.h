@@ -40,6 +40,11 @@ struct SlurmConfig {
   std::string output;               // standard_output; empty: WORKDIR/gpupool-<job>-<attempt>.out
   Duration poll = Duration::Seconds(1);
   Duration request_timeout = Duration::Seconds(5);
+  // Accounting (slurmdbd): sacct is run this often for the jobs submitted within the window, to
+  // reconcile chargeback with it; empty `sacct`: not read.
+  std::string sacct;
+  Duration accounting_poll = Duration::Seconds(60);
+  Duration accounting_window = Duration::Hours(24 * 35);
 };
 
 // --- the mapping, pure (tested in slurm_test.cc) ---
@@ -62,6 +67,11 @@ std::string ExitText(int64_t status);
 nlohmann::json SubmitBody(const Placement& p, const SlurmConfig& c);
 // A word for /bin/sh, quoted so that it reaches the program unchanged.
 std::string ShellQuote(const std::string& word);
+// The output of `sacct -X -P -n -o JobID,JobName,Account,State,Submit,Start,End,AllocTRES` run
+// with SLURM_TIME_FORMAT=%s: gpupool's jobs (named gpupool-<id>), the components of a
+// heterogeneous job merged (their GPUs added, the earliest submit and start, the latest end).
+// Lines of other jobs are skipped; a line that is not of this shape is an error.
+Result<std::vector<AccountedRun>> ParseSacct(const std::string& out);
 // A JWT for Slurm's auth/jwt, HS256 with `key`: {"exp": now + lifetime, "iat": now, "sun": user}.
 std::string MintSlurmToken(const std::string& key, const std::string& user, int64_t now_s, int64_t lifetime_s);
 
@@ -75,6 +85,7 @@ class SlurmExecutor final : public Executor {
   const std::string& kind() const override { return kind_; }
   void Want(std::vector<Placement> run, std::map<std::string, std::string> out_of_service) override;
   Observation Observe() const override;
+  Accounting Accounted() const override;
 
  private:
   explicit SlurmExecutor(SlurmConfig config) : config_(std::move(config)) {}
@@ -84,6 +95,11 @@ class SlurmExecutor final : public Executor {
   Result<std::string> Token();
   Result<nlohmann::json> Call(const std::string& method, const std::string& path, const std::string& body = "");
   Status Scontrol(const std::vector<std::string>& args);
+  // Runs a Slurm command with the configured SLURM_CONF (and `env` added); its standard output
+  // in `out` when given.
+  Status Tool(const std::string& program, const std::vector<std::string>& args, const std::vector<std::string>& env,
+              std::string* out);
+  void ReadAccounting();
 
   struct Ours {  // a job of the partition that gpupool submitted, its components merged
     uint64_t slurm_id = 0;  // the (heterogeneous) job's id: what a cancel names
@@ -101,6 +117,8 @@ class SlurmExecutor final : public Executor {
   std::vector<Placement> want_;                 // guarded by mu_
   std::map<std::string, std::string> drain_;    // guarded by mu_
   Observation seen_;                            // guarded by mu_
+  Accounting accounted_;                        // guarded by mu_
+  int64_t accounting_due_ms_ = 0;               // the worker's: when sacct runs next
   std::thread worker_;
   // The worker's own: submissions not yet seen in a listing, signals sent, the grace of each
   // attempt it was told to run, the minted token.

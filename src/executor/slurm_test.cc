@@ -151,5 +151,50 @@ TEST(SlurmExecutorStart, ADeadSlurmrestdIsAnErrorOfTheRoundNotACrash) {
   EXPECT_TRUE(o.nodes.empty());
 }
 
+TEST(SlurmAccounting, SacctLinesGiveGpupoolsJobsWithHeterogeneousComponentsMerged) {
+  const std::string out =
+      "41|gpupool-7|research|COMPLETED|1700000000|1700000002|1700000062|billing=4,cpu=1,gres/gpu:h100=4,gres/gpu=4,mem=1M,node=1\n"
+      "42|interactive|research|RUNNING|1700000010|1700000011|Unknown|cpu=1,gres/gpu=1,node=1\n"   // not gpupool's
+      "43+0|gpupool-8|product|CANCELLED by 0|1700000100|1700000101|1700000200|cpu=1,gres/gpu:a100=2,gres/gpu=2\n"
+      "43+1|gpupool-8|product|COMPLETED|1700000099|1700000103|1700000190|cpu=1,gres/gpu:a100=1,gres/gpu=1\n"
+      "45|gpupool-9|research|RUNNING|1700000300|1700000301|Unknown|cpu=1,gres/gpu=2\n"
+      "46|gpupool-10|research|PENDING|1700000400|Unknown|Unknown|\n"
+      "47|gpupool-x|research|COMPLETED|1|2|3|gres/gpu=1\n"  // a name gpupool never gives
+      "48|gpupool-11|research|CANCELLED by 0|1700000500|1700000501|1700000501|\n";  // cancelled pending
+  Result<std::vector<AccountedRun>> r = ParseSacct(out);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  ASSERT_EQ(r->size(), 5u);
+  const AccountedRun& a = (*r)[0];
+  EXPECT_EQ(a.job, 7u);
+  EXPECT_EQ(a.backend_id, "41");
+  EXPECT_EQ(a.account, "research");
+  EXPECT_EQ(a.state, "COMPLETED");
+  EXPECT_EQ(a.submit_s, 1700000000);
+  EXPECT_EQ(a.start_s, 1700000002);
+  EXPECT_EQ(a.end_s, 1700000062);
+  EXPECT_EQ(a.gpus, 4);  // gres/gpu=4, not gres/gpu:h100=4 as well
+  const AccountedRun& het = (*r)[1];
+  EXPECT_EQ(het.job, 8u);
+  EXPECT_EQ(het.backend_id, "43");
+  EXPECT_EQ(het.gpus, 3);
+  EXPECT_EQ(het.submit_s, 1700000099);
+  EXPECT_EQ(het.start_s, 1700000101);
+  EXPECT_EQ(het.end_s, 1700000200);
+  EXPECT_EQ(het.state, "CANCELLED");
+  EXPECT_EQ((*r)[2].end_s, 0);  // running: no end yet
+  EXPECT_EQ((*r)[3].start_s, 0);
+  EXPECT_EQ((*r)[3].gpus, 0);
+  EXPECT_EQ((*r)[4].start_s, 0);  // Slurm's "start" of a job cancelled while pending is its cancel
+  EXPECT_EQ((*r)[4].end_s, 1700000501);
+}
+
+TEST(SlurmAccounting, ALineOfAnotherShapeIsAnErrorNotAGuess) {
+  EXPECT_FALSE(ParseSacct("41|gpupool-7|research|COMPLETED|1|2|3\n").ok());  // 7 fields
+  EXPECT_FALSE(ParseSacct("41|gpupool-7|research|COMPLETED|1|2|3|gres/gpu=1|extra\n").ok());
+  Result<std::vector<AccountedRun>> empty = ParseSacct("");
+  ASSERT_TRUE(empty.ok());
+  EXPECT_TRUE(empty->empty());
+}
+
 }  // namespace
 }  // namespace gpupool::executor
