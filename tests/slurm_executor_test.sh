@@ -228,4 +228,45 @@ code=$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $member"
 [ "$code" = 403 ] || fail "a member reading the reconciliation got HTTP $code"
 echo "ok 7: the ledger reconciles with sacct; an uncharged Slurm job and a charge Slurm did not hold are flagged"
 cat "$tmp/reconcile.txt"
+
+# 8. A job outside gpupool takes 6 of gpu01's GPUs (Slurm 22.05 cannot reserve gres/gpu): gpupool
+# takes 6 of its GPUs out of service with that job as the reason, places nothing there that
+# does not fit the rest, and gives them back when it ends.
+held() { "$bin" describe node gpu01 -o json | python3 -c 'import json,sys; print(sum(1 for g in json.load(sys.stdin)["devices"] if not g["healthy"] and "not submitted by gpupool" in g.get("health_reason", "")))'; }
+outside=$(sbatch --parsable -A research -p gpu -w gpu01 --gres=gpu:h100:6 -J outside -o /dev/null --wrap 'sleep 300') ||
+  fail "sbatch of the job outside gpupool"
+held_is() { [ "$(held)" = "$1" ]; }
+until_ok 30 held_is 6 || fail "gpupool holds $(held) of gpu01's GPUs for Slurm job $outside, not 6: $("$bin" describe node gpu01 -o json)"
+"$bin" describe node gpu01 -o json | grep -q "Slurm job $outside" || fail "the reason does not name Slurm job $outside"
+narrow=$(submit research h100-80gb 2 -- sh -c "$show")
+wide=$(submit research h100-80gb 4 -- sh -c "$show")
+until_ok 30 job_is "$narrow" succeeded || fail "the 2-GPU job that fits beside Slurm job $outside is $(job_field "$narrow" 'd["state"]')"
+job_is "$wide" pending || fail "the 4-GPU job that does not fit beside Slurm job $outside is $(job_field "$wide" 'd["state"]')"
+scancel "$outside"
+until_ok 30 job_is "$wide" succeeded || fail "the 4-GPU job is $(job_field "$wide" 'd["state"]') after Slurm job $outside ended"
+until_ok 10 held_is 0 || fail "gpupool still holds $(held) GPUs after Slurm job $outside ended"
+echo "ok 8: GPUs held outside gpupool are taken out of service and come back"
+
+# 9. A gpupool reservation on Slurm nodes: research books all 8 h100 for ten minutes. Idle, they
+# are lent (DESIGN.md section 5): product's job runs there, preemptible. Research's job in the
+# reservation takes them back: product's Slurm job gets SIGTERM, and research's runs on gpu01
+# with all 8 GPUs. Product's job runs again after it.
+# Reservations come out of the capacity no tenant is guaranteed: research gives its guarantee up.
+curl -sf -X PATCH -H "Authorization: Bearer $GPUPOOL_TOKEN" -d '{"quotas": {"h100-80gb": {"guaranteed": 0}}}' \
+  "$GPUPOOL_URL/v1/tenants/research" > /dev/null || fail "could not take research's guarantee back"
+rfc() { python3 -c "import datetime,sys; print((datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(seconds=int(sys.argv[1]))).strftime('%Y-%m-%dT%H:%M:%SZ'))" "$1"; }
+resv=$("$bin" reserve --tenant research --flavor h100-80gb --gpus 8 --start "$(rfc 2)" --end "$(rfc 600)" -o json |
+  python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])') || fail "gpupool reserve"
+sleep 3
+lent=$(submit product h100-80gb 2 -- sh -c 'trap "echo got TERM; exit 143" TERM; sleep 300 & wait')
+until_ok 30 sh -c "squeue -h -n gpupool-$lent -t running | grep -q ." || fail "product's job did not run on the idle reserved GPUs: $(job_field "$lent" 'd["state"], d.get("reason")')"
+inside=$("$bin" submit --tenant research --name in-resv --flavor h100-80gb --gpus 8 --duration 600 --reservation "$resv" -o json -- sh -c "$show" |
+  python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])') || fail "submit into the reservation"
+until_ok 30 job_is "$inside" succeeded || fail "the job in the reservation is $(job_field "$inside" 'd["state"], d.get("reason")')"
+grep -q "NODES=gpu01 CVD=0,1,2,3,4,5,6,7 " "$tmp/out/gpupool-$inside-1.out" || fail "the job in the reservation printed $(cat "$tmp/out/gpupool-$inside-1.out")"
+grep -q "got TERM" "$tmp/out/gpupool-$lent-1.out" || fail "product's job on the reserved GPUs was not sent SIGTERM"
+until_ok 30 sh -c "squeue -h -n gpupool-$lent -t running -o '%k' | grep -q 'attempt=2'" || fail "product's job did not run again: $(slurm_jobs_of "$lent")"
+"$bin" cancel "$lent" > /dev/null
+"$bin" delete reservation "$resv" > /dev/null || fail "delete reservation $resv"
+echo "ok 9: a gpupool reservation on Slurm nodes lends its idle GPUs and takes them back for its holder"
 echo "PASS"

@@ -402,6 +402,7 @@ class ControlPlane {
   void ExecutorsObserve(Time now);
   void ExecutorsWant(Time now);
   void ExecutorNodes(ExecutorSlot& slot, const executor::Observation& obs, Time now);
+  void ForeignGpus(NodeId id, const executor::NodeInfo& info, const std::string& prefix, Time now);
   void ExecutorAttempts(ExecutorSlot& slot, const executor::Observation& obs, Time now);
 
   std::unique_ptr<Journal> journal_;

@@ -111,6 +111,7 @@ void ControlPlane::ExecutorNodes(ExecutorSlot& slot, const executor::Observation
       }
       continue;
     }
+    ForeignGpus(*id, info, prefix, now);
     if (info.unavailable) {
       if (n.condition == NodeCondition::kReady || (BackendReason(n) && n.condition_reason != prefix + info.reason)) {
         Log("warn", "executor took a node out of service", {{"executor", name}, {"node", n.name}, {"reason", info.reason}});
@@ -126,6 +127,36 @@ void ControlPlane::ExecutorNodes(ExecutorSlot& slot, const executor::Observation
     if (ExecutorOf(n) != name || listed.count(n.name) || n.condition != NodeCondition::kReady) continue;
     RequeueNode(n.id, NodeCondition::kNotReady, now, RequeueCause::kNodeDrained,
                 std::string(kBackendReasonPrefix) + name + ": no longer in its pool");
+  }
+}
+
+// GPUs that jobs outside gpupool hold on an executor's node (Slurm 22.05 cannot reserve
+// gres/gpu, so nothing stops them): that many of the node's idle GPUs are taken out of service,
+// with the backend's jobs as the reason, and given back when they end. Journaled as GPU health,
+// so the scheduler, the calendar and the views all see them as not there.
+void ControlPlane::ForeignGpus(NodeId id, const executor::NodeInfo& info, const std::string& prefix, Time now) {
+  const std::string held = prefix + "held by ";
+  const std::vector<Gpu>& gpus = state().node(id).gpus;
+  std::vector<uint16_t> ours;  // GPUs taken out for foreign jobs, low index first
+  for (size_t g = 0; g < gpus.size(); ++g) {
+    if (!gpus[g].healthy && gpus[g].health_reason.rfind(held, 0) == 0) ours.push_back(static_cast<uint16_t>(g));
+  }
+  const size_t want = static_cast<size_t>(std::max(0, info.foreign_gpus));
+  for (size_t k = want; k < ours.size(); ++k) {  // given back
+    GP_CHECK(ApplyAndStage(GpuHealthChanged{id, ours[k], true, now, ""}).ok());
+  }
+  size_t taken = std::min(want, ours.size());
+  for (size_t g = gpus.size(); g-- > 0 && taken < want;) {  // idle GPUs from the top
+    const Gpu& gpu = state().node(id).gpus[g];
+    if (!gpu.healthy || !gpu.idle()) continue;
+    GP_CHECK(ApplyAndStage(GpuHealthChanged{id, static_cast<uint16_t>(g), false, now,
+                                            held + info.foreign + " (not submitted by gpupool)"}).ok());
+    ++taken;
+  }
+  if (want != ours.size()) {
+    Log(want > ours.size() ? "warn" : "info", "GPUs held outside gpupool",
+        {{"node", info.name}, {"gpus", std::to_string(want)}, {"taken_out", std::to_string(taken)},
+         {"jobs", info.foreign.empty() ? "none" : info.foreign}});
   }
 }
 

@@ -68,6 +68,8 @@ struct NodeInfo {
   std::vector<std::string> labels;  // "key=value"
   bool unavailable = false;         // the backend will not run work there (drained, down, failed)
   std::string reason;               // why, for people
+  int foreign_gpus = 0;             // GPUs held there by jobs gpupool did not submit
+  std::string foreign;              // which, for people ("Slurm job 42")
 };
 
 // What the executor saw in its last round.

@@ -203,6 +203,64 @@ std::string MintSlurmToken(const std::string& key, const std::string& user, int6
 
 // --- the worker ---
 
+std::optional<std::vector<std::string>> ExpandHostlist(const std::string& list, size_t limit) {
+  std::vector<std::string> out;
+  size_t i = 0;
+  while (i < list.size()) {
+    // One item: a prefix, then optionally [ranges] and a suffix, up to a comma outside brackets.
+    size_t end = i;
+    int depth = 0;
+    while (end < list.size() && (depth > 0 || list[end] != ',')) {
+      if (list[end] == '[') ++depth;
+      if (list[end] == ']') --depth;
+      if (depth < 0 || depth > 1) return std::nullopt;
+      ++end;
+    }
+    if (depth != 0) return std::nullopt;
+    const std::string item = list.substr(i, end - i);
+    i = end + 1;
+    if (item.empty()) return std::nullopt;
+    const size_t open = item.find('[');
+    if (open == std::string::npos) {
+      out.push_back(item);
+    } else {
+      const size_t close = item.find(']', open);
+      const std::string prefix = item.substr(0, open), suffix = item.substr(close + 1);
+      if (suffix.find_first_of("[]") != std::string::npos) return std::nullopt;
+      std::stringstream ranges(item.substr(open + 1, close - open - 1));
+      for (std::string r; std::getline(ranges, r, ',');) {
+        const size_t dash = r.find('-');
+        const std::string lo = r.substr(0, dash), hi = dash == std::string::npos ? lo : r.substr(dash + 1);
+        auto digits = [](const std::string& x) { return !x.empty() && x.size() <= 9 && std::all_of(x.begin(), x.end(), ::isdigit); };
+        if (!digits(lo) || !digits(hi)) return std::nullopt;
+        const long a = std::stol(lo), b = std::stol(hi);
+        if (b < a || static_cast<size_t>(b - a) >= limit) return std::nullopt;
+        for (long k = a; k <= b; ++k) {
+          std::string n = std::to_string(k);
+          if (n.size() < lo.size()) n.insert(0, lo.size() - n.size(), '0');  // gpu[01-03]: width kept
+          out.push_back(prefix + n + suffix);
+          if (out.size() > limit) return std::nullopt;
+        }
+      }
+    }
+    if (out.size() > limit) return std::nullopt;
+  }
+  return out;
+}
+
+std::vector<int> GpusPerNode(size_t nodes, const std::vector<std::string>& gres_detail, int total) {
+  std::vector<int> per(nodes, 0);
+  if (nodes == 0) return per;
+  if (gres_detail.size() == nodes) {
+    for (size_t i = 0; i < nodes; ++i) per[i] = ParseGres(gres_detail[i]).count;
+    return per;
+  }
+  for (size_t i = 0; i < nodes; ++i) {
+    per[i] = total / static_cast<int>(nodes) + (static_cast<int>(i) < total % static_cast<int>(nodes) ? 1 : 0);
+  }
+  return per;
+}
+
 namespace {
 
 // "1733490000" -> 1733490000; "Unknown", "None", "" -> 0.
@@ -540,6 +598,7 @@ Status SlurmExecutor::Round() {
   // of the partition counted.
   std::map<std::pair<uint64_t, int64_t>, Ours> ours;
   std::map<std::pair<uint64_t, int64_t>, RunState> merged;
+  std::map<std::string, std::pair<int, std::string>> foreign;  // node -> GPUs held by others, by which jobs
   for (const Json& j : (*jobs)["jobs"]) {
     if (!j.is_object()) continue;
     const std::string state = Str(j, "job_state");
@@ -547,9 +606,29 @@ Status SlurmExecutor::Round() {
     if (!key || Str(j, "name") != "gpupool-" + std::to_string(key->first)) {
       if (Str(j, "partition") == config_.partition && Active(state)) {
         ++obs.foreign_jobs;
-        if (state == "RUNNING") {
+        // What it holds: the GPUs of the nodes it was allocated, until it has let them go.
+        if (state == "RUNNING" || state == "CONFIGURING" || state == "COMPLETING" || state == "SUSPENDED") {
           const std::string tres = Str(j, "tres_alloc_str");
-          if (auto at = tres.find("gres/gpu="); at != std::string::npos) obs.foreign_gpus += std::atoi(tres.c_str() + at + 9);
+          int total = 0;
+          for (size_t at = tres.find("gres/gpu="); at != std::string::npos; at = tres.find("gres/gpu=", at + 1)) {
+            if (at == 0 || tres[at - 1] == ',') total += std::atoi(tres.c_str() + at + 9);
+          }
+          obs.foreign_gpus += total;
+          std::vector<std::string> detail;
+          for (const Json& g : j.value("gres_detail", Json::array())) {
+            if (g.is_string()) detail.push_back(g.get<std::string>());
+          }
+          const std::optional<std::vector<std::string>> hosts = ExpandHostlist(Str(j, "nodes"));
+          if (hosts) {
+            const std::vector<int> per = GpusPerNode(hosts->size(), detail, total);
+            const std::string id = std::to_string(Int(j, "job_id"));
+            for (size_t h = 0; h < hosts->size(); ++h) {
+              if (per[h] <= 0) continue;
+              auto& [gpus, names] = foreign[(*hosts)[h]];
+              gpus += per[h];
+              names += (names.empty() ? "Slurm job " : ", ") + id;
+            }
+          }
         }
       }
       continue;
@@ -568,6 +647,13 @@ Status SlurmExecutor::Round() {
       merged[*key] = rs;
     }
     submitted_.erase(*key);
+  }
+
+  for (NodeInfo& info : obs.nodes) {
+    if (auto f = foreign.find(info.name); f != foreign.end()) {
+      info.foreign_gpus = std::min(f->second.first, info.gpus);
+      info.foreign = f->second.second;
+    }
   }
 
   // What should run: status of what Slurm has, submissions of what it lacks.

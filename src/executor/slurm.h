@@ -72,6 +72,12 @@ std::string ShellQuote(const std::string& word);
 // heterogeneous job merged (their GPUs added, the earliest submit and start, the latest end).
 // Lines of other jobs are skipped; a line that is not of this shape is an error.
 Result<std::vector<AccountedRun>> ParseSacct(const std::string& out);
+// A Slurm hostlist ("gpu[01-03,07],cpu1") as node names, in order; nullopt when it is not of
+// that shape or names more than `limit` nodes.
+std::optional<std::vector<std::string>> ExpandHostlist(const std::string& list, size_t limit = 65536);
+// A running job's GPUs per node: from gres_detail ("gpu:h100:2(IDX:0-1)" per node, in node order)
+// when it has one entry per node, else `total` spread over the nodes as evenly as it goes.
+std::vector<int> GpusPerNode(size_t nodes, const std::vector<std::string>& gres_detail, int total);
 // A JWT for Slurm's auth/jwt, HS256 with `key`: {"exp": now + lifetime, "iat": now, "sun": user}.
 std::string MintSlurmToken(const std::string& key, const std::string& user, int64_t now_s, int64_t lifetime_s);
 

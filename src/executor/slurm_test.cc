@@ -196,5 +196,25 @@ TEST(SlurmAccounting, ALineOfAnotherShapeIsAnErrorNotAGuess) {
   EXPECT_TRUE(empty->empty());
 }
 
+TEST(SlurmMapping, HostlistsExpandInOrderWithTheirWidth) {
+  using V = std::vector<std::string>;
+  EXPECT_EQ(ExpandHostlist("gpu01"), V{"gpu01"});
+  EXPECT_EQ(ExpandHostlist("gpu[01-03,07]"), (V{"gpu01", "gpu02", "gpu03", "gpu07"}));
+  EXPECT_EQ(ExpandHostlist("gpu[8-10],cpu1"), (V{"gpu8", "gpu9", "gpu10", "cpu1"}));
+  EXPECT_EQ(ExpandHostlist("r[1-2]-n"), (V{"r1-n", "r2-n"}));
+  EXPECT_EQ(ExpandHostlist(""), V{});
+  for (const char* bad : {"gpu[01-", "gpu[3-1]", "gpu[a-b]", "gpu[[1]]", "a,,b", "gpu[1-2][3]", "gpu]"}) {
+    EXPECT_FALSE(ExpandHostlist(bad)) << bad;
+  }
+  EXPECT_FALSE(ExpandHostlist("n[0-999999999]", 1000));  // a limit, not a billion names
+}
+
+TEST(SlurmMapping, AForeignJobsGpusGoToItsNodes) {
+  EXPECT_EQ(GpusPerNode(2, {"gpu:h100:6(IDX:0-5)", "gpu:a100:1(IDX:3)"}, 7), (std::vector<int>{6, 1}));
+  EXPECT_EQ(GpusPerNode(3, {}, 7), (std::vector<int>{3, 2, 2}));  // no detail: spread
+  EXPECT_EQ(GpusPerNode(1, {"gpu:h100:2(IDX:0-1)", "extra"}, 2), (std::vector<int>{2}));
+  EXPECT_TRUE(GpusPerNode(0, {}, 4).empty());
+}
+
 }  // namespace
 }  // namespace gpupool::executor

@@ -345,6 +345,8 @@ TEST_F(DaemonHttp, IsolationMatrix) {
     check("get /v1/burst", who, "-", Expect(who, "alpha", 200, 200, 200, 200), "GET", "/v1/burst");
     check("get /v1/prices", who, "-", Expect(who, "alpha", 200, 200, 200, 200), "GET", "/v1/prices");
     check("put /v1/prices", who, "-", Expect(who, "alpha", 200, 403, 403, 403), "PUT", "/v1/prices", kPrices);
+    // Cluster admins only; this daemon has no executor, so the admin's answer is 400 (said so).
+    check("get /v1/usage/reconcile", who, "-", Expect(who, "alpha", 400, 403, 403, 403), "GET", "/v1/usage/reconcile");
     check("get /v1/burst/settings", who, "-", Expect(who, "alpha", 200, 403, 403, 403), "GET", "/v1/burst/settings");
     check("put /v1/burst/settings", who, "-", Expect(who, "alpha", 200, 403, 403, 403), "PUT", "/v1/burst/settings",
           kBurst);
@@ -377,8 +379,8 @@ TEST_F(DaemonHttp, IsolationMatrix) {
     }
   }
   EXPECT_GE(documented, 33u);
-  EXPECT_EQ(checked, 7 * (2 * 25 + 23) + 3)
-      << "7 callers x (2 targets x 25 tenant-scoped + 23 cluster-wide requests), the node agent for another node "
+  EXPECT_EQ(checked, 7 * (2 * 25 + 24) + 3)
+      << "7 callers x (2 targets x 25 tenant-scoped + 24 cluster-wide requests), the node agent for another node "
          "(register, heartbeat), and a node agent for a node that does not exist (register)";
 }
 
