@@ -151,7 +151,8 @@ Status Executors(const Catalogue& cat, const Json& list, DaemonConfig& out) {
     if (!e.is_object()) return InvalidArgument(where + " must be a map");
     GP_RETURN_IF_ERROR(OnlyKeys(e, {"name", "kind", "slurmrestd", "api", "user", "token_file", "jwt_key_file",
                                     "partition", "accounts", "scontrol", "slurm_conf", "working_directory", "output",
-                                    "poll_ms", "gpu_flavors", "sacct", "accounting_poll_s", "accounting_window_days"},
+                                    "poll_ms", "gpu_flavors", "sacct", "accounting_poll_s", "accounting_window_days",
+                                    "command_timeout_s"},
                                 where));
     ExecutorSettings x;
     executor::SlurmConfig& c = x.slurm;
@@ -184,6 +185,9 @@ Status Executors(const Catalogue& cat, const Json& list, DaemonConfig& out) {
     Result<int64_t> poll = IntOf(e, "poll_ms", 1000, 100, 60'000, where);
     if (!poll.ok()) return poll.error();
     c.poll = Duration::Millis(*poll);
+    Result<int64_t> command_timeout = IntOf(e, "command_timeout_s", 60, 1, 3'600, where);
+    if (!command_timeout.ok()) return command_timeout.error();
+    c.command_timeout = Duration::Seconds(*command_timeout);
     Result<int64_t> acct_poll = IntOf(e, "accounting_poll_s", 60, 1, 86'400, where);
     if (!acct_poll.ok()) return acct_poll.error();
     c.accounting_poll = Duration::Seconds(*acct_poll);

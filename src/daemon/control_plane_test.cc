@@ -465,18 +465,21 @@ nodes:
 TEST(DaemonConfig, SlurmExecutorsWithAccounting) {
   const std::string base = "executors:\n  - {name: slurm, kind: slurm, slurmrestd: 'http://127.0.0.1:6820', "
                            "jwt_key_file: /k, partition: gpu";
-  Result<DaemonConfig> c = ParseDaemonConfig(base + ", sacct: /usr/bin/sacct, accounting_poll_s: 5, accounting_window_days: 7}\n");
+  Result<DaemonConfig> c = ParseDaemonConfig(base + ", sacct: /usr/bin/sacct, accounting_poll_s: 5, accounting_window_days: 7, "
+                                                    "command_timeout_s: 20}\n");
   ASSERT_TRUE(c.ok()) << c.error().message;
   ASSERT_EQ(c->executors.size(), 1u);
   EXPECT_EQ(c->executors[0].slurm.sacct, "/usr/bin/sacct");
   EXPECT_EQ(c->executors[0].slurm.accounting_poll, Duration::Seconds(5));
   EXPECT_EQ(c->executors[0].slurm.accounting_window, Duration::Hours(24 * 7));
+  EXPECT_EQ(c->executors[0].slurm.command_timeout, Duration::Seconds(20));
   Result<DaemonConfig> plain = ParseDaemonConfig(base + "}\n");
   ASSERT_TRUE(plain.ok()) << plain.error().message;
   EXPECT_TRUE(plain->executors[0].slurm.sacct.empty());  // accounting is read only when asked
+  EXPECT_EQ(plain->executors[0].slurm.command_timeout, Duration::Seconds(60));
   for (const char* bad : {", accounting_poll_s: 5}", ", sacct: sacct, accounting_poll_s: 0}",
                           ", sacct: sacct, accounting_window_days: 0}", ", sacct: sacct, accounting_window_days: x}",
-                          ", sacct: [a, b]}"}) {
+                          ", sacct: [a, b]}", ", command_timeout_s: 0}", ", command_timeout_s: 3601}"}) {
     Result<DaemonConfig> r = ParseDaemonConfig(base + bad + "\n");
     EXPECT_FALSE(r.ok()) << bad;
   }

@@ -24,6 +24,12 @@ Span Life(const executor::AccountedRun& r, Time now) {
 
 int64_t OverlapMs(Span a, Span b) { return (std::min(a.end, b.end) - std::max(a.start, b.start)).millis(); }
 
+// Whether a span falls in the window: it overlaps it, or it is an instant within it (a stint or
+// a job that began and ended within one millisecond, a job submitted just now).
+bool InWindow(Span s, Span window) {
+  return OverlapMs(s, window) > 0 || (s.start >= window.start && s.start < window.end);
+}
+
 std::string Seconds(Duration d) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.0f s", static_cast<double>(d.millis()) / 1000.0);
@@ -51,10 +57,7 @@ std::vector<ReconcileLine> Reconcile(const std::vector<UsageInterval>& intervals
   std::map<uint64_t, std::vector<const UsageInterval*>> by_job;
   std::map<uint64_t, std::vector<const executor::AccountedRun*>> runs_of;
   for (const executor::AccountedRun& r : runs) {
-    if (OverlapMs(Life(r, q.now), window) > 0 || (r.submit_s != 0 && Life(r, q.now).start >= q.from &&
-                                                  Life(r, q.now).start < q.to)) {
-      runs_of[r.job].push_back(&r);
-    }
+    if (InWindow(Life(r, q.now), window)) runs_of[r.job].push_back(&r);
   }
   for (const UsageInterval& u : intervals) {
     if (jobs.count(u.job.value()) || runs_of.count(u.job.value())) by_job[u.job.value()].push_back(&u);
@@ -81,9 +84,7 @@ std::vector<ReconcileLine> Reconcile(const std::vector<UsageInterval>& intervals
       }
       stints.push_back({ReconcileStint{u->start, u->end, u->open, u->eq.ToGpus()}, u->tenant, {}});
     }
-    std::erase_if(stints, [&](const Stint& s) {
-      return OverlapMs({s.s.start, s.s.end}, window) <= 0 && !(s.s.start >= q.from && s.s.start < q.to);
-    });
+    std::erase_if(stints, [&](const Stint& s) { return !InWindow({s.s.start, s.s.end}, window); });
     // Each backend job goes to the stint it overlaps (within the tolerance either side) whose
     // admission is nearest its submission: gpupool submits when it admits.
     std::vector<const executor::AccountedRun*> unpaired;

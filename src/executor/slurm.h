@@ -35,7 +35,8 @@ struct SlurmConfig {
   std::string partition;
   bool accounts = false;            // the tenant's name is the job's Slurm account
   std::string scontrol = "scontrol";
-  std::string slurm_conf;           // SLURM_CONF for scontrol; empty: scontrol's default
+  std::string slurm_conf;           // SLURM_CONF for scontrol and sacct; empty: their default
+  Duration command_timeout = Duration::Seconds(60);  // scontrol or sacct still running: killed
   std::string working_directory = "/tmp";
   std::string output;               // standard_output; empty: WORKDIR/gpupool-<job>-<attempt>.out
   Duration poll = Duration::Seconds(1);
@@ -78,6 +79,8 @@ std::optional<std::vector<std::string>> ExpandHostlist(const std::string& list, 
 // A running job's GPUs per node: from gres_detail ("gpu:h100:2(IDX:0-1)" per node, in node order)
 // when it has one entry per node, else `total` spread over the nodes as evenly as it goes.
 std::vector<int> GpusPerNode(size_t nodes, const std::vector<std::string>& gres_detail, int total);
+// The GPUs of a TRES string ("cpu=1,gres/gpu:h100=4,gres/gpu=4"): the untyped gres/gpu counts.
+int TresGpus(const std::string& tres);
 // A JWT for Slurm's auth/jwt, HS256 with `key`: {"exp": now + lifetime, "iat": now, "sun": user}.
 std::string MintSlurmToken(const std::string& key, const std::string& user, int64_t now_s, int64_t lifetime_s);
 
@@ -107,13 +110,26 @@ class SlurmExecutor final : public Executor {
               std::string* out);
   void ReadAccounting();
 
+  using Key = std::pair<uint64_t, int64_t>;  // (gpupool job, attempt)
   struct Ours {  // a job of the partition that gpupool submitted, its components merged
     uint64_t slurm_id = 0;  // the (heterogeneous) job's id: what a cancel names
     std::string state;      // the merged Slurm state
+    RunState run = RunState::kWaiting;  // and as gpupool reads it
     std::string reason;
     int64_t exit_code = 0;
     std::string nodes;
   };
+  // The steps of a round. The partition's nodes, drained and resumed where gpupool's operators
+  // asked.
+  std::vector<NodeInfo> ReadNodes(const nlohmann::json& nodes, const std::map<std::string, std::string>& drain,
+                                  std::string* error);
+  // gpupool's jobs by attempt; the GPUs that jobs outside gpupool hold, per node, into `obs`.
+  std::map<Key, Ours> ReadJobs(const nlohmann::json& jobs, Observation* obs);
+  // The status of each attempt gpupool wants, submitting those Slurm lacks; returns their keys.
+  std::set<Key> Drive(const std::vector<Placement>& want, const std::map<Key, Ours>& ours, int64_t listed_ms,
+                      Observation* obs, std::string* error);
+  // SIGTERM to gpupool's jobs it no longer wants, KILL after the attempt's grace.
+  void Reclaim(const std::set<Key>& wanted, const std::map<Key, Ours>& ours, std::string* error);
 
   SlurmConfig config_;
   const std::string kind_ = "slurm";
@@ -128,10 +144,10 @@ class SlurmExecutor final : public Executor {
   std::thread worker_;
   // The worker's own: submissions not yet seen in a listing, signals sent, the grace of each
   // attempt it was told to run, the minted token.
-  std::map<std::pair<uint64_t, int64_t>, std::pair<uint64_t, int64_t>> submitted_;  // key -> (slurm id, at ms)
-  std::map<std::pair<uint64_t, int64_t>, int64_t> retry_at_;  // key -> ms: a failed submit waits
+  std::map<Key, std::pair<uint64_t, int64_t>> submitted_;  // key -> (slurm id, at ms)
+  std::map<Key, int64_t> retry_at_;  // key -> ms: a failed submit waits
   std::map<uint64_t, int64_t> signalled_;                     // slurm id -> when SIGTERM went (ms)
-  std::map<std::pair<uint64_t, int64_t>, Duration> grace_;
+  std::map<Key, Duration> grace_;
   std::string token_;
   int64_t token_until_s_ = 0;
 };

@@ -4,11 +4,15 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
+#include <fstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 namespace gpupool::executor {
 namespace {
@@ -194,6 +198,99 @@ TEST(SlurmAccounting, ALineOfAnotherShapeIsAnErrorNotAGuess) {
   Result<std::vector<AccountedRun>> empty = ParseSacct("");
   ASSERT_TRUE(empty.ok());
   EXPECT_TRUE(empty->empty());
+}
+
+TEST(SlurmMapping, TresGpusCountTheUntypedTotal) {
+  EXPECT_EQ(TresGpus("billing=4,cpu=1,gres/gpu:h100=4,gres/gpu=4,mem=1M"), 4);
+  EXPECT_EQ(TresGpus("gres/gpu=2"), 2);
+  EXPECT_EQ(TresGpus("cpu=1,mem=1M"), 0);
+  EXPECT_EQ(TresGpus("xgres/gpu=3"), 0);  // another TRES whose name ends alike
+  EXPECT_EQ(TresGpus(""), 0);
+}
+
+// A script standing in for sacct: what it was run with goes to DIR/args and DIR/env.
+std::string FakeSacct(const std::string& dir, const std::string& body) {
+  const std::string path = dir + "/sacct";
+  FILE* f = std::fopen(path.c_str(), "w");
+  std::fprintf(f, "#!/bin/sh\necho \"$@\" > %s/args\necho \"$SLURM_TIME_FORMAT $SLURM_CONF\" > %s/env\n%s\n",
+               dir.c_str(), dir.c_str(), body.c_str());
+  std::fclose(f);
+  chmod(path.c_str(), 0755);
+  return path;
+}
+
+std::string Slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+SlurmConfig DeadRestWithSacct(const std::string& sacct) {
+  SlurmConfig c;
+  c.url = "http://127.0.0.1:1";
+  c.partition = "gpu";
+  c.user = "svc";
+  c.jwt_key_file = "/dev/null";  // the rounds fail; accounting is read all the same
+  c.slurm_conf = "/etc/slurm-test.conf";
+  c.poll = Duration::Millis(20);
+  c.sacct = sacct;
+  c.accounting_poll = Duration::Millis(20);
+  return c;
+}
+
+TEST(SlurmAccounting, AFailingSacctIsReportedAndTheLastGoodReadStays) {
+  char tmpl[] = "/tmp/gp-sacct-XXXXXX";
+  const std::string dir = mkdtemp(tmpl);
+  // The first read answers; every later one fails as sacct does without slurmdbd.
+  const std::string sacct = FakeSacct(dir, "if [ -e " + dir + "/once ]; then echo 'sacct: error: slurmdbd: Connection "
+                                           "refused' >&2; exit 1; fi\ntouch " + dir +
+                                           "/once\necho '41|gpupool-7|research|COMPLETED|1|2|3|gres/gpu=1'");
+  auto e = SlurmExecutor::Start(DeadRestWithSacct(sacct));
+  ASSERT_TRUE(e.ok());
+  Accounting a;
+  for (int i = 0; i < 500 && (a = (*e)->Accounted()).error.empty(); ++i) usleep(10'000);
+  ASSERT_NE(a.error.find("Connection refused"), std::string::npos) << a.error;
+  ASSERT_EQ(a.runs.size(), 1u);  // the good read, kept
+  EXPECT_EQ(a.runs[0].job, 7u);
+  EXPECT_GT(a.read_ms, 0);
+  const std::string args = Slurp(dir + "/args");
+  EXPECT_NE(args.find("-X -P -n -u svc -r gpu -S now-"), std::string::npos) << args;
+  EXPECT_NE(args.find("-o JobID,JobName,Account,State,Submit,Start,End,AllocTRES"), std::string::npos) << args;
+  EXPECT_EQ(Slurp(dir + "/env"), "%s /etc/slurm-test.conf\n");
+  e->reset();
+  std::system(("rm -rf " + dir).c_str());
+}
+
+TEST(SlurmAccounting, AHungSacctAndWhatItStartedAreKilledAtTheTimeoutAndRoundsGoOn) {
+  char tmpl[] = "/tmp/gp-sacct-XXXXXX";
+  const std::string dir = mkdtemp(tmpl);
+  // Hangs as sacct does when slurmdbd is stopped, with a child of its own holding the pipe.
+  const std::string sacct = FakeSacct(dir, "sleep 300 &\necho $! > " + dir + "/child\nwait");
+  SlurmConfig c = DeadRestWithSacct(sacct);
+  c.command_timeout = Duration::Millis(300);
+  auto e = SlurmExecutor::Start(c);
+  ASSERT_TRUE(e.ok());
+  Accounting a;
+  for (int i = 0; i < 2000 && (a = (*e)->Accounted()).error.empty(); ++i) usleep(10'000);
+  EXPECT_NE(a.error.find("killed after 300 ms"), std::string::npos) << a.error;
+  EXPECT_TRUE(a.runs.empty());
+  const int64_t round = (*e)->Observe().round;
+  for (int i = 0; i < 2000 && (*e)->Observe().round <= round + 1; ++i) usleep(10'000);
+  EXPECT_GT((*e)->Observe().round, round + 1);  // the worker was not stuck behind it
+  e->reset();
+  const std::string child = Slurp(dir + "/child");
+  ASSERT_FALSE(child.empty());
+  const pid_t pid = std::atoi(child.c_str());
+  // Gone, or a zombie waiting for a reaper: not running on.
+  bool gone = false;
+  for (int i = 0; i < 300 && !gone; ++i) {
+    const std::string stat = Slurp("/proc/" + std::to_string(pid) + "/stat");
+    gone = stat.empty() || stat.find(") Z ") != std::string::npos;
+    if (!gone) usleep(10'000);
+  }
+  EXPECT_TRUE(gone) << "sacct's child " << pid << " still runs";
+  std::system(("rm -rf " + dir).c_str());
 }
 
 TEST(SlurmMapping, HostlistsExpandInOrderWithTheirWidth) {
