@@ -52,14 +52,21 @@ Status ControlPlane::ApplyAndStage(const Event& e, const std::string& idempotenc
 
 Status ControlPlane::Flush() {
   std::vector<Record> staged = js_->TakeStaged();
-  if (staged.empty()) return Ok();
-  uint64_t bytes = 0;
-  for (const Record& r : staged) bytes += r.kind.size() + r.body.size();
-  Status s = journal_->Append(staged);
+  Status s = Ok();
+  if (!staged.empty()) {
+    uint64_t bytes = 0;
+    for (const Record& r : staged) bytes += r.kind.size() + r.body.size();
+    s = journal_->Append(staged);
+    if (s.ok()) bytes_since_snapshot_ += bytes;
+  }
   if (s.ok()) {
-    bytes_since_snapshot_ += bytes;
+    if (executors_due_) {
+      ExecutorsWant(*executors_due_);
+      executors_due_.reset();
+    }
     return Ok();
   }
+  executors_due_.reset();  // the tick's decisions are gone with it; the next tick decides again
   // Memory is ahead of disk: rebuild from what is durable, then report. If even that fails,
   // the core is stale and serves nothing until a Reload succeeds: serving from a state that is
   // not in the store could acknowledge what a restart loses.
@@ -73,6 +80,7 @@ Status ControlPlane::Flush() {
 
 void ControlPlane::Abandon() {
   (void)js_->TakeStaged();
+  executors_due_.reset();
   if (Status rebuilt = Rebuild(); !rebuilt.ok()) {
     stale_ = true;
     Log("error", "the journal cannot be read back after an abandoned batch; serving nothing until it can",
@@ -202,7 +210,7 @@ void ControlPlane::Tick(Time now, bool simulate_executor) {
     ApplyPlan(last_plan_, now, js_->reasons_upkeep(), [this](const Event& e) { return ApplyAndStage(e); });
   }
   if (provider_) BurstTick(now);
-  if (!executors_.empty()) ExecutorsWant(now);
+  if (!executors_.empty()) executors_due_ = now;  // handed over by the flush that makes this durable
   if (!js_->agents().empty()) CheckHeartbeats(now);
   ArchiveFinished(now);
 }

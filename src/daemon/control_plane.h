@@ -400,6 +400,8 @@ class ControlPlane {
   Result<FlavorId> ExecutorFlavor(const ExecutorSlot& slot, const std::string& type) const;
   // Tick's parts: what the executors saw (before the cycle), what they should run (after it).
   void ExecutorsObserve(Time now);
+  // Hands each executor what it should run. Called by Flush once the tick's changes are durable:
+  // a backend never acts on a decision (a preemption, an end) that a failed write takes back.
   void ExecutorsWant(Time now);
   void ExecutorNodes(ExecutorSlot& slot, const executor::Observation& obs, Time now);
   void ForeignGpus(NodeId id, const executor::NodeInfo& info, const std::string& prefix, Time now);
@@ -408,6 +410,7 @@ class ControlPlane {
   std::unique_ptr<Journal> journal_;
   std::unique_ptr<JournaledState> js_;
   std::vector<ExecutorSlot> executors_;
+  std::optional<Time> executors_due_;  // a tick ran at this time; its wants go out at the next good flush
   SchedulerConfig config_;
   // The burst settings in force: the file's, with the journal's last change over them.
   std::map<TenantId, BurstPolicy> burst_policies_;

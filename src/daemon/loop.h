@@ -72,7 +72,8 @@ class Loop {
 
  private:
   using Clock = std::chrono::steady_clock;
-  // Flush with its metrics and a log line on failure; nothing staged: Ok at once.
+  // Flush with its metrics and a log line on failure; nothing staged: no write, but the core
+  // still hands over the executor wants a tick left due.
   Status FlushTimed();
   // Between batches: reloads a stale core, and a replica's campaign and catch-up when due.
   void Upkeep(Clock::time_point now);
