@@ -111,8 +111,13 @@ std::vector<ReconcileLine> Reconcile(const std::vector<UsageInterval>& intervals
       for (const executor::AccountedRun* r : st.runs) line.runs.push_back(*r);
       const std::string tenant = st.tenant.value() < tenant_names.size() ? tenant_names[st.tenant.value()] : "";
       if (st.runs.empty()) {
-        line.status = st.s.start + q.tolerance >= q.accounting_read ? ReconcileStatus::kPending
-                                                                    : ReconcileStatus::kMissingBackend;
+        // An admission withdrawn within the tolerance (a drain or a cancel right after it) may
+        // never have reached the backend: nothing ran, and the charge differs from nothing by
+        // less than the tolerance, as a duration would.
+        const bool brief = !st.s.open && st.s.end - st.s.start <= q.tolerance;
+        line.status = brief ? ReconcileStatus::kMatch
+                      : st.s.start + q.tolerance >= q.accounting_read ? ReconcileStatus::kPending
+                                                                      : ReconcileStatus::kMissingBackend;
         if (line.status == ReconcileStatus::kMissingBackend) {
           line.problems.push_back("charged from " + Rfc3339(st.s.start) + " with no backend job");
         }

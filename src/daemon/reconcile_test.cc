@@ -96,6 +96,18 @@ TEST(Reconcile, AChargeWithoutABackendJobIsMissingUnlessTooRecentForTheRead) {
   EXPECT_EQ(lines[1].status, ReconcileStatus::kPending);  // admitted 2 s before the read
 }
 
+TEST(Reconcile, AnAdmissionWithdrawnWithinTheToleranceNeedsNoBackendJob) {
+  // Admitted at 100 and drained 0.2 s later, before the executor's round submitted it.
+  UsageInterval brief = Charge(7, 100, 100, 8);
+  brief.end = brief.start + Duration::Millis(200);
+  auto lines = Pair({brief, Charge(8, 100, 106, 8), Charge(9, 100, 103, 8, 0, /*open=*/true)}, {}, {7, 8, 9});
+  ASSERT_EQ(lines.size(), 3u);
+  EXPECT_EQ(lines[0].status, ReconcileStatus::kMatch);
+  EXPECT_TRUE(lines[0].problems.empty());
+  EXPECT_EQ(lines[1].status, ReconcileStatus::kMissingBackend);  // 6 s charged: beyond the 5 s tolerance
+  EXPECT_EQ(lines[2].status, ReconcileStatus::kMissingBackend);  // still charged
+}
+
 TEST(Reconcile, JobsNeverHandedToTheExecutorAreNotCompared) {
   auto lines = Pair({Charge(7, 100, 161, 4), Charge(9, 100, 161, 4)}, {Ran(7, "41", 100, 102, 160, 4)}, {7});
   ASSERT_EQ(lines.size(), 1u);  // job 9 ran on gpupool's agents
