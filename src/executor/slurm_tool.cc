@@ -99,7 +99,7 @@ Status SlurmExecutor::Tool(const std::string& program, const std::vector<std::st
   const bool exited = waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0;
   if (!exited) {
     std::string why = Trim(se);
-    if (why.size() > 300) why = why.substr(0, 300) + "...";
+    if (why.size() > 300) why.replace(300, std::string::npos, "...");
     return Unavailable(program + " " + (args.empty() ? "" : args.front()) + " failed" + (why.empty() ? "" : ": " + why));
   }
   if (out) *out = std::move(so);
