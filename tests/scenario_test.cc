@@ -412,16 +412,19 @@ Scenario BackfillScene() {
   };
 }
 
+// "short" backfills onto n0, "long" waits, and the gang (waiting for `gang_reason`) holds once.
+void ExpectGangHolds(Scenario sc, ReasonCode gang_reason) {
+  sc.placed = {"short"};
+  sc.placed_on = {{"short", {"n0"}}};
+  sc.waiting = {{"gang", gang_reason}, {"long", ReasonCode::kHeldForBackfill}};
+  const Plan p = RunScenario(sc);
+  EXPECT_EQ(p.stats.holds, 1);
+}
+
 TEST(Backfill, LargeGangHoldsCapacityAgainstLongSmallJobs) {
   // The gang holds n0's 4 free GPUs until r ends at 4200. "short" ends at 3900: it may use
   // one. "long" would end at 14400 and delay the gang: it waits.
-  Scenario sc = BackfillScene();
-  sc.placed = {"short"};
-  sc.placed_on = {{"short", {"n0"}}};
-  sc.waiting = {{"gang", ReasonCode::kInsufficientCapacity},
-                {"long", ReasonCode::kHeldForBackfill}};
-  const Plan p = RunScenario(sc);
-  EXPECT_EQ(p.stats.holds, 1);
+  ExpectGangHolds(BackfillScene(), ReasonCode::kInsufficientCapacity);
 }
 
 TEST(Backfill, WithoutBackfillSmallJobsStarveTheGang) {
@@ -429,6 +432,55 @@ TEST(Backfill, WithoutBackfillSmallJobsStarveTheGang) {
   sc.config.backfill.enabled = false;
   sc.placed = {"short", "long"};
   RunScenario(sc);
+}
+
+// The gang is two replicas of 4 GPUs. n1 never frees (b0 has no estimate), so both must go on
+// n0 once r ends at 4200: the node takes two replicas, and its 4 free GPUs are held for them.
+TEST(Backfill, AGangOfSeveralReplicasOnOneNodeHolds) {
+  Scenario sc = BackfillScene();
+  sc.pending[0] = {"gang", "a", "4xh100-80gb", "training", 2, 7200};
+  ExpectGangHolds(sc, ReasonCode::kInsufficientCapacity);
+}
+
+// The same gang held to one node (topology: node) holds there too.
+TEST(Backfill, AGangThatMustShareANodeHolds) {
+  Scenario sc = BackfillScene();
+  sc.pending[0] = {"gang", "a", "4xh100-80gb", "training", 2, 7200, TopologyLevel::kNode};
+  ExpectGangHolds(sc, ReasonCode::kTopology);
+}
+
+// A MIG replica's hold keeps only its instance. r runs on 2g@0 until 4200 and the gang's 2g
+// replica waits for it; "long" (ends at 14400) still gets a 1g instance beside it, which a
+// whole-GPU hold would have kept from it.
+TEST(Backfill, AMigHoldKeepsOnlyTheInstanceItWaitsFor) {
+  RunScenario({
+      .nodes = {{"m0", MigNode(1, "2g.20gb@0,1g.10gb@2,1g.10gb@3,3g.40gb@4")}},
+      .tenants = {{"a", {{"h100-80gb", {1}}}}},
+      .running = {{"r", "a", "h100-80gb/2g.20gb", "inference", 1, 4200}},
+      .pending = {{"gang", "a", "h100-80gb/2g.20gb", "training", 1, 7200},
+                  {"long", "a", "h100-80gb/1g.10gb", "training", 1, 10800}},
+      .placed = {"long"},
+      .waiting = {{"gang", ReasonCode::kInsufficientCapacity}},
+      .reconfigurations = 0,
+  });
+}
+
+// A fraction's hold keeps its room on the shared GPU. x (600m) ends at 4200; "big" (700m)
+// needs that room then, so of the 400m free now only 300m may go to jobs that end later: l1
+// (250m) runs, l2 (100m) would leave "big" 50m short and waits.
+TEST(Backfill, AFractionHoldKeepsOnlyTheRoomItWaitsFor) {
+  RunScenario({
+      .nodes = {{"s0", {.flavor = "h100-80gb", .gpus = 2, .shared_gpus = 1}}},
+      .tenants = {{"a", {{"h100-80gb", {2}}}}},
+      .running = {{"x", "a", "h100-80gb/600m/40000", "inference", 1, 4200}},
+      .pending = {{"big", "a", "h100-80gb/700m/40000", "training", 1, 7200},
+                  {"l1", "a", "h100-80gb/250m/10000", "training", 1, 10800},
+                  {"l2", "a", "h100-80gb/100m/10000", "training", 1, 10800},
+                  {"short", "a", "h100-80gb/100m/10000", "training", 1, 300}},
+      .placed = {"l1", "short"},
+      .waiting = {{"big", ReasonCode::kInsufficientCapacity},
+                  {"l2", ReasonCode::kHeldForBackfill}},
+  });
 }
 
 // --- pools, labels, conditions --------------------------------------------------------------

@@ -30,9 +30,55 @@ GpuKey Freed(GpuKey key, const Job& job, const GpuGrant& g) {
   return key;
 }
 
+// The key of one GPU after a replica of `t` takes it (the inverse of Freed, for counting how
+// many replicas a node's GPUs hold).
+GpuKey Taken(GpuKey key, const TaskShape& t) {
+  switch (key.mode()) {
+    case KeyMode::kWhole: return GpuKey::Whole(true);
+    case KeyMode::kMig: {
+      // No free instance of the profile: the replica re-partitions the idle GPU, and nothing
+      // else is counted on it.
+      const int idx = FreeInstanceOf(key, t.mig_profile);
+      return idx < 0 ? GpuKey::Unusable() : MigAfterTake(key, idx);
+    }
+    case KeyMode::kShared: return SharedAfter(key, t);
+    case KeyMode::kUnusable: return key;
+  }
+  return key;
+}
+
 }  // namespace
 
 Backfill::Backfill(Session& session, Placer& placer) : s_(session), placer_(placer) {}
+
+int Backfill::Fits(const TaskShape& task, const ReplicaShape& rs, Session::Keys keys, int64_t cpu, int64_t mem,
+                   int n, int most, Session::Keys* after) const {
+  int fit = 0;
+  for (; fit < most; ++fit) {
+    if (cpu < rs.cpu_milli || mem < rs.memory_mib) break;
+    const std::vector<int> g = placer_.GpusFor(task, keys, n);
+    if (g.empty()) break;
+    for (int i : g) keys[i] = Taken(keys[i], task);
+    if (cpu != Session::kUntracked) cpu -= rs.cpu_milli;
+    if (mem != Session::kUntracked) mem -= rs.memory_mib;
+  }
+  if (after != nullptr) *after = keys;
+  return fit;
+}
+
+namespace {
+
+// What a hold keeps of one GPU for the held job's replicas: the GPU's key `then`, when the
+// hold starts, becomes `after` once they are on it (Session::NodeSlot::hold_caps).
+GpuKey HoldCap(GpuKey then, GpuKey after) {
+  if (then.mode() == KeyMode::kMig && after.mode() == KeyMode::kMig && then.layout() == after.layout()) {
+    return GpuKey::Mig(then.layout(), static_cast<uint8_t>(then.free_mask() & ~after.free_mask()));
+  }
+  if (then.mode() == KeyMode::kShared && after.mode() == KeyMode::kShared) return after;
+  return GpuKey::Unusable();  // whole GPUs, and a MIG GPU the job re-partitions
+}
+
+}  // namespace
 
 namespace {
 
@@ -75,7 +121,6 @@ void Backfill::BuildTimeline() {
 
 Time Backfill::HoldFor(const Job& job, const std::vector<uint32_t>& pools) {
   const TopologyConstraint& topo = job.spec.topology;
-  if (topo.level == TopologyLevel::kNode && job.spec.replicas > 1) return Time::Never();
   if (!built_) BuildTimeline();
   SortPlaced();
   const TaskShape task = Placer::TaskOf(s_.state(), job);
@@ -112,19 +157,24 @@ Time Backfill::HoldFor(const Job& job, const std::vector<uint32_t>& pools) {
   };
   std::vector<int32_t> scratch_of(s_.num_nodes(), -1);
   std::vector<Scratch> scratch;
-  std::vector<char> fitted_flag(s_.num_nodes(), 0);
-  std::vector<std::vector<uint32_t>> fitted(groups);
+  // How many replicas each node holds so far on the timeline (a node may take several), and
+  // per group the nodes that hold any, in the order they came to, and the replicas they hold.
   const int need = job.spec.replicas;
+  std::vector<int> fit_on(s_.num_nodes(), 0);
+  std::vector<std::vector<uint32_t>> fitted(groups);
+  std::vector<int> fitted_replicas(groups, 0);
   int done_group = -1;
   Time start = Time::Never();
   auto check = [&](uint32_t n, const Session::Keys& keys, int64_t cpu, int64_t mem, Time at) {
-    if (fitted_flag[n] || cpu < rs.cpu_milli || mem < rs.memory_mib) return;
-    if (placer_.GpusFor(task, keys, s_.slot(n).n).empty()) return;
-    fitted_flag[n] = 1;
-    std::vector<uint32_t>& f = fitted[group_of[n]];
-    f.push_back(n);
-    if (static_cast<int>(f.size()) >= need && done_group < 0) {
-      done_group = group_of[n];
+    if (fit_on[n] >= need) return;
+    const int fit = Fits(task, rs, keys, cpu, mem, s_.slot(n).n, need, nullptr);
+    if (fit <= fit_on[n]) return;
+    const int g = group_of[n];
+    if (fit_on[n] == 0) fitted[g].push_back(n);
+    fitted_replicas[g] += fit - fit_on[n];
+    fit_on[n] = fit;
+    if (fitted_replicas[g] >= need && done_group < 0) {
+      done_group = g;
       start = at;
     }
   };
@@ -140,7 +190,7 @@ Time Backfill::HoldFor(const Job& job, const std::vector<uint32_t>& pools) {
         b == placed_.size() || (a < timeline_.size() && EndsBefore(timeline_[a], placed_[b]));
     const End& e = from_running ? timeline_[a++] : placed_[b++];
     const uint32_t n = e.replica->node.value();
-    if (group_of[n] < 0 || fitted_flag[n]) continue;
+    if (group_of[n] < 0 || fit_on[n] >= need) continue;
     if (from_running &&
         std::find(released_.begin(), released_.end(), e.job) != released_.end()) {
       continue;
@@ -160,17 +210,28 @@ Time Backfill::HoldFor(const Job& job, const std::vector<uint32_t>& pools) {
   // Jobs past their estimate are expected to end at any moment: the hold starts right away.
   start = std::max(start, s_.now() + Duration::Millis(1));
 
-  const std::vector<uint32_t>& nodes = fitted[done_group];
+  // The replicas go to the group's nodes in the order they fitted, as many on each as fit
+  // there then; each node holds, of the GPUs its replicas will use that have free capacity
+  // now, what they will take: whole GPUs whole, MIG instances by instance, fractions by room.
   const GpuModel& model = s_.model(rs.flavor);
-  for (int r = 0; r < need; ++r) {
-    const uint32_t n = nodes[r];
+  int left = need;
+  for (uint32_t n : fitted[done_group]) {
+    if (left == 0) break;
     const Session::NodeSlot& sl = s_.slot(n);
-    const Session::Keys& then = scratch_of[n] < 0 ? sl.keys : scratch[scratch_of[n]].keys;
+    const bool touched = scratch_of[n] >= 0;
+    const Session::Keys& then = touched ? scratch[scratch_of[n]].keys : sl.keys;
+    Session::Keys after;
+    left -= Fits(task, rs, then, touched ? scratch[scratch_of[n]].cpu : sl.cpu_free,
+                 touched ? scratch[scratch_of[n]].mem : sl.mem_free, sl.n, left, &after);
     uint16_t mask = 0;
-    for (int g : placer_.GpusFor(task, then, sl.n)) {
-      if (FreeEq(model, sl.keys[g]) > GpuEq()) mask |= static_cast<uint16_t>(1u << g);
+    Session::Keys caps;
+    caps.fill(GpuKey::Unusable());
+    for (int g = 0; g < sl.n; ++g) {
+      if (after[g] == then[g] || !(FreeEq(model, sl.keys[g]) > GpuEq())) continue;
+      mask |= static_cast<uint16_t>(1u << g);
+      caps[g] = HoldCap(then[g], after[g]);
     }
-    if (mask) s_.Hold(n, mask, start);
+    if (mask) s_.Hold(n, mask, caps, start);
   }
   return start;
 }

@@ -4,9 +4,11 @@
 // cycle may use held GPUs only if they end before the hold starts, so a large gang at the head
 // of its queue is not starved by a stream of small jobs.
 //
-// Simplifications, documented in docs/design/backfill.md: one replica per node; the held GPU
-// is held whole (for a MIG or fractional replica too); nodes already holding for one job are
-// not considered for another; jobs without a duration estimate never end, jobs past their
+// A node may take several of the job's replicas, as many as its GPUs, CPU and memory fit then
+// (so a gang that must share one node holds too). A held GPU keeps for the job only what its
+// replicas will take there: a whole GPU, the MIG instances, or the fraction's room (later jobs
+// may use the rest). Simplifications, documented in docs/design/backfill.md: nodes already
+// holding for one job are not considered for another; jobs without a duration estimate never end, jobs past their
 // estimate end at any moment; a shared GPU freed on the timeline keeps its owner until empty.
 #pragma once
 
@@ -39,6 +41,10 @@ class Backfill {
 
  private:
   void BuildTimeline();
+  // How many replicas of the job (at most `most`) fit on a node with these GPU keys, CPU and
+  // memory, taking them one after another; sets `after` to the keys once they are on it.
+  int Fits(const TaskShape& task, const ReplicaShape& rs, Session::Keys keys, int64_t cpu, int64_t mem, int n,
+           int most, Session::Keys* after) const;
   void SortPlaced();
 
   Session& s_;

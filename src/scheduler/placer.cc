@@ -174,7 +174,7 @@ bool Placer::PlaceReplica(const Job& job, uint32_t shape_id, const std::vector<u
     }
   }
   if (best.node == Session::kNone) return false;
-  Apply(best.node, best.option, job, shapes_[shape_id], out);
+  Apply(best.node, best.option, job, shapes_[shape_id], end, out);
   return true;
 }
 
@@ -252,32 +252,35 @@ void Placer::SearchKeys(const Job& job, uint32_t shape_id, const std::vector<uin
   }
 }
 
-void Placer::Apply(uint32_t node, const Option& opt, const Job& job, const TaskShape& t,
+void Placer::Apply(uint32_t node, const Option& opt, const Job& job, const TaskShape& t, Time end,
                    Outcome& out) {
   const Session::NodeSlot& slot = s_.slot(node);
+  const bool past_hold = slot.hold_mask != 0 && end > slot.hold_until;
+  auto held = [&](int g) { return (slot.hold_mask >> g & 1) != 0; };
   ReplicaPlacement rp;
   rp.node = NodeId(node);
   if (t.kind == ShapeKind::kWholeGpus) {
     for (int g = 0; g < slot.n && static_cast<int>(rp.grants.size()) < t.gpus; ++g) {
-      if (slot.keys[g].whole_free() && (slot.hold_mask >> g & 1) == 0) {
-        rp.grants.push_back({.gpu = static_cast<uint16_t>(g)});
-      }
+      if (slot.keys[g].whole_free() && !held(g)) rp.grants.push_back({.gpu = static_cast<uint16_t>(g)});
     }
     // A job that ends before a hold may also use the held GPUs.
-    for (int g = 0; g < slot.n && static_cast<int>(rp.grants.size()) < t.gpus; ++g) {
-      if (slot.keys[g].whole_free() && (slot.hold_mask >> g & 1)) {
-        rp.grants.push_back({.gpu = static_cast<uint16_t>(g)});
-      }
+    for (int g = 0; !past_hold && g < slot.n && static_cast<int>(rp.grants.size()) < t.gpus; ++g) {
+      if (slot.keys[g].whole_free() && held(g)) rp.grants.push_back({.gpu = static_cast<uint16_t>(g)});
     }
     GP_CHECK(static_cast<int>(rp.grants.size()) == t.gpus);
     s_.SetKeys(node, rp.grants, GpuKey::Whole(true));
   } else {
+    // The option was computed on what each GPU offers this job: an unheld GPU first, then a
+    // held one (all of it before the hold starts, its HeldView past it).
+    auto offered = [&](int g) {
+      return past_hold && held(g) ? Session::HeldView(slot.keys[g], slot.hold_caps[g]) : slot.keys[g];
+    };
     int gpu = -1;
     for (int g = 0; g < slot.n && gpu < 0; ++g) {
-      if (slot.keys[g] == opt.before && (slot.hold_mask >> g & 1) == 0) gpu = g;
+      if (!held(g) && slot.keys[g] == opt.before) gpu = g;
     }
     for (int g = 0; g < slot.n && gpu < 0; ++g) {
-      if (slot.keys[g] == opt.before) gpu = g;
+      if (held(g) && offered(g) == opt.before) gpu = g;
     }
     GP_CHECK(gpu >= 0);
     GpuGrant grant{.gpu = static_cast<uint16_t>(gpu)};
@@ -293,11 +296,15 @@ void Placer::Apply(uint32_t node, const Option& opt, const Job& job, const TaskS
       grant.mig_start = static_cast<int8_t>(to.at(taken).start);
       if (!(from == to)) {
         out.reconfigurations.push_back({NodeId(node), static_cast<uint16_t>(gpu), from, to});
+        s_.SetKey(node, gpu, opt.after);
+      } else {
+        // The GPU's own key, which may have more free than what was offered (kept instances).
+        s_.SetKey(node, gpu, MigAfterTake(slot.keys[gpu], taken));
       }
-      s_.SetKey(node, gpu, opt.after);
     } else {
       grant.milli = t.milli;
       grant.memory_mib = t.memory_mib;
+      if (past_hold && held(gpu)) s_.TakeFromHold(node, gpu, t);
       s_.AddShared(node, {static_cast<uint16_t>(gpu), job.id, job.spec.tenant, t.milli,
                           t.memory_mib});
     }

@@ -70,7 +70,9 @@ class Placer {
                 Candidate& best);
   bool PlaceReplica(const Job& job, uint32_t shape_id, const std::vector<uint32_t>& pools,
                     const std::vector<uint32_t>* domain, Time end, Outcome& out);
-  void Apply(uint32_t node, const Option& opt, const Job& job, const TaskShape& t,
+  // Takes the option on the node for a job that ends at `end` (past a hold: the held GPUs offer
+  // only their HeldView).
+  void Apply(uint32_t node, const Option& opt, const Job& job, const TaskShape& t, Time end,
              Outcome& out);
   Outcome PlaceInDomains(const Job& job, uint32_t shape_id, const std::vector<uint32_t>& pools,
                          Time end);

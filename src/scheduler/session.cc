@@ -297,7 +297,7 @@ void Session::Reindex(uint32_t node, const NodeSlot& before) {
     if (s.hold_mask) {
       Keys held = s.keys;
       for (int g = 0; g < s.n; ++g) {
-        if ((s.hold_mask >> g) & 1) held[g] = GpuKey::Unusable();
+        if ((s.hold_mask >> g) & 1) held[g] = HeldView(s.keys[g], s.hold_caps[g]);
       }
       s.held_cls = Intern(s.pool, held, s.n);
     } else {
@@ -443,12 +443,54 @@ void Session::Release(const Job& job, const std::vector<ReplicaPlacement>& place
   }
 }
 
+GpuKey Session::HeldView(GpuKey key, GpuKey cap) {
+  switch (cap.mode()) {
+    case KeyMode::kMig:
+      if (key.mode() != KeyMode::kMig || !(key.layout() == cap.layout())) return GpuKey::Unusable();
+      return GpuKey::Mig(key.layout(), static_cast<uint8_t>(key.free_mask() & ~cap.free_mask()));
+    case KeyMode::kShared: {
+      if (key.mode() != KeyMode::kShared) return GpuKey::Unusable();
+      uint32_t owner = cap.owner();
+      bool allows = cap.owner_allows();
+      if (key.owner() != 0 && key.owner() != owner) {
+        owner = GpuKey::kMultiOwner;
+        allows = allows && key.owner_allows();
+      } else if (key.owner() == owner) {
+        allows = allows && key.owner_allows();
+      }
+      return GpuKey::Shared(std::min(key.free_milli(), cap.free_milli()),
+                            std::min(key.free_memory_mib(), cap.free_memory_mib()),
+                            std::min(key.free_clients(), cap.free_clients()), owner, allows);
+    }
+    case KeyMode::kWhole:
+    case KeyMode::kUnusable: return GpuKey::Unusable();
+  }
+  return GpuKey::Unusable();
+}
+
 void Session::Hold(uint32_t node, uint16_t mask, Time until) {
+  Keys caps;
+  caps.fill(GpuKey::Unusable());
+  Hold(node, mask, caps, until);
+}
+
+void Session::Hold(uint32_t node, uint16_t mask, const Keys& caps, Time until) {
   SaveNode(node);
   const NodeSlot before = slots_[node];
   NodeSlot& s = slots_[node];
   s.hold_mask = mask;
+  s.hold_caps = caps;
   s.hold_until = until;
+  Reindex(node, before);
+}
+
+void Session::TakeFromHold(uint32_t node, int gpu, const TaskShape& t) {
+  NodeSlot& s = slots_[node];
+  GP_CHECK((s.hold_mask >> gpu & 1) && s.hold_caps[gpu].mode() == KeyMode::kShared &&
+           SharedFits(s.hold_caps[gpu], t));
+  SaveNode(node);
+  const NodeSlot before = s;
+  s.hold_caps[gpu] = SharedAfter(s.hold_caps[gpu], t);
   Reindex(node, before);
 }
 

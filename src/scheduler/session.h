@@ -8,7 +8,7 @@
 //
 // A pool is (flavor, dedicated tenant, labels): the unit of eligibility. A held node (backfill)
 // is kept out of the class sets and evaluated on its own: as if unheld for jobs that end before
-// the hold, with its held GPUs unusable for the rest.
+// the hold; for the rest, each held GPU offers only what the hold leaves of it (HeldView).
 //
 // Invariants:
 //  1. slot(n).cls is the interned class of (slot(n).pool, sorted keys of n).
@@ -50,7 +50,15 @@ class Session {
     Time hold_until;
     int64_t cpu_free = kUntracked, mem_free = kUntracked;
     Keys keys{};
+    // Per held GPU, what the hold keeps for its job (read by HeldView): Unusable, the whole
+    // GPU; a MIG key whose free mask is the instances kept; a shared key, the room the GPU has
+    // left at the hold's start once the held job is on it, and the owner it will then have.
+    Keys hold_caps{};
   };
+  // What a held GPU offers a job that ends after the hold starts: none of it under an
+  // Unusable cap; a MIG GPU less the kept instances (none if its layout has changed); a shared
+  // GPU's free room, no more than the cap's, owned as the cap says.
+  static GpuKey HeldView(GpuKey key, GpuKey cap);
   // What a class can offer, as a bit per kind: a free whole GPU, a MIG GPU, a shared GPU.
   enum KindBit : uint8_t { kWholeBit = 1, kMigBit = 2, kSharedBit = 4 };
   static constexpr int kKinds = 3;
@@ -103,7 +111,8 @@ class Session {
 
   size_t num_nodes() const { return slots_.size(); }
   const NodeSlot& slot(uint32_t node) const { return slots_[node]; }
-  // The class a job ending at `end` sees for this node (held GPUs unusable if end > hold).
+  // The class a job ending at `end` sees for this node (held GPUs as HeldView shows them if
+  // end > hold).
   uint32_t EffectiveClass(uint32_t node, Time end) const;
   size_t num_classes() const { return classes_.size(); }
   const ClassInfo& cls(uint32_t c) const { return classes_[c]; }
@@ -152,8 +161,13 @@ class Session {
   void QuotaAdd(TenantId t, FlavorId f, GpuEq amount) { QuotaAdd(t, f, amount, amount); }
   // Frees everything `job` holds under `placement` (a running job being preempted).
   void Release(const Job& job, const std::vector<ReplicaPlacement>& placement);
-  // Holds the GPUs in `mask` until `until` for a blocked job (backfill).
+  // Holds the GPUs in `mask` until `until` for a blocked job (backfill), GPU g keeping what
+  // caps[g] says (see NodeSlot::hold_caps); without caps, the GPUs are held whole.
   void Hold(uint32_t node, uint16_t mask, Time until);
+  void Hold(uint32_t node, uint16_t mask, const Keys& caps, Time until);
+  // A job that ends after the hold took `t` from held shared GPU `gpu`: its cap shrinks by as
+  // much, so the held job still fits when the hold starts.
+  void TakeFromHold(uint32_t node, int gpu, const TaskShape& t);
 
   // Recomputes a shared GPU's key from its occupants.
   GpuKey SharedKey(uint32_t node, int gpu) const;
