@@ -10,7 +10,9 @@
 #  4. drain both ways: a node drained in Slurm is drained in gpupool and its job requeued; back
 #     when Slurm resumes it; `gpupool drain` drains the node in Slurm, `uncordon` resumes it;
 #  5. kill -9 of the daemon while a Slurm job runs: after the restart it is not submitted again;
-#  6. slurmrestd down: a submission waits and goes through once it is back, once.
+#  6. slurmrestd down: a submission waits and goes through once it is back, once;
+#  7-9. the ledger against sacct, jobs outside gpupool, a reservation on Slurm nodes;
+#  10. a node agent's pool beside Slurm's in one cluster.
 # Usage: slurm_executor_test.sh GPUPOOL_BINARY [SHARED_DIR]. Exits 77 (skipped) without Slurm.
 set -u
 bin=${1:?usage: slurm_executor_test.sh GPUPOOL_BINARY [SHARED_DIR]}
@@ -269,4 +271,36 @@ until_ok 30 sh -c "squeue -h -n gpupool-$lent -t running -o '%k' | grep -q 'atte
 "$bin" cancel "$lent" > /dev/null
 "$bin" delete reservation "$resv" > /dev/null || fail "delete reservation $resv"
 echo "ok 9: a gpupool reservation on Slurm nodes lends its idle GPUs and takes them back for its holder"
+
+# 10. Pools of two executors in one cluster: a node agent (fake GPUs) adds local01 beside the
+# Slurm partition. A job held to it runs through the agent while one held to the Slurm nodes
+# runs in Slurm, at the same time; nothing of the first reaches Slurm.
+"$bin" agent --name local01 --token-file "$tmp/data/admin.token" --gpus fake:2xh100-80gb --work-dir "$tmp/work-local01" \
+  --allow-root '*' > "$tmp/agent-local01.log" 2>&1 &
+pids+=($!)
+until_ok 20 sh -c "'$bin' get nodes -o json | grep -q local01" || fail "the agent's node did not join: $(tail -5 "$tmp/agent-local01.log")"
+[ "$(node_field local01 'd["executor"], d["gpus"], d["flavor"]')" = "agent 2 h100-80gb" ] || fail "local01 joined as $(node_field local01 'd')"
+[ "$(node_field gpu01 'd["executor"]')" = slurm ] || fail "gpu01 is no longer Slurm's"
+# Each job marks that it runs and waits for go10, which the test makes once it has seen both
+# run at once and read where they run.
+both="touch '$tmp/out/ran-'\$GPUPOOL_JOB; while [ ! -e '$tmp/out/go10' ]; do sleep 0.2; done; $show"
+on_agent=$("$bin" submit --tenant research --name via-agent --flavor h100-80gb --gpus 2 --duration 600 \
+  --selector 'gpupool.io/executor!=slurm' -o json -- sh -c "$both" | python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')
+on_slurm=$("$bin" submit --tenant research --name via-slurm --flavor h100-80gb --gpus 2 --duration 600 \
+  --selector 'gpupool.io/executor=slurm' -o json -- sh -c "$both" | python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')
+[ -n "$on_agent" ] && [ -n "$on_slurm" ] || fail "submissions to the two pools"
+both_states() {
+  for j in $on_agent $on_slurm; do echo "job $j: $(job_field "$j" 'd["state"], d.get("reason"), d.get("placement")')"; done
+  echo "out: $(ls "$tmp/out" | grep '^ran-' | tr '\n' ' ') squeue: $(squeue -h -o '%i %j %T %R' | tr '\n' ';')"
+}
+until_ok 30 test -e "$tmp/out/ran-$on_agent" -a -e "$tmp/out/ran-$on_slurm" || fail "not both running: $(both_states)"
+for j in $on_agent $on_slurm; do until_ok 10 job_is "$j" running || fail "$(both_states)"; done
+[ "$(job_field "$on_agent" 'd["placement"][0]["node"]')" = local01 ] || fail "the agent's job runs on $(job_field "$on_agent" 'd["placement"]')"
+[ "$(job_field "$on_slurm" 'd["placement"][0]["node"]')" = gpu01 ] || fail "the Slurm job runs on $(job_field "$on_slurm" 'd["placement"]')"
+touch "$tmp/out/go10"
+for j in $on_agent $on_slurm; do until_ok 30 job_is "$j" succeeded || fail "$(both_states)"; done
+"$bin" logs "$on_agent" | grep -q "JOB=$on_agent ATTEMPT=1" || fail "the agent's job printed $("$bin" logs "$on_agent")"
+grep -q "NODES=gpu01 CVD=0,1 JOB=$on_slurm ATTEMPT=1" "$tmp/out/gpupool-$on_slurm-1.out" || fail "the Slurm job printed $(cat "$tmp/out/gpupool-$on_slurm-1.out")"
+[ -z "$(slurm_jobs_of "$on_agent")" ] || fail "the agent's job reached Slurm: $(slurm_jobs_of "$on_agent")"
+echo "ok 10: an agent's pool and Slurm's in one cluster, each running its own jobs at once"
 echo "PASS"
