@@ -483,6 +483,23 @@ TEST(Backfill, AFractionHoldKeepsOnlyTheRoomItWaitsFor) {
   });
 }
 
+// A hold keeps the CPU its job will need. x (1 GPU, 8 CPUs) ends at 4200; "big" needs GPU 1 and
+// 12 of the node's 16 CPUs then, so jobs that end later may take only 4 of the 8 CPUs free now:
+// l1 (3 CPUs) runs on the shared GPU, l2 (6 CPUs) would leave "big" short and waits.
+TEST(Backfill, AHoldKeepsTheCpuItsJobWillNeed) {
+  RunScenario({
+      .nodes = {{"s0", {.flavor = "h100-80gb", .gpus = 2, .shared_gpus = 1, .cpu_milli = 16000}}},
+      .tenants = {{"a", {{"h100-80gb", {2}}}}},
+      .running = {{"x", "a", "1xh100-80gb+8cpu", "inference", 1, 4200}},
+      .pending = {{"big", "a", "1xh100-80gb+12cpu", "training", 1, 7200},
+                  {"l2", "a", "h100-80gb/250m/10000+6cpu", "training", 1, 10800},
+                  {"l1", "a", "h100-80gb/250m/10000+3cpu", "training", 1, 10800}},
+      .placed = {"l1"},
+      .waiting = {{"big", ReasonCode::kInsufficientCapacity},
+                  {"l2", ReasonCode::kHeldForBackfill}},
+  });
+}
+
 // --- pools, labels, conditions --------------------------------------------------------------
 
 TEST(Pools, DedicatedNodesServeOnlyTheirTenantAndOutsideQuota) {

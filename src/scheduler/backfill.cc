@@ -212,7 +212,8 @@ Time Backfill::HoldFor(const Job& job, const std::vector<uint32_t>& pools) {
 
   // The replicas go to the group's nodes in the order they fitted, as many on each as fit
   // there then; each node holds, of the GPUs its replicas will use that have free capacity
-  // now, what they will take: whole GPUs whole, MIG instances by instance, fractions by room.
+  // now, what they will take: whole GPUs whole, MIG instances by instance, fractions by room;
+  // and the node's CPU and memory that they will need.
   const GpuModel& model = s_.model(rs.flavor);
   int left = need;
   for (uint32_t n : fitted[done_group]) {
@@ -221,8 +222,10 @@ Time Backfill::HoldFor(const Job& job, const std::vector<uint32_t>& pools) {
     const bool touched = scratch_of[n] >= 0;
     const Session::Keys& then = touched ? scratch[scratch_of[n]].keys : sl.keys;
     Session::Keys after;
-    left -= Fits(task, rs, then, touched ? scratch[scratch_of[n]].cpu : sl.cpu_free,
-                 touched ? scratch[scratch_of[n]].mem : sl.mem_free, sl.n, left, &after);
+    const int64_t cpu = touched ? scratch[scratch_of[n]].cpu : sl.cpu_free;
+    const int64_t mem = touched ? scratch[scratch_of[n]].mem : sl.mem_free;
+    const int here = Fits(task, rs, then, cpu, mem, sl.n, left, &after);
+    left -= here;
     uint16_t mask = 0;
     Session::Keys caps;
     caps.fill(GpuKey::Unusable());
@@ -231,7 +234,13 @@ Time Backfill::HoldFor(const Job& job, const std::vector<uint32_t>& pools) {
       mask |= static_cast<uint16_t>(1u << g);
       caps[g] = HoldCap(then[g], after[g]);
     }
-    if (mask) s_.Hold(n, mask, caps, start);
+    // The CPU and memory the node will have left once the replicas are on it: jobs that end
+    // later may take only that much, whatever else is free now.
+    const int64_t cpu_room = cpu == Session::kUntracked ? cpu : cpu - here * rs.cpu_milli;
+    const int64_t mem_room = mem == Session::kUntracked ? mem : mem - here * rs.memory_mib;
+    const bool host = (rs.cpu_milli > 0 && cpu_room != Session::kUntracked) ||
+                      (rs.memory_mib > 0 && mem_room != Session::kUntracked);
+    if (mask || host) s_.Hold(n, mask, caps, start, cpu_room, mem_room);
   }
   return start;
 }

@@ -6,8 +6,8 @@
 //
 // A node may take several of the job's replicas, as many as its GPUs, CPU and memory fit then
 // (so a gang that must share one node holds too). A held GPU keeps for the job only what its
-// replicas will take there: a whole GPU, the MIG instances, or the fraction's room (later jobs
-// may use the rest). Simplifications, documented in docs/design/backfill.md: nodes already
+// replicas will take there: a whole GPU, the MIG instances, or the fraction's room, and the
+// node keeps the CPU and memory they will need (later jobs may use the rest). Simplifications, documented in docs/design/backfill.md: nodes already
 // holding for one job are not considered for another; jobs without a duration estimate never end, jobs past their
 // estimate end at any moment; a shared GPU freed on the timeline keeps its owner until empty.
 #pragma once

@@ -21,14 +21,18 @@ class HoldWorld {
 
   int Uniform(int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng_); }
 
+  // Whole GPUs, a MIG profile or a fraction, asking for CPU half of the time.
   ReplicaShape RandomShape() {
     static const char* kProfiles[] = {"1g.10gb", "2g.20gb", "3g.40gb"};
+    ReplicaShape shape;
     switch (Uniform(0, 2)) {
-      case 0: return *WholeGpus(state, "h100-80gb", Uniform(1, 2));
-      case 1: return *MigShape(state, "h100-80gb", kProfiles[Uniform(0, 2)]);
+      case 0: shape = *WholeGpus(state, "h100-80gb", Uniform(1, 2)); break;
+      case 1: shape = *MigShape(state, "h100-80gb", kProfiles[Uniform(0, 2)]); break;
       default:
-        return *FractionShape(state, "h100-80gb", Uniform(1, 7) * 100, static_cast<uint32_t>(Uniform(1, 8) * 5000));
+        shape = *FractionShape(state, "h100-80gb", Uniform(1, 7) * 100, static_cast<uint32_t>(Uniform(1, 8) * 5000));
     }
+    if (Uniform(0, 1)) shape.cpu_milli = Uniform(1, 8) * 1000;
+    return shape;
   }
 
   // A cluster of 1-3 nodes of 1-4 GPUs in mixed modes, filled by one cycle at t=0 with jobs
@@ -39,8 +43,9 @@ class HoldWorld {
     for (int n = Uniform(1, 3); n-- > 0;) {
       const int g = Uniform(1, 4);
       const int mig = Uniform(0, g), shared = Uniform(0, g - mig);
+      const int64_t cpu = Uniform(0, 1) ? Uniform(4, 24) * 1000 : 0;  // 0: not counted
       ASSERT_TRUE(AddNode(state, "n" + std::to_string(n),
-                          {.flavor = "h100-80gb", .gpus = g, .mig_gpus = mig, .shared_gpus = shared})
+                          {.flavor = "h100-80gb", .gpus = g, .mig_gpus = mig, .shared_gpus = shared, .cpu_milli = cpu})
                       .ok());
       gpus += g;
     }
@@ -61,10 +66,11 @@ class HoldWorld {
   std::mt19937_64 rng_;
 };
 
-// How many replicas of `t` the node's keys take, one after another (no re-partitioning).
-int ReplicasThatFit(const Placer& placer, const TaskShape& t, Session::Keys keys, int n) {
+// How many replicas of `t` (`cpu` each) the node takes, one after another (no re-partitioning).
+int ReplicasThatFit(const Placer& placer, const TaskShape& t, int64_t cpu, const Session::NodeSlot& node) {
+  Session::Keys keys = node.keys;
   int fit = 0;
-  for (std::vector<int> g; !(g = placer.GpusFor(t, keys, n)).empty(); ++fit) {
+  for (std::vector<int> g; node.cpu_free - fit * cpu >= cpu && !(g = placer.GpusFor(t, keys, node.n)).empty(); ++fit) {
     for (int i : g) {
       switch (keys[i].mode()) {
         case KeyMode::kWhole: keys[i] = GpuKey::Whole(true); break;
@@ -130,7 +136,7 @@ TEST(BackfillHold, TheHeldJobStillFitsWhenItsHoldStarts) {
     const TaskShape t = Placer::TaskOf(st, held);
     int fit = 0;
     for (uint32_t n = 0; n < s.num_nodes(); ++n) {
-      fit += ReplicasThatFit(placer, t, s.slot(n).keys, s.slot(n).n);
+      fit += ReplicasThatFit(placer, t, held.spec.shape.cpu_milli, s.slot(n));
     }
     EXPECT_GE(fit, held.spec.replicas) << "hold from " << start.millis() << " ms";
   }

@@ -121,14 +121,16 @@ Placer::Option Placer::Compute(const TaskShape& t, uint32_t cls) {
   return best;
 }
 
-bool Placer::HostFits(const Session::NodeSlot& s, const ReplicaShape& shape) const {
-  return s.cpu_free >= shape.cpu_milli && s.mem_free >= shape.memory_mib;
+bool Placer::HostFits(const Session::NodeSlot& s, const ReplicaShape& shape, Time end) const {
+  if (s.cpu_free < shape.cpu_milli || s.mem_free < shape.memory_mib) return false;
+  // Past a hold, only the room the held job leaves at its start.
+  return !s.held || end <= s.hold_until || (s.hold_cpu >= shape.cpu_milli && s.hold_mem >= shape.memory_mib);
 }
 
-void Placer::Consider(uint32_t node, uint32_t cls, uint32_t shape_id, const ReplicaShape& rs,
+void Placer::Consider(uint32_t node, uint32_t cls, uint32_t shape_id, const ReplicaShape& rs, Time end,
                       Candidate& best) {
   const Option& o = OptionFor(shape_id, cls);
-  if (!o.fits || !HostFits(s_.slot(node), rs)) return;
+  if (!o.fits || !HostFits(s_.slot(node), rs, end)) return;
   if (Better(o, node, best)) best = {node, o};
 }
 
@@ -140,13 +142,13 @@ bool Placer::PlaceReplica(const Job& job, uint32_t shape_id, const std::vector<u
   if (domain != nullptr) {
     for (uint32_t node : *domain) {
       const Session::NodeSlot& s = s_.slot(node);
-      if (in_pools(s.pool)) Consider(node, s_.EffectiveClass(node, end), shape_id, rs, best);
+      if (in_pools(s.pool)) Consider(node, s_.EffectiveClass(node, end), shape_id, rs, end, best);
     }
   } else if (key_search_ && rs.kind != ShapeKind::kWholeGpus && s_.policy().ScoresDifferences()) {
     SearchKeys(job, shape_id, pools, best);
     for (uint32_t node : s_.held_nodes()) {
       if (in_pools(s_.slot(node).pool)) {
-        Consider(node, s_.EffectiveClass(node, end), shape_id, rs, best);
+        Consider(node, s_.EffectiveClass(node, end), shape_id, rs, end, best);
       }
     }
   } else {
@@ -160,7 +162,7 @@ bool Placer::PlaceReplica(const Job& job, uint32_t shape_id, const std::vector<u
         uint32_t node = *members.begin();
         if (host) {
           auto it = std::find_if(members.begin(), members.end(),
-                                 [&](uint32_t n) { return HostFits(s_.slot(n), rs); });
+                                 [&](uint32_t n) { return HostFits(s_.slot(n), rs, end); });
           if (it == members.end()) continue;
           node = *it;
         }
@@ -169,7 +171,7 @@ bool Placer::PlaceReplica(const Job& job, uint32_t shape_id, const std::vector<u
     }
     for (uint32_t node : s_.held_nodes()) {
       if (in_pools(s_.slot(node).pool)) {
-        Consider(node, s_.EffectiveClass(node, end), shape_id, rs, best);
+        Consider(node, s_.EffectiveClass(node, end), shape_id, rs, end, best);
       }
     }
   }
@@ -242,7 +244,7 @@ void Placer::SearchKeys(const Job& job, uint32_t shape_id, const std::vector<uin
         uint32_t node = *nodes.begin();
         if (host) {
           auto it = std::find_if(nodes.begin(), nodes.end(),
-                                 [&](uint32_t n) { return HostFits(s_.slot(n), rs); });
+                                 [&](uint32_t n) { return HostFits(s_.slot(n), rs, s_.now()); });  // unheld nodes only
           if (it == nodes.end()) continue;
           node = *it;
         }
@@ -255,7 +257,7 @@ void Placer::SearchKeys(const Job& job, uint32_t shape_id, const std::vector<uin
 void Placer::Apply(uint32_t node, const Option& opt, const Job& job, const TaskShape& t, Time end,
                    Outcome& out) {
   const Session::NodeSlot& slot = s_.slot(node);
-  const bool past_hold = slot.hold_mask != 0 && end > slot.hold_until;
+  const bool past_hold = slot.held && end > slot.hold_until;
   auto held = [&](int g) { return (slot.hold_mask >> g & 1) != 0; };
   ReplicaPlacement rp;
   rp.node = NodeId(node);
@@ -310,7 +312,7 @@ void Placer::Apply(uint32_t node, const Option& opt, const Job& job, const TaskS
     }
     rp.grants.push_back(grant);
   }
-  s_.TakeHost(node, job.spec.shape.cpu_milli, job.spec.shape.memory_mib);
+  s_.TakeHost(node, job.spec.shape.cpu_milli, job.spec.shape.memory_mib, past_hold);
   out.placement.push_back(std::move(rp));
 }
 

@@ -65,8 +65,9 @@ class Placer {
                   Candidate& best);
   // Evaluates one single-GPU transition and keeps it in `best` if it scores lower.
   void Keep(const Option& o, Option& best) const;
-  bool HostFits(const Session::NodeSlot& s, const ReplicaShape& shape) const;
-  void Consider(uint32_t node, uint32_t cls, uint32_t shape_id, const ReplicaShape& rs,
+  // Whether the node's CPU and memory take a replica of a job that ends at `end`.
+  bool HostFits(const Session::NodeSlot& s, const ReplicaShape& shape, Time end) const;
+  void Consider(uint32_t node, uint32_t cls, uint32_t shape_id, const ReplicaShape& rs, Time end,
                 Candidate& best);
   bool PlaceReplica(const Job& job, uint32_t shape_id, const std::vector<uint32_t>& pools,
                     const std::vector<uint32_t>* domain, Time end, Outcome& out);

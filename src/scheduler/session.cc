@@ -163,7 +163,7 @@ int64_t Session::Value(uint32_t c) {
 
 uint32_t Session::EffectiveClass(uint32_t node, Time end) const {
   const NodeSlot& s = slots_[node];
-  if (s.hold_mask == 0 || end <= s.hold_until) return s.cls;
+  if (!s.held || end <= s.hold_until) return s.cls;
   return s.held_cls;
 }
 
@@ -243,7 +243,7 @@ const std::vector<const Job*>& Session::PreemptibleJobs(FlavorId f, Duration min
 
 void Session::Unlink(uint32_t node, const NodeSlot& s) {
   if (s.pool == kNone) return;
-  if (s.hold_mask) {
+  if (s.held) {
     held_.erase(std::find(held_.begin(), held_.end(), node));
     return;
   }
@@ -265,7 +265,7 @@ void Session::Unlink(uint32_t node, const NodeSlot& s) {
 
 void Session::Link(uint32_t node, const NodeSlot& s) {
   if (s.pool == kNone) return;
-  if (s.hold_mask) {
+  if (s.held) {
     held_.push_back(node);
     return;
   }
@@ -294,7 +294,7 @@ void Session::Reindex(uint32_t node, const NodeSlot& before) {
   NodeSlot& s = slots_[node];
   if (s.pool != kNone) {
     s.cls = Intern(s.pool, s.keys, s.n);
-    if (s.hold_mask) {
+    if (s.held) {
       Keys held = s.keys;
       for (int g = 0; g < s.n; ++g) {
         if ((s.hold_mask >> g) & 1) held[g] = HeldView(s.keys[g], s.hold_caps[g]);
@@ -304,7 +304,7 @@ void Session::Reindex(uint32_t node, const NodeSlot& before) {
       s.held_cls = kNone;
     }
   }
-  if (before.cls != s.cls || before.hold_mask != s.hold_mask || before.pool != s.pool) {
+  if (before.cls != s.cls || before.held != s.held || before.pool != s.pool) {
     Unlink(node, before);
     Link(node, s);
   }
@@ -342,12 +342,14 @@ void Session::SetKeys(uint32_t node, const std::vector<GpuGrant>& gpus, GpuKey k
   Reindex(node, before);
 }
 
-void Session::TakeHost(uint32_t node, int64_t cpu_milli, int64_t memory_mib) {
+void Session::TakeHost(uint32_t node, int64_t cpu_milli, int64_t memory_mib, bool past_hold) {
   if (cpu_milli == 0 && memory_mib == 0) return;
   SaveNode(node);
   NodeSlot& s = slots_[node];
   if (s.cpu_free != kUntracked) s.cpu_free -= cpu_milli;
   if (s.mem_free != kUntracked) s.mem_free -= memory_mib;
+  if (past_hold && s.hold_cpu != kUntracked) s.hold_cpu -= cpu_milli;
+  if (past_hold && s.hold_mem != kUntracked) s.hold_mem -= memory_mib;
 }
 
 GpuKey Session::SharedKey(uint32_t node, int gpu) const {
@@ -474,11 +476,15 @@ void Session::Hold(uint32_t node, uint16_t mask, Time until) {
   Hold(node, mask, caps, until);
 }
 
-void Session::Hold(uint32_t node, uint16_t mask, const Keys& caps, Time until) {
+void Session::Hold(uint32_t node, uint16_t mask, const Keys& caps, Time until, int64_t cpu_room,
+                   int64_t mem_room) {
   SaveNode(node);
   const NodeSlot before = slots_[node];
   NodeSlot& s = slots_[node];
+  s.held = true;
   s.hold_mask = mask;
+  s.hold_cpu = cpu_room;
+  s.hold_mem = mem_room;
   s.hold_caps = caps;
   s.hold_until = until;
   Reindex(node, before);

@@ -12,7 +12,7 @@
 //
 // Invariants:
 //  1. slot(n).cls is the interned class of (slot(n).pool, sorted keys of n).
-//  2. n is in members(slot(n).cls) iff slot(n).pool != kNone and slot(n).hold_mask == 0.
+//  2. n is in members(slot(n).cls) iff slot(n).pool != kNone and !slot(n).held.
 //  3. active(p, k) lists exactly the classes of pool p with non-empty member sets whose kinds
 //     include k.
 //  4. Rolling back to a mark restores slots, shared occupants and quota exactly.
@@ -45,7 +45,8 @@ class Session {
     uint32_t pool = kNone;      // kNone: not schedulable
     uint32_t cls = kNone;
     uint32_t held_cls = kNone;  // class with held GPUs unusable; kNone without a hold
-    uint16_t hold_mask = 0;
+    uint16_t hold_mask = 0;     // the held GPUs (a held node may hold none: only CPU and memory)
+    bool held = false;
     uint8_t n = 0;
     Time hold_until;
     int64_t cpu_free = kUntracked, mem_free = kUntracked;
@@ -54,6 +55,9 @@ class Session {
     // GPU; a MIG key whose free mask is the instances kept; a shared key, the room the GPU has
     // left at the hold's start once the held job is on it, and the owner it will then have.
     Keys hold_caps{};
+    // CPU and memory a job ending after the hold may still take there: what the node will have
+    // left at the hold's start once the held job's replicas are on it.
+    int64_t hold_cpu = kUntracked, hold_mem = kUntracked;
   };
   // What a held GPU offers a job that ends after the hold starts: none of it under an
   // Unusable cap; a MIG GPU less the kept instances (none if its layout has changed); a shared
@@ -155,7 +159,8 @@ class Session {
   void SetKey(uint32_t node, int gpu, GpuKey key);
   // Sets the same key on several GPUs of one node, re-indexing once.
   void SetKeys(uint32_t node, const std::vector<GpuGrant>& gpus, GpuKey key);
-  void TakeHost(uint32_t node, int64_t cpu_milli, int64_t memory_mib);
+  // `past_hold`: the job ends after the node's hold starts, so it takes from the hold's room too.
+  void TakeHost(uint32_t node, int64_t cpu_milli, int64_t memory_mib, bool past_hold = false);
   void AddShared(uint32_t node, const SharedOcc& occ);
   void QuotaAdd(TenantId t, FlavorId f, GpuEq amount, GpuEq on_capacity);
   void QuotaAdd(TenantId t, FlavorId f, GpuEq amount) { QuotaAdd(t, f, amount, amount); }
@@ -164,7 +169,8 @@ class Session {
   // Holds the GPUs in `mask` until `until` for a blocked job (backfill), GPU g keeping what
   // caps[g] says (see NodeSlot::hold_caps); without caps, the GPUs are held whole.
   void Hold(uint32_t node, uint16_t mask, Time until);
-  void Hold(uint32_t node, uint16_t mask, const Keys& caps, Time until);
+  void Hold(uint32_t node, uint16_t mask, const Keys& caps, Time until, int64_t cpu_room = kUntracked,
+            int64_t mem_room = kUntracked);
   // A job that ends after the hold took `t` from held shared GPU `gpu`: its cap shrinks by as
   // much, so the held job still fits when the hold starts.
   void TakeFromHold(uint32_t node, int gpu, const TaskShape& t);

@@ -8,7 +8,18 @@
 
 namespace gpupool::testing {
 
-Result<ReplicaShape> ParseShape(const State& state, const std::string& text) {
+Result<ReplicaShape> ParseShape(const State& state, const std::string& spec) {
+  const size_t plus = spec.find('+');
+  if (plus != std::string::npos) {  // "+8cpu": CPUs per replica
+    Result<ReplicaShape> shape = ParseShape(state, spec.substr(0, plus));
+    const std::string cpus = spec.substr(plus + 1);
+    if (!shape.ok() || cpus.size() < 4 || cpus.substr(cpus.size() - 3) != "cpu") {
+      return InvalidArgument("shape '" + spec + "'");
+    }
+    shape->cpu_milli = std::stoll(cpus.substr(0, cpus.size() - 3)) * 1000;
+    return shape;
+  }
+  const std::string& text = spec;
   const size_t x = text.find('x');
   const size_t slash = text.find('/');
   if (slash == std::string::npos) {

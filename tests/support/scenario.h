@@ -13,7 +13,8 @@
 namespace gpupool::testing {
 
 // Shapes as text: "4xh100-80gb" (whole GPUs), "h100-80gb/3g.40gb" (MIG profile),
-// "h100-80gb/250m/10240" (250 milli-GPUs with a 10240 MiB memory bound).
+// "h100-80gb/250m/10240" (250 milli-GPUs with a 10240 MiB memory bound); any of them with
+// "+8cpu" asks for 8 CPUs per replica.
 Result<ReplicaShape> ParseShape(const State& state, const std::string& text);
 
 struct TenantLine {
