@@ -19,7 +19,7 @@ if [ "${1:-}" = "--test" ]; then
   packages+=(postgresql-15 prometheus clang-14 libclang-rt-14-dev curl chromium fonts-liberation zsh)
   # A real Slurm 22.05 for the Slurm executor's test (slurmctld, slurmd, slurmrestd with JWT auth;
   # slurmdbd over MariaDB for the accounting reconciliation).
-  packages+=(slurm-wlm munge slurmrestd slurm-wlm-jwt-plugin slurmdbd mariadb-server)
+  packages+=(slurm-wlm munge slurmrestd slurm-wlm-jwt-plugin slurmdbd mariadb-server bc)  # bc: start-slurm.sh's timings
   # Node.js and npm: the machine's own if it has them (e.g. NodeSource's, which bundles npm),
   # else Debian's.
   command -v node >/dev/null && command -v npm >/dev/null || packages+=(nodejs npm)

@@ -24,6 +24,9 @@ for t in slurmctld slurmd slurmrestd munged scontrol; do
 done
 [ -x "$slurm_dir/start-slurm.sh" ] || { echo "skipped: no $slurm_dir"; exit 77; }
 [ "$(id -u)" = 0 ] || { echo "skipped: Slurm's test cluster needs root"; exit 77; }
+# slurmd 22.05 initialises its cgroup plugin whatever the config says, and stops without a
+# cgroup filesystem (a chroot that binds /sys alone, as ../shared/tools/fresh-machine.sh does).
+mountpoint -q /sys/fs/cgroup || { echo "skipped: no cgroup filesystem on /sys/fs/cgroup, which slurmd needs"; exit 77; }
 . "$here/lib/e2e.sh"
 
 # munged and slurmrestd run as their own users: they must reach $BASE (nothing else of $tmp is theirs to read).
