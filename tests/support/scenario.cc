@@ -8,18 +8,17 @@
 
 namespace gpupool::testing {
 
-Result<ReplicaShape> ParseShape(const State& state, const std::string& spec) {
-  const size_t plus = spec.find('+');
+Result<ReplicaShape> ParseShape(const State& state, const std::string& text) {
+  const size_t plus = text.find('+');
   if (plus != std::string::npos) {  // "+8cpu": CPUs per replica
-    Result<ReplicaShape> shape = ParseShape(state, spec.substr(0, plus));
-    const std::string cpus = spec.substr(plus + 1);
+    Result<ReplicaShape> shape = ParseShape(state, text.substr(0, plus));
+    const std::string cpus = text.substr(plus + 1);
     if (!shape.ok() || cpus.size() < 4 || cpus.substr(cpus.size() - 3) != "cpu") {
-      return InvalidArgument("shape '" + spec + "'");
+      return InvalidArgument("shape '" + text + "'");
     }
     shape->cpu_milli = std::stoll(cpus.substr(0, cpus.size() - 3)) * 1000;
     return shape;
   }
-  const std::string& text = spec;
   const size_t x = text.find('x');
   const size_t slash = text.find('/');
   if (slash == std::string::npos) {
