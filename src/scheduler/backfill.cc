@@ -78,10 +78,6 @@ GpuKey HoldCap(GpuKey then, GpuKey after) {
   return GpuKey::Unusable();  // whole GPUs, and a MIG GPU the job re-partitions
 }
 
-}  // namespace
-
-namespace {
-
 bool EndsBefore(const Backfill::End& a, const Backfill::End& b) {
   if (a.at != b.at) return a.at < b.at;
   if (a.job != b.job) return a.job < b.job;
