@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include <cstdio>
 #include <random>
 
 #include "model/builder.h"
@@ -57,6 +58,10 @@ class Sim {
       if (Chance(0.3)) node.cpu_milli = 64000;
       const GpuModel& m = state_.catalogue().model(node.flavor);
       const int gpus = Uniform(1, 8);
+      // A dynamic node: its GPUs not in MIG mode switch between whole and shared use, with one
+      // client cap.
+      const bool dynamic = Chance(0.3);
+      const auto node_clients = static_cast<uint8_t>(Uniform(0, 4));
       for (int g = 0; g < gpus; ++g) {
         Gpu gpu;
         const int mode = Uniform(0, 5);
@@ -65,7 +70,11 @@ class Sim {
           gpu.layout = RandomLayout(m);
         } else if (mode == 1) {
           gpu.mode = GpuMode::kShared;
-          gpu.max_clients = static_cast<uint8_t>(Uniform(0, 4));
+          gpu.max_clients = dynamic ? node_clients : static_cast<uint8_t>(Uniform(0, 4));
+        }
+        if (dynamic && gpu.mode != GpuMode::kMig) {
+          gpu.dynamic = true;
+          gpu.max_clients = node_clients;
         }
         node.gpus.push_back(gpu);
       }
@@ -260,6 +269,32 @@ class Sim {
         ASSERT_LE(book.usage(t.id, f), cap) << "tenant " << t.name << " above its borrow limit";
       }
     }
+    // A dynamic GPU switches only to the use its placement in this plan asks for, and only when
+    // nothing but this plan's victims holds it (Apply refuses a switch of a GPU in use, and a
+    // grant in the other mode).
+    for (const ModeChangeDecision& m : plan.mode_changes) {
+      const Gpu& gpu = state_.node(m.node).gpus[m.gpu];
+      ASSERT_TRUE(gpu.dynamic);
+      ASSERT_EQ(gpu.mode, m.from);
+      std::vector<JobId> on;
+      gpu.AppendOccupants(on);
+      for (JobId j : on) {
+        ASSERT_TRUE(std::any_of(plan.preemptions.begin(), plan.preemptions.end(),
+                                [&](const PreemptDecision& d) { return d.victim == j; }))
+            << "a switch under job " << j.value() << ", which keeps running";
+      }
+      bool used = false;
+      for (const PlaceDecision& d : plan.placements) {
+        const bool whole = state_.FindJob(d.job)->spec.shape.kind == ShapeKind::kWholeGpus;
+        for (const ReplicaPlacement& rp : d.placement) {
+          for (const GpuGrant& g : rp.grants) {
+            used = used || (rp.node == m.node && g.gpu == m.gpu && whole == (m.to == GpuMode::kWhole));
+          }
+        }
+      }
+      ASSERT_TRUE(used) << "a switch no placement of the plan uses";
+      ++(m.to == GpuMode::kWhole ? switches_to_whole : switches_to_shared);
+    }
     for (const Event& e : PlanToEvents(plan, now)) {
       Status s = Apply(state_, e);
       ASSERT_TRUE(s.ok()) << s.error().message << "\n" << Describe(state_, plan);
@@ -298,15 +333,32 @@ class Sim {
 
   State& state() { return state_; }
   bool reservations = false;  // Reserve() on each step
+  int switches_to_whole = 0, switches_to_shared = 0;  // dynamic GPUs switched by the plans
 
  private:
   std::mt19937_64 rng_;
   State state_;
 };
 
-void RunSeed(uint64_t seed, int steps, const SchedulerConfig& cfg, bool reservations = false) {
+struct Switches {
+  int to_whole = 0, to_shared = 0;
+};
+
+// `switches`, if given, gains the dynamic GPUs' switches of the run.
+void RunSeed(uint64_t seed, int steps, const SchedulerConfig& cfg, bool reservations = false,
+             Switches* switches = nullptr) {
   SCOPED_TRACE("seed=" + std::to_string(seed));
   Sim sim(seed);
+  struct Count {  // adds the run's switches however it returns
+    Sim& sim;
+    Switches* out;
+    ~Count() {
+      if (out != nullptr) {
+        out->to_whole += sim.switches_to_whole;
+        out->to_shared += sim.switches_to_shared;
+      }
+    }
+  } count{sim, switches};
   sim.reservations = reservations;
   sim.BuildCluster();
   Time now = Time::FromSeconds(0);
@@ -335,10 +387,15 @@ TEST_P(PropertyTest, InvariantsHoldOverRandomSteps) {
   SchedulerConfig cfg;
   cfg.placement = GetParam();
   cfg.preemption.min_runtime = Duration::Minutes(2);
+  Switches all;
   for (uint64_t seed = 1; seed <= 12; ++seed) {
-    RunSeed(seed, 250, cfg);
+    RunSeed(seed, 250, cfg, false, &all);
     if (HasFatalFailure()) return;
   }
+  // The dynamic GPUs of the random clusters did switch, both ways.
+  EXPECT_GT(all.to_whole, 0);
+  EXPECT_GT(all.to_shared, 0);
+  std::printf("%s: %d switches to whole, %d to shared\n", GetParam().c_str(), all.to_whole, all.to_shared);
 }
 
 TEST(PropertyTest, KeySearchGivesTheSamePlansAsClassSearch) {

@@ -21,7 +21,7 @@ Status Nodes(State& s, const Json& nodes) {
     const std::string where = "nodes[" + std::to_string(i) + "]";
     GP_RETURN_IF_ERROR(OnlyKeys(n, {"name", "count", "flavor", "gpus", "mig_gpus", "mig_layout",
                                 "shared_gpus", "max_clients", "block", "nvlink_domain", "labels",
-                                "cpu_milli", "memory_mib", "dedicated_to"}, where));
+                                "cpu_milli", "memory_mib", "dedicated_to", "gpu_sharing"}, where));
     NodeTemplate t;
     Result<std::string> name = StrOf(n, "name", where, true);
     if (!name.ok()) return name.error();
@@ -44,6 +44,12 @@ Status Nodes(State& s, const Json& nodes) {
     t.max_clients = static_cast<uint8_t>(*clients);
     t.cpu_milli = *cpu;
     t.memory_mib = *mem;
+    Result<std::string> sharing = StrOf(n, "gpu_sharing", where, false);
+    if (!sharing.ok()) return sharing.error();
+    if (!sharing->empty() && *sharing != "static" && *sharing != "dynamic") {
+      return InvalidArgument(where + ": gpu_sharing must be static or dynamic, not '" + *sharing + "'");
+    }
+    t.dynamic = *sharing == "dynamic";
     for (const char* key : {"mig_layout", "block", "nvlink_domain", "dedicated_to"}) {
       Result<std::string> v = StrOf(n, key, where, false);
       if (!v.ok()) return v.error();

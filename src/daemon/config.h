@@ -31,6 +31,8 @@
 //   nodes:
 //     - {name: h100, count: 4, flavor: h100-80gb, gpus: 8, mig_gpus: 0, shared_gpus: 0,
 //        max_clients: 4, block: rack-a, nvlink_domain: nvl-0, labels: [zone=a]}
+//     - {name: mixed, flavor: a100-80gb, gpus: 8, gpu_sharing: dynamic, max_clients: 4}
+//       # dynamic: each GPU not in MIG mode is used whole or shared, switched when idle
 //
 // Unknown keys are errors, reported with the file and the key.
 #pragma once

@@ -36,7 +36,7 @@ Json ControlPlane::NodeView(const CallContext& c, const Node& n, bool detail, bo
     healthy += g.healthy;
     if (g.mode == GpuMode::kMig) ++mig;
     if (g.mode == GpuMode::kShared) ++shared;
-    if (g.mode == GpuMode::kWhole && g.healthy && g.idle()) ++whole_free;
+    if ((g.mode == GpuMode::kWhole || g.dynamic) && g.healthy && g.idle()) ++whole_free;
   }
   Json out = {{"name", n.name},
               {"flavor", m.name},
@@ -76,6 +76,7 @@ Json ControlPlane::DevicesView(const CallContext& c, const Node& n) const {
   for (size_t i = 0; i < n.gpus.size(); ++i) {
     const Gpu& g = n.gpus[i];
     Json d = {{"index", i}, {"mode", std::string(GpuModeName(g.mode))}, {"healthy", g.healthy}};
+    if (g.dynamic) d["dynamic"] = true;  // switches between whole and shared use when idle
     if (!g.healthy && !g.health_reason.empty()) d["health_reason"] = g.health_reason;
     // The node agent's refusal of the MIG layout the scheduler chose (operators only).
     if (auto a = heard_.find(n.id); a != heard_.end() && c.principal->admin()) {

@@ -445,11 +445,28 @@ tenants:
 nodes:
   - {name: h, count: 3, flavor: h100-80gb, mig_gpus: 2, block: r1}
   - {name: solo, flavor: a100-80gb, gpus: 4, shared_gpus: 4, max_clients: 2}
+  - {name: flex, flavor: h100-80gb, gpus: 4, mig_gpus: 1, shared_gpus: 1, max_clients: 3, gpu_sharing: dynamic}
 )");
   ASSERT_TRUE(c.ok()) << c.error().message;
+  // gpu_sharing: dynamic: the GPUs not in MIG mode switch between whole and shared use, one
+  // starting shared; each keeps the client cap for when it is shared.
+  const Node& flex = c->cluster.node(*c->cluster.FindNode("flex"));
+  ASSERT_EQ(flex.gpus.size(), 4u);
+  EXPECT_FALSE(flex.gpus[0].dynamic);
+  EXPECT_EQ(flex.gpus[0].mode, GpuMode::kMig);
+  EXPECT_EQ(flex.gpus[1].mode, GpuMode::kShared);
+  for (int g = 1; g < 4; ++g) {
+    EXPECT_TRUE(flex.gpus[g].dynamic) << g;
+    EXPECT_EQ(flex.gpus[g].max_clients, 3) << g;
+  }
+  EXPECT_EQ(flex.gpus[3].mode, GpuMode::kWhole);
+  EXPECT_FALSE(c->cluster.node(*c->cluster.FindNode("solo")).gpus[0].dynamic);
+  Result<DaemonConfig> odd = ParseDaemonConfig("nodes: [{name: n, flavor: h100-80gb, gpu_sharing: sometimes}]");
+  ASSERT_FALSE(odd.ok());
+  EXPECT_NE(odd.error().message.find("static or dynamic"), std::string::npos) << odd.error().message;
   EXPECT_EQ(c->scheduler.placement, "bestfit");
   EXPECT_EQ(c->tick_ms, 50);
-  EXPECT_EQ(c->cluster.nodes().size(), 4u);
+  EXPECT_EQ(c->cluster.nodes().size(), 5u);
   EXPECT_TRUE(c->cluster.FindNode("h-2").ok());
   EXPECT_EQ(c->cluster.node(*c->cluster.FindNode("solo")).gpus.size(), 4u);
   EXPECT_FALSE(c->cluster.priority_classes().empty()) << "default classes";

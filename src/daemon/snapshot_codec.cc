@@ -21,12 +21,14 @@ constexpr int kFormat = 1;
 
 // --- state: encoding ---------------------------------------------------------------------
 // A GPU: [mode, healthy, health reason, MIG layout (MigLayout::Encode), max_clients, the job ids
-// of its shared clients in the GPU's order].
+// of its shared clients in the GPU's order], and a seventh element, true, for a dynamic GPU.
 Json GpuJson(const Gpu& g) {
   Json clients = Json::array();
   for (const SharedOccupant& o : g.shared) clients.push_back(o.job.value());
-  return Json::array({EnumJson(g.mode, GpuModeName), g.healthy, g.health_reason, g.layout.Encode(),
-                      g.max_clients, std::move(clients)});
+  Json a = Json::array({EnumJson(g.mode, GpuModeName), g.healthy, g.health_reason, g.layout.Encode(),
+                        g.max_clients, std::move(clients)});
+  if (g.dynamic) a.push_back(true);
+  return a;
 }
 
 Json NodeJson(const Node& n) {
@@ -69,8 +71,9 @@ FlavorId FlavorFrom(const State& s, const Json& j) {
 }
 
 Gpu GpuFrom(const GpuModel& model, const Json& a) {
-  Array(a, 6);
+  if (Array(a).size() != 6) Array(a, 7);
   Gpu g;
+  g.dynamic = a.size() == 7 && Bool(a[6]);
   g.mode = EnumFrom(a[0], GpuMode::kShared, GpuModeName, "GPU mode");
   g.healthy = Bool(a[1]);
   g.health_reason = Str(a[2]);

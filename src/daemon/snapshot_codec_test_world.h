@@ -129,6 +129,7 @@ class World {
       node.dedicated_to =
           TenantId(static_cast<uint32_t>(Uniform(0, static_cast<int>(s.tenants().size()) - 1)));
     if (Chance(0.3)) node.cpu_milli = 64000;
+    const bool dynamic = Chance(0.25);  // GPUs not in MIG mode switch between whole and shared
     for (int g = 0, gpus = Uniform(2, 8); g < gpus; ++g) {
       Gpu gpu;
       if (const int mode = Uniform(0, 4); mode == 0) {
@@ -136,7 +137,11 @@ class World {
         gpu.layout = AllBalancedLayout(s.catalogue().model(node.flavor));
       } else if (mode == 1) {
         gpu.mode = GpuMode::kShared;
-        gpu.max_clients = static_cast<uint8_t>(Uniform(0, 3));
+        gpu.max_clients = static_cast<uint8_t>(dynamic ? 2 : Uniform(0, 3));
+      }
+      if (dynamic && gpu.mode != GpuMode::kMig) {
+        gpu.dynamic = true;
+        gpu.max_clients = 2;
       }
       node.gpus.push_back(gpu);
     }

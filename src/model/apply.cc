@@ -18,6 +18,7 @@ class StateMutator {
   Status operator()(const JobPreempted& e);
   Status operator()(const JobLost& e);
   Status operator()(const MigReconfigured& e);
+  Status operator()(const GpuModeChanged& e);
   Status operator()(const NodeConditionChanged& e);
   Status operator()(const GpuHealthChanged& e);
   Status operator()(const ReservationCreated& e);
@@ -304,6 +305,21 @@ Status StateMutator::operator()(const MigReconfigured& e) {
   GP_RETURN_IF_ERROR(ValidateLayout(s_.catalogue_.model(node.flavor), e.layout));
   gpu.layout = e.layout;
   gpu.instance_occupant.fill(JobId());
+  return Ok();
+}
+
+Status StateMutator::operator()(const GpuModeChanged& e) {
+  Result<Node*> nr = FindNode(e.node);
+  if (!nr.ok()) return nr.error();
+  Node& node = **nr;
+  if (e.gpu >= node.gpus.size()) return InvalidArgument("GPU index out of range");
+  Gpu& gpu = node.gpus[e.gpu];
+  if (!gpu.dynamic) return FailedPrecondition("GPU " + std::to_string(e.gpu) + " of " + node.name + " is not dynamic");
+  if (e.mode != GpuMode::kWhole && e.mode != GpuMode::kShared) {
+    return InvalidArgument("a dynamic GPU is used whole or shared");
+  }
+  if (!gpu.idle()) return FailedPrecondition("only an idle GPU may switch between whole and shared use");
+  gpu.mode = e.mode;
   return Ok();
 }
 

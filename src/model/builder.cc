@@ -38,9 +38,10 @@ Result<NodeId> AddNode(State& state, const std::string& name, const NodeTemplate
     if (i < t.mig_gpus) {
       g.mode = GpuMode::kMig;
       g.layout = layout;
-    } else if (i < t.mig_gpus + t.shared_gpus) {
-      g.mode = GpuMode::kShared;
-      g.max_clients = t.max_clients;
+    } else {
+      if (i < t.mig_gpus + t.shared_gpus) g.mode = GpuMode::kShared;
+      if (g.mode == GpuMode::kShared || t.dynamic) g.max_clients = t.max_clients;
+      g.dynamic = t.dynamic;
     }
     n.gpus.push_back(std::move(g));
   }

@@ -20,6 +20,9 @@ struct NodeTemplate {
   std::string mig_layout;      // for those; empty = all-balanced
   int shared_gpus = 0;         // the next shared_gpus GPUs are time-sliced
   uint8_t max_clients = 0;     // client cap on shared GPUs
+  // Every GPU not in MIG mode switches between whole and shared use when idle (Gpu::dynamic);
+  // the shared_gpus start shared, the others whole.
+  bool dynamic = false;
   std::string nvlink_domain, block;
   int64_t cpu_milli = 0, memory_mib = 0;
   std::vector<std::string> labels;

@@ -70,6 +70,15 @@ struct MigReconfigured {
   MigLayout layout;
   Time at;
 };
+// A dynamic GPU (Gpu::dynamic) switches to whole or shared use: only while idle, and only
+// between those two modes. The scheduler decides it as it decides a MIG layout (Plan::
+// mode_changes); nothing on the node changes, as time-slicing is gpupool's bookkeeping.
+struct GpuModeChanged {
+  NodeId node;
+  uint16_t gpu = 0;
+  GpuMode mode = GpuMode::kWhole;
+  Time at;
+};
 struct NodeConditionChanged {
   NodeId node;
   NodeCondition condition = NodeCondition::kReady;
@@ -123,7 +132,7 @@ struct ReservationCancelled {
 using Event = std::variant<JobSubmitted, JobAdmitted, JobStarted, JobFinished, JobPreempted,
                            JobLost, MigReconfigured, NodeConditionChanged, GpuHealthChanged,
                            ReservationCreated, ReservationCancelled, NodeRemoved,
-                           NodeLabelsReported>;
+                           NodeLabelsReported, GpuModeChanged>;
 
 // Validates the event against the state and applies it; on error nothing changes.
 Status Apply(State& state, const Event& event);

@@ -81,6 +81,7 @@ Status CheckInvariants(const State& state) {
           (gpu.mode != GpuMode::kMig && !u.mig.empty()) ||
           (gpu.mode != GpuMode::kShared && !u.shared.empty());
       if (other_modes_used) return Broken(gn + " used in a mode it is not in");
+      if (gpu.dynamic && gpu.mode == GpuMode::kMig) return Broken(gn + " is dynamic and in MIG mode");
       switch (gpu.mode) {
         case GpuMode::kWhole:
           if (u.whole.size() > 1) return Broken(gn + " held by two jobs");

@@ -2,7 +2,9 @@
 //
 // Each GPU is used in one mode: whole (one job owns it), MIG (hardware partitions; each GPU
 // instance holds at most one job) or shared (time-sliced fractions bounded by milli-GPUs,
-// GPU memory and a client count). The occupant fields are an index over the jobs' placements,
+// GPU memory and a client count). A dynamic GPU switches between whole and shared use whenever
+// it is idle: which of the two it is in is the scheduler's decision (GpuModeChanged), as a MIG
+// layout is. The occupant fields are an index over the jobs' placements,
 // kept consistent by Apply (model/apply.cc) and checked by CheckInvariants.
 #pragma once
 
@@ -34,6 +36,9 @@ struct Gpu {
   MigLayout layout;                                       // kMig
   std::array<JobId, MigLayout::kMaxInstances> instance_occupant{};  // kMig, by layout index
   uint8_t max_clients = 0;                                // kShared; 0 = no client cap
+  // Switches between kWhole and kShared when idle (never kMig). On a node, every GPU not in MIG
+  // mode is dynamic or none is, and the dynamic ones have one max_clients (State::AddNode).
+  bool dynamic = false;
   std::vector<SharedOccupant> shared;                     // kShared
   std::string health_reason;  // why it is unhealthy (the fault), empty when healthy
 

@@ -95,6 +95,20 @@ Result<NodeId> State::AddNode(Node n) {
     return InvalidArgument("node " + n.name + " is dedicated to an unknown tenant");
   }
   const GpuModel& model = catalogue_.model(n.flavor);
+  const Gpu* dynamic = nullptr;  // the first dynamic GPU; the others must match it
+  for (const Gpu& g : n.gpus) {
+    if (g.dynamic && g.mode == GpuMode::kMig) {
+      return InvalidArgument("node " + n.name + ": a MIG GPU cannot switch to whole or shared use");
+    }
+    if (g.dynamic && dynamic == nullptr) dynamic = &g;
+  }
+  for (const Gpu& g : n.gpus) {
+    if (dynamic != nullptr && g.mode != GpuMode::kMig &&
+        (!g.dynamic || g.max_clients != dynamic->max_clients)) {
+      return InvalidArgument("node " + n.name +
+                             ": its GPUs not in MIG mode must all be dynamic, with one max_clients, or none");
+    }
+  }
   for (Gpu& g : n.gpus) {
     if (!g.idle()) return InvalidArgument("node " + n.name + " must join with idle GPUs");
     if (g.mode == GpuMode::kMig) GP_RETURN_IF_ERROR(ValidateLayout(model, g.layout));

@@ -7,10 +7,11 @@ namespace gpupool {
 namespace {
 
 // The key of one GPU after `job` leaves it (on a scratch copy; owners are not recomputed, so a
-// shared GPU keeps its owner unless it becomes empty).
-GpuKey Freed(GpuKey key, const Job& job, const GpuGrant& g) {
+// shared GPU keeps its owner unless it becomes empty). `idle`: the GPU's key when nothing holds
+// it (Session::IdleKey), which a dynamic GPU returns to.
+GpuKey Freed(GpuKey key, const Job& job, const GpuGrant& g, GpuKey idle) {
   switch (key.mode()) {
-    case KeyMode::kWhole: return GpuKey::Whole(false);
+    case KeyMode::kWhole: return idle;
     case KeyMode::kMig: {
       const int idx = key.layout().IndexOfStart(g.mig_start);
       if (idx < 0) return key;
@@ -22,6 +23,7 @@ GpuKey Freed(GpuKey key, const Job& job, const GpuGrant& g) {
                                    ? GpuKey::kUncappedClients
                                    : key.free_clients() + 1;
       const bool empty = milli == 1000;
+      if (empty && idle.flex()) return idle;
       return GpuKey::Shared(milli, key.free_memory_mib() + job.spec.shape.gpu_memory_mib,
                             clients, empty ? 0 : key.owner(), empty || key.owner_allows());
     }
@@ -32,17 +34,18 @@ GpuKey Freed(GpuKey key, const Job& job, const GpuGrant& g) {
 
 // The key of one GPU after a replica of `t` takes it (the inverse of Freed, for counting how
 // many replicas a node's GPUs hold).
+// REQUIRES: the GPU is one Placer::GpusFor chose for `t` (so a flex GPU is taken in the use
+// the task asks for).
 GpuKey Taken(GpuKey key, const TaskShape& t) {
-  switch (key.mode()) {
-    case KeyMode::kWhole: return GpuKey::Whole(true);
-    case KeyMode::kMig: {
+  switch (t.kind) {
+    case ShapeKind::kWholeGpus: return GpuKey::Whole(true);
+    case ShapeKind::kMigProfile: {
       // No free instance of the profile: the replica re-partitions the idle GPU, and nothing
       // else is counted on it.
       const int idx = FreeInstanceOf(key, t.mig_profile);
       return idx < 0 ? GpuKey::Unusable() : MigAfterTake(key, idx);
     }
-    case KeyMode::kShared: return SharedAfter(key, t);
-    case KeyMode::kUnusable: return key;
+    case ShapeKind::kGpuFraction: return SharedAfter(key, t);
   }
   return key;
 }
@@ -197,7 +200,9 @@ Time Backfill::HoldFor(const Job& job, const std::vector<uint32_t>& pools) {
       scratch.push_back({sl.keys, sl.cpu_free, sl.mem_free});
     }
     Scratch& sc = scratch[scratch_of[n]];
-    for (const GpuGrant& g : e.replica->grants) sc.keys[g.gpu] = Freed(sc.keys[g.gpu], *e.spec, g);
+    for (const GpuGrant& g : e.replica->grants) {
+      sc.keys[g.gpu] = Freed(sc.keys[g.gpu], *e.spec, g, s_.IdleKey(n, g.gpu));
+    }
     if (sc.cpu != Session::kUntracked) sc.cpu += e.spec->spec.shape.cpu_milli;
     if (sc.mem != Session::kUntracked) sc.mem += e.spec->spec.shape.memory_mib;
     check(n, sc.keys, sc.cpu, sc.mem, e.at);

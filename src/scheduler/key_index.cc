@@ -5,6 +5,9 @@
 namespace gpupool {
 
 bool KeyIndex::Indexed(GpuKey k) {
+  // An idle dynamic GPU's option changes its node's free whole GPUs too, so it is not a
+  // function of its key alone: placement finds it by node class (Session::flex_active).
+  if (k.flex()) return false;
   if (k.mode() == KeyMode::kMig) return k.free_mask() != 0 || MigIdle(k);
   if (k.mode() == KeyMode::kShared) return k.free_milli() > 0 && k.free_clients() > 0;
   return false;

@@ -8,7 +8,8 @@
 // tenant's, and (if it consents) those whose occupants all consent. docs/design/placement.md.
 //
 // Indexed keys: MIG GPUs with a free instance or idle; shared GPUs with free milli and a free
-// client slot. Buckets: kMig; kOpen (shared, no owner); kAllows (shared, owned, every occupant
+// client slot, but not idle dynamic ones (flex keys: their options change the node's count of
+// free whole GPUs, so they are searched by node class). Buckets: kMig; kOpen (shared, no owner); kAllows (shared, owned, every occupant
 // consents); kOwnerBase + tenant id (shared, owned by that tenant alone or among others).
 //
 // Invariant: node n is in entry(k).nodes iff n is linked in its session class (schedulable,

@@ -98,7 +98,11 @@ Placer::Option Placer::Compute(const TaskShape& t, uint32_t cls) {
     }
   };
   if (t.kind == ShapeKind::kWholeGpus) {
-    if (free_whole >= t.gpus) consider(GpuKey::Whole(false), GpuKey::Whole(true), 0, t.gpus);
+    // A node's free whole GPUs are all whole-mode or all idle dynamic ones (State::AddNode), so
+    // they share one key.
+    const GpuKey* free = std::find_if(info.keys.begin(), info.keys.begin() + info.n,
+                                      [](GpuKey k) { return k.whole_free(); });
+    if (free_whole >= t.gpus) consider(*free, GpuKey::Whole(true), 0, t.gpus);
     return best;
   }
   for (int i = 0; i < info.n; ++i) {
@@ -146,29 +150,16 @@ bool Placer::PlaceReplica(const Job& job, uint32_t shape_id, const std::vector<u
     }
   } else if (key_search_ && rs.kind != ShapeKind::kWholeGpus && s_.policy().ScoresDifferences()) {
     SearchKeys(job, shape_id, pools, best);
+    if (rs.kind == ShapeKind::kGpuFraction) {
+      for (uint32_t p : pools) SearchClasses(s_.flex_active(p), shape_id, rs, end, best);
+    }
     for (uint32_t node : s_.held_nodes()) {
       if (in_pools(s_.slot(node).pool)) {
         Consider(node, s_.EffectiveClass(node, end), shape_id, rs, end, best);
       }
     }
   } else {
-    const bool host = rs.cpu_milli > 0 || rs.memory_mib > 0;
-    for (uint32_t p : pools) {
-      for (uint32_t cls : s_.active(p, rs.kind)) {
-        const Option& o = OptionFor(shape_id, cls);
-        if (!o.fits) continue;
-        if (best.node != Session::kNone && o.score > best.option.score) continue;
-        const std::set<uint32_t>& members = s_.members(cls);
-        uint32_t node = *members.begin();
-        if (host) {
-          auto it = std::find_if(members.begin(), members.end(),
-                                 [&](uint32_t n) { return HostFits(s_.slot(n), rs, end); });
-          if (it == members.end()) continue;
-          node = *it;
-        }
-        if (Better(o, node, best)) best = {node, o};
-      }
-    }
+    for (uint32_t p : pools) SearchClasses(s_.active(p, rs.kind), shape_id, rs, end, best);
     for (uint32_t node : s_.held_nodes()) {
       if (in_pools(s_.slot(node).pool)) {
         Consider(node, s_.EffectiveClass(node, end), shape_id, rs, end, best);
@@ -178,6 +169,25 @@ bool Placer::PlaceReplica(const Job& job, uint32_t shape_id, const std::vector<u
   if (best.node == Session::kNone) return false;
   Apply(best.node, best.option, job, shapes_[shape_id], end, out);
   return true;
+}
+
+void Placer::SearchClasses(const std::vector<uint32_t>& classes, uint32_t shape_id, const ReplicaShape& rs,
+                           Time end, Candidate& best) {
+  const bool host = rs.cpu_milli > 0 || rs.memory_mib > 0;
+  for (uint32_t cls : classes) {
+    const Option& o = OptionFor(shape_id, cls);
+    if (!o.fits) continue;
+    if (best.node != Session::kNone && o.score > best.option.score) continue;
+    const std::set<uint32_t>& members = s_.members(cls);
+    uint32_t node = *members.begin();
+    if (host) {
+      auto it = std::find_if(members.begin(), members.end(),
+                             [&](uint32_t n) { return HostFits(s_.slot(n), rs, end); });
+      if (it == members.end()) continue;
+      node = *it;
+    }
+    if (Better(o, node, best)) best = {node, o};
+  }
 }
 
 void Placer::Keep(const Option& o, Option& best) const {
@@ -270,6 +280,7 @@ void Placer::Apply(uint32_t node, const Option& opt, const Job& job, const TaskS
       if (slot.keys[g].whole_free() && held(g)) rp.grants.push_back({.gpu = static_cast<uint16_t>(g)});
     }
     GP_CHECK(static_cast<int>(rp.grants.size()) == t.gpus);
+    for (const GpuGrant& g : rp.grants) SwitchIfNeeded(node, g.gpu, GpuMode::kWhole, out);
     s_.SetKeys(node, rp.grants, GpuKey::Whole(true));
   } else {
     // The option was computed on what each GPU offers this job: an unheld GPU first, then a
@@ -306,6 +317,7 @@ void Placer::Apply(uint32_t node, const Option& opt, const Job& job, const TaskS
     } else {
       grant.milli = t.milli;
       grant.memory_mib = t.memory_mib;
+      SwitchIfNeeded(node, gpu, GpuMode::kShared, out);
       if (past_hold && held(gpu)) s_.TakeFromHold(node, gpu, t);
       s_.AddShared(node, {static_cast<uint16_t>(gpu), job.id, job.spec.tenant, t.milli,
                           t.memory_mib});
@@ -314,6 +326,14 @@ void Placer::Apply(uint32_t node, const Option& opt, const Job& job, const TaskS
   }
   s_.TakeHost(node, job.spec.shape.cpu_milli, job.spec.shape.memory_mib, past_hold);
   out.placement.push_back(std::move(rp));
+}
+
+void Placer::SwitchIfNeeded(uint32_t node, int gpu, GpuMode use, Outcome& out) const {
+  // Only an idle dynamic GPU has a flex key; the state still has the mode it was last used in
+  // (its jobs may be preempted by this plan, so it is idle when the switch applies).
+  if (!s_.slot(node).keys[gpu].flex()) return;
+  const GpuMode was = s_.state().node(NodeId(node)).gpus[gpu].mode;
+  if (was != use) out.mode_changes.push_back({NodeId(node), static_cast<uint16_t>(gpu), was, use});
 }
 
 Placer::Outcome Placer::PlaceInDomains(const Job& job, uint32_t shape_id,
@@ -367,6 +387,7 @@ Placer::Outcome Placer::PlaceGang(const Job& job, const std::vector<uint32_t>& p
       s_.RollbackTo(mark);
       out.placement.clear();
       out.reconfigurations.clear();
+      out.mode_changes.clear();
       out.code = ReasonCode::kInsufficientCapacity;
       out.detail = job.spec.replicas == 1
                        ? "no node has room"

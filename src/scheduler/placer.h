@@ -5,7 +5,8 @@
 // memo keyed by (shape, the class's per-kind index), and picks the lowest (score, node id).
 // Options per class: for whole GPUs, the first free ones; for a MIG profile, a free instance of it, or (with a large penalty, so only when no
 // instance fits anywhere) re-partitioning an idle MIG GPU; for a fraction, a shared GPU with
-// room whose occupants allow this tenant. Topology constraints restrict the search to one
+// room whose occupants allow this tenant (an idle dynamic GPU offers both: it is switched to the
+// use it is given, Outcome::mode_changes). Topology constraints restrict the search to one
 // domain at a time, tightest-fitting domain first.
 //
 // The placements are applied to the session; the caller commits or rolls back to its mark.
@@ -28,6 +29,7 @@ class Placer {
     bool ok = false;
     std::vector<ReplicaPlacement> placement;
     std::vector<ReconfigureDecision> reconfigurations;
+    std::vector<ModeChangeDecision> mode_changes;  // dynamic GPUs the placement switches
     ReasonCode code = ReasonCode::kNone;
     std::string detail;  // why not, when !ok
   };
@@ -63,6 +65,9 @@ class Placer {
   // Best option over the indexed GPU states of the pools (MIG and fraction shapes).
   void SearchKeys(const Job& job, uint32_t shape_id, const std::vector<uint32_t>& pools,
                   Candidate& best);
+  // Best option over these linked node classes (their first member that fits the host needs).
+  void SearchClasses(const std::vector<uint32_t>& classes, uint32_t shape_id, const ReplicaShape& rs,
+                     Time end, Candidate& best);
   // Evaluates one single-GPU transition and keeps it in `best` if it scores lower.
   void Keep(const Option& o, Option& best) const;
   // Whether the node's CPU and memory take a replica of a job that ends at `end`.
@@ -75,6 +80,8 @@ class Placer {
   // only their HeldView).
   void Apply(uint32_t node, const Option& opt, const Job& job, const TaskShape& t, Time end,
              Outcome& out);
+  // Records a switch of the GPU to `use` if it is an idle dynamic GPU last used otherwise.
+  void SwitchIfNeeded(uint32_t node, int gpu, GpuMode use, Outcome& out) const;
   Outcome PlaceInDomains(const Job& job, uint32_t shape_id, const std::vector<uint32_t>& pools,
                          Time end);
 

@@ -32,6 +32,9 @@ std::vector<Event> PlanToEvents(const Plan& plan, Time now) {
   for (const ReconfigureDecision& r : plan.reconfigurations) {
     out.push_back(MigReconfigured{r.node, r.gpu, r.to, now});
   }
+  for (const ModeChangeDecision& m : plan.mode_changes) {
+    out.push_back(GpuModeChanged{m.node, m.gpu, m.to, now});
+  }
   for (const PlaceDecision& p : plan.placements) {
     out.push_back(JobAdmitted{p.job, p.placement, p.kind, now});
   }
@@ -90,6 +93,10 @@ std::string Describe(const State& s, const Plan& plan) {
     const GpuModel& m = s.catalogue().model(s.node(r.node).flavor);
     out += "reconfigure " + s.node(r.node).name + " gpu " + std::to_string(r.gpu) + " [" +
            ToString(m, r.from) + "] -> [" + ToString(m, r.to) + "]\n";
+  }
+  for (const ModeChangeDecision& m : plan.mode_changes) {
+    out += "switch " + s.node(m.node).name + " gpu " + std::to_string(m.gpu) + " " +
+           std::string(GpuModeName(m.from)) + " -> " + std::string(GpuModeName(m.to)) + "\n";
   }
   for (const PreemptDecision& p : plan.preemptions) {
     out += std::string("preempt ") + std::to_string(p.victim.value()) + " for " +

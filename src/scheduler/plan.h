@@ -1,8 +1,8 @@
 // A Plan: what one scheduling cycle decided, as values (STYLE.md habit 4). The daemon journals
 // it as events and applies them; the simulator applies the same events.
 //
-// Order of application: preemptions, then reconfigurations (a GPU may become idle only because
-// its jobs were preempted), then placements. An executor starts a placement that needed
+// Order of application: preemptions, then reconfigurations and mode changes (a GPU may become
+// idle only because its jobs were preempted), then placements. An executor starts a placement that needed
 // preemptions once its victims have stopped.
 #pragma once
 
@@ -19,6 +19,15 @@ struct ReconfigureDecision {
   uint16_t gpu = 0;
   MigLayout from, to;
   friend bool operator==(const ReconfigureDecision&, const ReconfigureDecision&) = default;
+};
+
+// A dynamic GPU switches between whole and shared use for a placement of this plan (Gpu::
+// dynamic): the GPU is idle when it applies, its jobs (if any) preempted by the same plan.
+struct ModeChangeDecision {
+  NodeId node;
+  uint16_t gpu = 0;
+  GpuMode from = GpuMode::kWhole, to = GpuMode::kShared;
+  friend bool operator==(const ModeChangeDecision&, const ModeChangeDecision&) = default;
 };
 
 struct PreemptDecision {
@@ -54,6 +63,7 @@ struct PlanStats {
 
 struct Plan {
   std::vector<ReconfigureDecision> reconfigurations;
+  std::vector<ModeChangeDecision> mode_changes;
   std::vector<PreemptDecision> preemptions;
   std::vector<PlaceDecision> placements;
   std::vector<PendingNote> pending;  // one per job left waiting, in job-id order
@@ -62,7 +72,8 @@ struct Plan {
 
   const PendingReason& ReasonOf(const PendingNote& n) const { return reasons[n.reason]; }
   friend bool operator==(const Plan& a, const Plan& b) {
-    return a.reconfigurations == b.reconfigurations && a.preemptions == b.preemptions &&
+    return a.reconfigurations == b.reconfigurations && a.mode_changes == b.mode_changes &&
+           a.preemptions == b.preemptions &&
            a.placements == b.placements && a.pending == b.pending && a.reasons == b.reasons;
   }
 };

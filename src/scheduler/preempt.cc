@@ -91,18 +91,31 @@ std::vector<Candidate> Candidates(Session& s, const Job& job, const std::vector<
 // job (the release that takes it below its guarantee).
 bool CouldMakeRoom(Session& s, const Job& job, const std::vector<uint32_t>& pools,
                    const std::vector<Candidate>& cands) {
-  const Catalogue& cat = s.state().catalogue();
+  const State& state = s.state();
+  const Catalogue& cat = state.catalogue();
   const FlavorId f = job.spec.shape.flavor;
+  // What a victim could free for this job: its own share, or for a whole-GPU job each dynamic
+  // GPU it shares, which becomes a whole GPU once its last fraction leaves.
+  auto frees = [&](const Job& v) {
+    GpuEq eq = v.Eq(cat);
+    if (job.spec.shape.kind != ShapeKind::kWholeGpus || v.spec.shape.kind != ShapeKind::kGpuFraction) return eq;
+    int64_t dynamic = 0;
+    for (const ReplicaPlacement& rp : v.placement) {
+      for (const GpuGrant& g : rp.grants) dynamic += state.node(rp.node).gpus[g.gpu].dynamic;
+    }
+    return Max(eq, GpuEq::Gpus(dynamic));
+  };
   GpuEq room;
   std::map<TenantId, std::pair<GpuEq, GpuEq>> by_tenant;  // reclaim: (sum, largest)
   for (const Candidate& c : cands) {
+    const GpuEq eq = frees(*c.job);
     if (!c.reclaim) {
-      room += c.job->Eq(cat);
+      room += eq;
       continue;
     }
     auto& [sum, largest] = by_tenant[c.job->spec.tenant];
-    sum += c.job->Eq(cat);
-    largest = Max(largest, c.job->Eq(cat));
+    sum += eq;
+    largest = Max(largest, eq);
   }
   for (const auto& [t, v] : by_tenant) {
     room += Min(v.first, s.running_quota().borrowed(t, f) + v.second);

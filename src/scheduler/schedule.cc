@@ -246,6 +246,7 @@ bool Cycle::Commit(const Job& job, Placer::Outcome& o, AdmissionKind kind) {
     (*reserved_used_)[job.spec.reservation] += job.Eq(state_.catalogue());
   }
   for (ReconfigureDecision& r : o.reconfigurations) plan_.reconfigurations.push_back(r);
+  for (ModeChangeDecision& m : o.mode_changes) plan_.mode_changes.push_back(m);
   plan_.placements.push_back({job.id, o.placement, kind});
   backfill_.AddPlaced(job, o.placement);
   session_.Commit();

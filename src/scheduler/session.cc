@@ -41,7 +41,9 @@ Session::Session(const State& state, const PlacementPolicy& policy, Time now,
       GpuKey key = GpuKey::Unusable();
       if (gpu.healthy) {
         switch (gpu.mode) {
-          case GpuMode::kWhole: key = GpuKey::Whole(gpu.occupant.valid()); break;
+          case GpuMode::kWhole:
+            key = gpu.occupant.valid() ? GpuKey::Whole(true) : IdleKey(i, static_cast<int>(g));
+            break;
           case GpuMode::kMig: {
             uint8_t free = 0;
             for (int k = 0; k < gpu.layout.size(); ++k) {
@@ -135,6 +137,7 @@ uint32_t Session::Intern(uint32_t pool, Keys keys, int n) {
     if (keys[i].whole_free()) info.kinds |= kWholeBit;
     if (keys[i].mode() == KeyMode::kMig) info.kinds |= kMigBit;
     if (keys[i].mode() == KeyMode::kShared && keys[i].free_milli() > 0) info.kinds |= kSharedBit;
+    info.flex = info.flex || keys[i].flex();
   }
   for (int kind = 0; kind < kKinds; ++kind) {
     if (info.kinds >> kind & 1) info.kind_index[kind] = kind_count_[kind]++;
@@ -142,6 +145,7 @@ uint32_t Session::Intern(uint32_t pool, Keys keys, int n) {
   classes_.push_back(info);
   members_.emplace_back();
   active_pos_.push_back({-1, -1, -1});
+  flex_pos_.push_back(-1);
   intern_.emplace(k, id);
   return id;
 }
@@ -182,9 +186,9 @@ bool Session::CouldEverFit(uint32_t pool, const Job& job) {
       int whole = 0;
       for (const Gpu& g : n.gpus) {
         if (!g.healthy) continue;
-        whole += g.mode == GpuMode::kWhole;
+        whole += g.mode == GpuMode::kWhole || g.dynamic;
         c.mig = c.mig || g.mode == GpuMode::kMig;
-        c.shared = c.shared || g.mode == GpuMode::kShared;
+        c.shared = c.shared || g.mode == GpuMode::kShared || g.dynamic;
       }
       c.max_whole = std::max(c.max_whole, whole);
       c.max_cpu = n.cpu_milli == 0 ? kUntracked : std::max(c.max_cpu, n.cpu_milli);

@@ -14,7 +14,7 @@
 //  1. slot(n).cls is the interned class of (slot(n).pool, sorted keys of n).
 //  2. n is in members(slot(n).cls) iff slot(n).pool != kNone and !slot(n).held.
 //  3. active(p, k) lists exactly the classes of pool p with non-empty member sets whose kinds
-//     include k.
+//     include k; flex_active(p) those with an idle dynamic GPU.
 //  4. Rolling back to a mark restores slots, shared occupants and quota exactly.
 //
 // Thread-safety: none; one cycle, one thread.
@@ -72,6 +72,7 @@ class Session {
     uint32_t pool = kNone;
     uint8_t n = 0;
     uint8_t kinds = 0;  // KindBit set
+    bool flex = false;  // has an idle dynamic GPU (GpuKey::flex)
     std::array<int32_t, kKinds> kind_index{-1, -1, -1};  // dense per kind: memo row index
     Keys keys{};  // sorted
     GpuEq free;
@@ -128,6 +129,12 @@ class Session {
   const std::vector<uint32_t>& active(uint32_t pool, ShapeKind kind) const {
     return active_[pool * kKinds + KindIndex(kind)];
   }
+  // Classes of a pool with members that have an idle dynamic GPU (the key index leaves those
+  // GPUs out).
+  const std::vector<uint32_t>& flex_active(uint32_t pool) const {
+    static const std::vector<uint32_t> kNoClasses;
+    return pool < flex_active_.size() ? flex_active_[pool] : kNoClasses;
+  }
   const std::vector<uint32_t>& held_nodes() const { return held_; }
   // Distinct MIG and shared GPU states of the linked nodes (scheduler/key_index.h).
   const KeyIndex& keys() const { return key_index_; }
@@ -175,8 +182,11 @@ class Session {
   // much, so the held job still fits when the hold starts.
   void TakeFromHold(uint32_t node, int gpu, const TaskShape& t);
 
-  // Recomputes a shared GPU's key from its occupants.
+  // Recomputes a shared GPU's key from its occupants (a dynamic GPU without any: its IdleKey).
   GpuKey SharedKey(uint32_t node, int gpu) const;
+  // The key of the GPU when nothing holds it: a free whole GPU, or for a dynamic GPU the flex
+  // key (GpuKey::Flex), which offers it whole or shared. REQUIRES: not a MIG GPU.
+  GpuKey IdleKey(uint32_t node, int gpu) const;
 
  private:
   struct Undo {
@@ -216,6 +226,8 @@ class Session {
   std::vector<std::set<uint32_t>> members_;
   std::vector<std::vector<uint32_t>> active_;  // by pool * kKinds + kind
   std::vector<std::array<int32_t, kKinds>> active_pos_;  // by class, kind; -1 when inactive
+  std::vector<std::vector<uint32_t>> flex_active_;       // by pool
+  std::vector<int32_t> flex_pos_;                         // by class; -1 when not listed
   std::vector<uint32_t> held_;
   KeyIndex key_index_;
   std::array<int32_t, kKinds> kind_count_{};

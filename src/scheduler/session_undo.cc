@@ -25,6 +25,14 @@ void Session::Unlink(uint32_t node, const NodeSlot& s) {
       act.pop_back();
       active_pos_[s.cls][k] = -1;
     }
+    if (classes_[s.cls].flex) {
+      std::vector<uint32_t>& act = flex_active_[s.pool];
+      const int32_t pos = flex_pos_[s.cls];
+      act[pos] = act.back();
+      flex_pos_[act[pos]] = pos;
+      act.pop_back();
+      flex_pos_[s.cls] = -1;
+    }
   }
 }
 
@@ -42,6 +50,11 @@ void Session::Link(uint32_t node, const NodeSlot& s) {
       std::vector<uint32_t>& act = active_[s.pool * kKinds + k];
       active_pos_[s.cls][k] = static_cast<int32_t>(act.size());
       act.push_back(s.cls);
+    }
+    if (classes_[s.cls].flex) {
+      if (flex_active_.size() <= s.pool) flex_active_.resize(s.pool + 1);
+      flex_pos_[s.cls] = static_cast<int32_t>(flex_active_[s.pool].size());
+      flex_active_[s.pool].push_back(s.cls);
     }
   }
   m.insert(node);
@@ -117,10 +130,23 @@ void Session::TakeHost(uint32_t node, int64_t cpu_milli, int64_t memory_mib, boo
   if (past_hold && s.hold_mem != kUntracked) s.hold_mem -= memory_mib;
 }
 
+GpuKey Session::IdleKey(uint32_t node, int gpu) const {
+  const Node& n = state_.node(NodeId(node));
+  const Gpu& g = n.gpus[gpu];
+  if (!g.dynamic) return GpuKey::Whole(false);
+  const uint32_t clients = g.max_clients == 0 ? GpuKey::kUncappedClients
+                                              : std::min<uint32_t>(g.max_clients, GpuKey::kUncappedClients);
+  return GpuKey::Flex(GpuKey::Shared(1000, model(n.flavor).memory_mib, clients, 0, true));
+}
+
 GpuKey Session::SharedKey(uint32_t node, int gpu) const {
   const Node& n = state_.node(NodeId(node));
   const Gpu& g = n.gpus[gpu];
   if (!g.healthy) return GpuKey::Unusable();
+  if (g.dynamic && std::none_of(shared_[node].begin(), shared_[node].end(),
+                                [&](const SharedOcc& o) { return o.gpu == gpu; })) {
+    return IdleKey(node, gpu);
+  }
   uint32_t milli = 0, mem = 0, count = 0, owner = 0;
   bool allows = true;
   for (const SharedOcc& o : shared_[node]) {
@@ -171,7 +197,7 @@ void Session::Release(const Job& job, const std::vector<ReplicaPlacement>& place
       if (!n.gpus[g.gpu].healthy) continue;  // stays unusable
       GpuKey& key = s.keys[g.gpu];
       switch (shape.kind) {
-        case ShapeKind::kWholeGpus: key = GpuKey::Whole(false); break;
+        case ShapeKind::kWholeGpus: key = IdleKey(node, g.gpu); break;
         case ShapeKind::kMigProfile: {
           const int idx = key.layout().IndexOfStart(g.mig_start);
           GP_CHECK(idx >= 0);

@@ -215,10 +215,12 @@ Json NodeToJson(const State& s, const Node& n) {
   const GpuModel& m = s.catalogue().model(n.flavor);
   Json gpus = Json::array();
   for (const Gpu& g : n.gpus) {
-    gpus.push_back({{"mode", std::string(GpuModeName(g.mode))},
-                    {"layout", ToString(m, g.layout)},
-                    {"max_clients", g.max_clients},
-                    {"healthy", g.healthy}});
+    Json gpu = {{"mode", std::string(GpuModeName(g.mode))},
+                {"layout", ToString(m, g.layout)},
+                {"max_clients", g.max_clients},
+                {"healthy", g.healthy}};
+    if (g.dynamic) gpu["dynamic"] = true;
+    gpus.push_back(std::move(gpu));
   }
   return {{"name", n.name},
           {"flavor", m.name},
@@ -250,6 +252,7 @@ Result<Node> NodeFromJson(const State& s, const Json& j) {
       }
       gpu.max_clients = g.at("max_clients").get<uint8_t>();
       gpu.healthy = g.at("healthy").get<bool>();
+      gpu.dynamic = g.value("dynamic", false);
       n.gpus.push_back(std::move(gpu));
     }
     n.nvlink_domain = j.at("nvlink_domain").get<std::string>();
@@ -305,6 +308,10 @@ Json EventToJson(const Event& e) {
     Json operator()(const MigReconfigured& x) {
       return {{"type", "mig"}, {"node", x.node.value()}, {"gpu", x.gpu},
               {"layout", x.layout.Encode()}, {"at", x.at.millis()}};
+    }
+    Json operator()(const GpuModeChanged& x) {
+      return {{"type", "gpu_mode"}, {"node", x.node.value()}, {"gpu", x.gpu},
+              {"mode", std::string(GpuModeName(x.mode))}, {"at", x.at.millis()}};
     }
     Json operator()(const NodeConditionChanged& x) {
       Json j = {{"type", "condition"}, {"node", x.node.value()},
@@ -385,6 +392,12 @@ Result<Event> EventFromJson(const Json& j) {
     if (*type == "mig") {
       return Event(MigReconfigured{NodeId(j.at("node").get<uint32_t>()), j.at("gpu").get<uint16_t>(),
                                    MigLayout::Decode(j.at("layout").get<uint64_t>()), at});
+    }
+    if (*type == "gpu_mode") {
+      const std::string mode = j.at("mode").get<std::string>();
+      if (mode != "whole" && mode != "shared") return InvalidArgument("unknown GPU mode '" + mode + "'");
+      return Event(GpuModeChanged{NodeId(j.at("node").get<uint32_t>()), j.at("gpu").get<uint16_t>(),
+                                  mode == "whole" ? GpuMode::kWhole : GpuMode::kShared, at});
     }
     if (*type == "condition") {
       return Event(NodeConditionChanged{NodeId(j.at("node").get<uint32_t>()),

@@ -132,7 +132,11 @@ TEST(Codec, EveryEventKindRoundTrips) {
       GpuHealthChanged{NodeId(2), 5, false, Time::FromMillis(21), "XID 79: GPU fell off the bus"},
       NodeRemoved{NodeId(2), Time::FromMillis(22)},
       NodeLabelsReported{NodeId(2), {"node.gpupool.io/cuda-version=12.4"}, Time::FromMillis(23)},
+      GpuModeChanged{NodeId(3), 7, GpuMode::kShared, Time::FromMillis(24)},
+      GpuModeChanged{NodeId(3), 7, GpuMode::kWhole, Time::FromMillis(25)},
   };
+  EXPECT_FALSE(EventFromJson(Json::parse(R"({"type":"gpu_mode","node":3,"gpu":7,"mode":"mig","at":5})")).ok())
+      << "a dynamic GPU is whole or shared, never MIG";
   // An admission from before attempt counters: its attempt was its time in ms, now the floor.
   Result<Event> old_admitted = EventFromJson(Json::parse(R"({"type":"admitted","id":1,"at":1795995814000,"kind":0,"placement":[]})"));
   ASSERT_TRUE(old_admitted.ok()) << old_admitted.error().message;

@@ -38,7 +38,7 @@ Room FreeRoom(const Node& n) {
   Room r{0, n.cpu_milli > 0 ? n.cpu_milli - n.cpu_used : -1,
          n.memory_mib > 0 ? n.memory_mib - n.memory_used : -1};
   for (const Gpu& g : n.gpus) {
-    r.gpus += g.mode == GpuMode::kWhole && g.healthy && !g.occupant.valid();
+    r.gpus += (g.mode == GpuMode::kWhole || g.dynamic) && g.healthy && g.idle();
   }
   return r;
 }

@@ -113,7 +113,7 @@ std::vector<GpuKey> ReconfigOptions(const GpuModel& model, GpuKey idle_key, uint
 GpuEq UsableBy(const GpuModel& model, GpuKey key, const TaskShape& t, bool reconfig) {
   switch (t.kind) {
     case ShapeKind::kWholeGpus:
-      return key.mode() == KeyMode::kWhole && key.whole_free() ? GpuEq::Gpus(1) : GpuEq();
+      return key.whole_free() ? GpuEq::Gpus(1) : GpuEq();
     case ShapeKind::kMigProfile: {
       if (key.mode() != KeyMode::kMig) return GpuEq();
       if (reconfig && MigIdle(key)) return GpuEq::Gpus(1);

@@ -8,7 +8,8 @@
 //   MIG:    [2,51)  MigLayout::Encode(), [51,58) free-instance mask by layout index
 //   shared: [2,12)  free milli-GPUs, [12,30) free memory MiB, [30,36) free client slots
 //           (63 = uncapped), [36,57) owner (0 none, tenant id + 1, or kMultiOwner),
-//           [57] every occupant allows co-tenancy
+//           [57] every occupant allows co-tenancy, [58] flex: an idle GPU that switches between
+//           whole and shared use (Gpu::dynamic), so it is a free whole GPU too
 #pragma once
 
 #include <cstdint>
@@ -35,10 +36,15 @@ class GpuKey {
   static GpuKey Mig(const MigLayout& layout, uint8_t free_mask);
   static GpuKey Shared(uint32_t free_milli, uint32_t free_memory_mib, uint32_t free_clients,
                        uint32_t owner, bool owner_allows);
+  // The idle state of a GPU that may be used whole or shared: the empty shared key `empty`
+  // (all of its room free, no owner), marked flex.
+  static GpuKey Flex(GpuKey empty) { return GpuKey(empty.bits_ | kFlexBit); }
 
   uint64_t bits() const { return bits_; }
   KeyMode mode() const { return static_cast<KeyMode>(bits_ & 3); }
-  bool whole_free() const { return bits_ == 0; }
+  // A free whole GPU: one in whole mode, or an idle flex GPU.
+  bool whole_free() const { return bits_ == 0 || flex(); }
+  bool flex() const { return (bits_ & kFlexBit) != 0; }
   // MIG
   MigLayout layout() const { return MigLayout::Decode((bits_ >> 2) & ((1ull << 49) - 1)); }
   uint8_t free_mask() const { return static_cast<uint8_t>((bits_ >> 51) & 0x7f); }
@@ -52,6 +58,7 @@ class GpuKey {
   friend constexpr auto operator<=>(GpuKey, GpuKey) = default;
 
  private:
+  static constexpr uint64_t kFlexBit = uint64_t{1} << 58;
   constexpr explicit GpuKey(uint64_t b) : bits_(b) {}
   uint64_t bits_ = 0;
 };
@@ -80,7 +87,8 @@ struct TaskShape {
 GpuEq FreeEq(const GpuModel& model, GpuKey key);
 inline bool MigIdle(GpuKey key) { return key.free_mask() == (1u << key.layout().size()) - 1; }
 
-// Whether a fraction fits on a shared GPU, and the key after placing it.
+// Whether a fraction fits on a shared GPU (a flex one included), and the key after placing it
+// (never flex: the GPU is in shared use).
 bool SharedFits(GpuKey key, const TaskShape& t);
 GpuKey SharedAfter(GpuKey key, const TaskShape& t);
 
