@@ -133,6 +133,14 @@ class Sim {
       e.spec.tenant = TenantId(static_cast<uint32_t>(Uniform(0, static_cast<int>(state_.tenants().size()) - 1)));
       e.spec.priority_class = PriorityClassId(static_cast<uint16_t>(Uniform(0, 2)));
       e.spec.shape = RandomShape();
+      // Some accept both models, in either order (whole GPUs and fractions that fit both).
+      const bool fits_both = e.spec.shape.kind == ShapeKind::kWholeGpus ||
+                             (e.spec.shape.kind == ShapeKind::kGpuFraction && e.spec.shape.gpu_memory_mib <= 40960);
+      if (fits_both && Chance(0.3)) {
+        const FlavorId other = *state_.catalogue().Find(
+            state_.catalogue().model(e.spec.shape.flavor).name == "h100-80gb" ? "a100-40gb" : "h100-80gb");
+        e.spec.flavors = {e.spec.shape.flavor, other};
+      }
       e.spec.replicas = static_cast<uint16_t>(Chance(0.75) ? 1 : Uniform(2, 3));
       e.spec.estimated_duration =
           Chance(0.8) ? Duration::Seconds(Uniform(1, 40) * 60) : Duration::Infinite();
@@ -253,12 +261,23 @@ class Sim {
     for (const Tenant& t : state_.tenants()) {
       for (const auto& [f, q] : t.quotas) before[{t.id.value(), f.value()}] = book.usage(t.id, f);
     }
+    // Quota is charged to the flavor a job is admitted on: its own, or the one of its accepted
+    // flavors the plan chose (and the nodes it is placed on are of that flavor).
+    std::map<JobId, FlavorId> admitted_on;
     for (const PlaceDecision& d : plan.placements) {
       const Job& j = *state_.FindJob(d.job);
-      if (d.kind != AdmissionKind::kDedicated) book.Add(j.spec.tenant, j.spec.shape.flavor, j.Eq(cat));
+      const FlavorId f = d.flavor.valid() ? d.flavor : j.spec.shape.flavor;
+      if (d.flavor.valid()) {
+        ++flavors_chosen;
+        ASSERT_NE(d.flavor, j.spec.shape.flavor) << "a chosen flavor that changes nothing";
+        ASSERT_NE(std::find(j.spec.flavors.begin(), j.spec.flavors.end(), d.flavor), j.spec.flavors.end())
+            << "job " << j.id.value() << " admitted on a flavor it does not accept";
+      }
+      for (const ReplicaPlacement& rp : d.placement) ASSERT_EQ(state_.node(rp.node).flavor, f);
+      admitted_on[d.job] = f;
+      if (d.kind != AdmissionKind::kDedicated) book.Add(j.spec.tenant, f, j.Eq(cat));
       if (d.kind == AdmissionKind::kGuaranteed) {
-        ASSERT_LE(book.usage(j.spec.tenant, j.spec.shape.flavor),
-                  book.guaranteed(j.spec.tenant, j.spec.shape.flavor));
+        ASSERT_LE(book.usage(j.spec.tenant, f), book.guaranteed(j.spec.tenant, f));
       }
     }
     for (const Tenant& t : state_.tenants()) {
@@ -304,6 +323,10 @@ class Sim {
       if (state_.FindJob(id)->state == JobState::kAdmitted) admitted.push_back(id);
     }
     for (JobId id : admitted) ASSERT_TRUE(Apply(state_, JobStarted{id, now}).ok());
+    for (const auto& [id, f] : admitted_on) {
+      ASSERT_EQ(state_.FindJob(id)->spec.shape.flavor, f);
+      if (!state_.FindJob(id)->spec.flavors.empty()) ++flavor_lists_admitted;
+    }
     // Under maintenance, new work in the shared pool never uses the capacity taken out: each
     // admission checked P + d <= C, and preemptions only lower P afterwards.
     const QuotaBook after(state_, now);
@@ -334,6 +357,8 @@ class Sim {
   State& state() { return state_; }
   bool reservations = false;  // Reserve() on each step
   int switches_to_whole = 0, switches_to_shared = 0;  // dynamic GPUs switched by the plans
+  int flavor_lists_admitted = 0;  // admissions of jobs that accept several flavors
+  int flavors_chosen = 0;         // of those, on another flavor than the job's last (JobFlavorChosen)
 
  private:
   std::mt19937_64 rng_;
@@ -342,6 +367,8 @@ class Sim {
 
 struct Switches {
   int to_whole = 0, to_shared = 0;
+  int flavor_lists = 0;  // admissions of jobs with several accepted flavors
+  int flavors_chosen = 0;  // of those, with a JobFlavorChosen
 };
 
 // `switches`, if given, gains the dynamic GPUs' switches of the run.
@@ -356,6 +383,8 @@ void RunSeed(uint64_t seed, int steps, const SchedulerConfig& cfg, bool reservat
       if (out != nullptr) {
         out->to_whole += sim.switches_to_whole;
         out->to_shared += sim.switches_to_shared;
+        out->flavor_lists += sim.flavor_lists_admitted;
+        out->flavors_chosen += sim.flavors_chosen;
       }
     }
   } count{sim, switches};
@@ -395,7 +424,9 @@ TEST_P(PropertyTest, InvariantsHoldOverRandomSteps) {
   // The dynamic GPUs of the random clusters did switch, both ways.
   EXPECT_GT(all.to_whole, 0);
   EXPECT_GT(all.to_shared, 0);
-  std::printf("%s: %d switches to whole, %d to shared\n", GetParam().c_str(), all.to_whole, all.to_shared);
+  EXPECT_GT(all.flavors_chosen, 0);
+  std::printf("%s: %d switches to whole, %d to shared; %d admissions of jobs with two flavors, %d with a flavor change\n",
+              GetParam().c_str(), all.to_whole, all.to_shared, all.flavor_lists, all.flavors_chosen);
 }
 
 TEST(PropertyTest, KeySearchGivesTheSamePlansAsClassSearch) {

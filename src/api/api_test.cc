@@ -82,6 +82,13 @@ TEST(DecodeJob, BadInputTable) {
       {"command not strings", [](Json& j) { j["command"] = {1, 2}; }, "command"},
       {"bad topology", [](Json& j) { j["topology"] = {{"level", "galaxy"}}; }, "topology.level"},
       {"empty name", [](Json& j) { j["name"] = ""; }, "name"},
+      {"flavor and flavors", [](Json& j) { j["resources"]["flavors"] = {"a100-80gb"}; }, "one of 'flavor'"},
+      {"no flavor", [](Json& j) { j["resources"].erase("flavor"); }, "one of 'flavor'"},
+      {"empty flavors", [](Json& j) { j["resources"] = {{"flavors", Json::array()}, {"gpus", 1}}; }, "1 to 8"},
+      {"flavors not names", [](Json& j) { j["resources"] = {{"flavors", {1, 2}}, {"gpus", 1}}; }, "names"},
+      {"unknown in flavors", [](Json& j) { j["resources"] = {{"flavors", {"h100-80gb", "v100"}}, {"gpus", 1}}; }, "v100"},
+      {"flavor twice", [](Json& j) { j["resources"] = {{"flavors", {"h100-80gb", "h100-80gb"}}, {"gpus", 1}}; }, "twice"},
+      {"MIG on two models", [](Json& j) { j["resources"] = {{"flavors", {"h100-80gb", "a100-80gb"}}, {"mig_profile", "1g.10gb"}}; }, "MIG"},
   };
   for (const Case& c : cases) {
     Json j = ValidJob();
@@ -94,6 +101,24 @@ TEST(DecodeJob, BadInputTable) {
   for (const char* text : {"", "{", "[]", "null", "\"x\"", "{\"tenant\": }", "{} {}"}) {
     EXPECT_FALSE(DecodeJobRequest(s, Admin(), text).ok()) << text;
   }
+}
+
+TEST(DecodeJob, AListOfFlavorsIsKeptInOrderAndTheFirstIsTriedFirst) {
+  const State s = DemoCluster();
+  Json j = ValidJob();
+  j["resources"] = {{"flavors", {"a100-80gb", "h100-80gb"}}, {"gpus", 2}};
+  Result<JobSpec> r = DecodeJobRequest(s, Admin(), j.dump());
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  ASSERT_EQ(r->flavors.size(), 2u);
+  EXPECT_EQ(s.catalogue().model(r->flavors[0]).name, "a100-80gb");
+  EXPECT_EQ(s.catalogue().model(r->flavors[1]).name, "h100-80gb");
+  EXPECT_EQ(r->shape.flavor, r->flavors[0]);
+  // A list of one is the same as naming that flavor.
+  j["resources"] = {{"flavors", {"h100-80gb"}}, {"gpus", 2}};
+  r = DecodeJobRequest(s, Admin(), j.dump());
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_TRUE(r->flavors.empty());
+  EXPECT_EQ(s.catalogue().model(r->shape.flavor).name, "h100-80gb");
 }
 
 TEST(DecodeJob, AnotherTenantIsUnknownNotForbidden) {

@@ -97,17 +97,44 @@ Result<PriorityClassId> JobPriorityClass(const State& state, const Json& j) {
   return *pcid;
 }
 
-// resources: exactly one of gpus, mig_profile, gpu_fraction (with memory_gb) of one flavor.
+// resources.flavor (one GPU model) or resources.flavors (1 to kMaxFlavorsPerJob, in order of
+// preference; the job runs on the first that has room, JobSpec::flavors).
+Status JobFlavors(const State& state, const Json& res, JobSpec& spec) {
+  if (res.contains("flavor") == res.contains("flavors")) {
+    return InvalidArgument("'resources' needs one of 'flavor' (a GPU model) or 'flavors' (a list, by preference)");
+  }
+  if (res.contains("flavor")) {
+    Result<std::string> flavor = Str(res, "flavor", "resources.");
+    if (!flavor.ok()) return flavor.error();
+    Result<FlavorId> f = state.catalogue().Find(*flavor);
+    if (!f.ok()) return InvalidArgument(f.error().message);
+    spec.shape.flavor = *f;
+    return Ok();
+  }
+  const Json& list = res["flavors"];
+  if (!list.is_array() || list.empty() || list.size() > kMaxFlavorsPerJob) {
+    return InvalidArgument("'resources.flavors' must list 1 to " + std::to_string(kMaxFlavorsPerJob) + " GPU models");
+  }
+  for (const Json& name : list) {
+    if (!name.is_string()) return InvalidArgument("'resources.flavors' must list GPU model names");
+    Result<FlavorId> f = state.catalogue().Find(name.get<std::string>());
+    if (!f.ok()) return InvalidArgument(f.error().message);
+    spec.flavors.push_back(*f);
+  }
+  spec.shape.flavor = spec.flavors[0];
+  return Ok();
+}
+
+// resources: exactly one of gpus, mig_profile, gpu_fraction (with memory_gb), of one flavor or
+// a list of them.
 Status JobResources(const State& state, const Json& j, JobSpec& spec) {
   auto res = j.find("resources");
   if (res == j.end() || !res->is_object()) return InvalidArgument("'resources' must be an object");
-  GP_RETURN_IF_ERROR(OnlyFields(*res, {"flavor", "gpus", "mig_profile", "gpu_fraction", "memory_gb"},
+  GP_RETURN_IF_ERROR(OnlyFields(*res, {"flavor", "flavors", "gpus", "mig_profile", "gpu_fraction", "memory_gb"},
                                 "resources."));
-  Result<std::string> flavor = Str(*res, "flavor", "resources.");
-  if (!flavor.ok()) return flavor.error();
-  Result<FlavorId> f = state.catalogue().Find(*flavor);
-  if (!f.ok()) return InvalidArgument(f.error().message);
-  spec.shape.flavor = *f;
+  GP_RETURN_IF_ERROR(JobFlavors(state, *res, spec));
+  const FlavorId* f = &spec.shape.flavor;
+  const std::string* flavor = &state.catalogue().model(*f).name;
   const int forms = res->contains("gpus") + res->contains("mig_profile") + res->contains("gpu_fraction");
   if (forms != 1) {
     return InvalidArgument("'resources' needs exactly one of 'gpus', 'mig_profile', 'gpu_fraction'");

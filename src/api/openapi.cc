@@ -38,11 +38,16 @@ void CommonSchemas(Json& out) {
 void JobSchemas(Json& out) {
   Json resources = {
       {"type", "object"},
-      {"description", "exactly one of gpus, mig_profile, gpu_fraction (with memory_gb)"},
-      {"required", {"flavor"}},
+      {"description", "exactly one of gpus, mig_profile, gpu_fraction (with memory_gb); one of flavor, flavors"},
       {"additionalProperties", false},
       {"properties",
-       {{"flavor", {{"type", "string"}, {"example", "h100-80gb"}}},
+       {{"flavor", {{"type", "string"}, {"example", "h100-80gb"}, {"description", "the GPU model; while pending, the one tried first"}}},
+        {"flavors",
+         {{"type", "array"},
+          {"items", {{"type", "string"}}},
+          {"minItems", 1},
+          {"maxItems", 8},  // kMaxFlavorsPerJob (model/job.h)
+          {"description", "GPU models the job accepts, by preference: it runs on the first with room (not with mig_profile)"}}},
         {"gpus", {{"type", "integer"}, {"minimum", 1}, {"maximum", 16}}},
         {"mig_profile", {{"type", "string"}, {"example", "1g.10gb"}}},
         {"gpu_fraction", {{"type", "number"}, {"exclusiveMinimum", 0}, {"maximum", 1}}},

@@ -37,6 +37,8 @@ const char* const kSubmitUsage =
     "       gpupool submit -f JOB.yaml [--idempotency-key K]   (- reads standard input)\n"
     "  --duration: the run-time estimate (seconds, or 30m, 2h, 1h30m); without it the tenant's\n"
     "    default. --priority-class: without it the cluster's default class.\n"
+    "  --flavor: a GPU model, or several by preference (h100-80gb,a100-80gb): the job runs on the\n"
+    "    first with room, and is charged to the one it runs on\n"
     "  --selector: labels the job's nodes must have, as kubectl writes them; repeatable, and one\n"
     "    may hold several, comma-separated: k=v  k!=v  'k in (a,b)'  'k notin (a,b)'  k  '!k'\n"
     "  --topology: all replicas in one node, nvlink-domain or block; LEVEL:preferred if possible\n";

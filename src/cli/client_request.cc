@@ -14,7 +14,7 @@ namespace {
 
 // The job's fields whose scalars stay strings even when they read as numbers or booleans.
 const std::set<std::string> kJobStringFields = {"tenant", "name", "priority_class", "command[]",
-                                                "resources.flavor", "resources.mig_profile",
+                                                "resources.flavor", "resources.flavors[]", "resources.mig_profile",
                                                 "reservation", "node_selector[].key",
                                                 "node_selector[].values[]"};
 
@@ -183,7 +183,20 @@ Result<Json> JobRequestFromArgs(const Args& args, const std::vector<std::string>
   Result<int64_t> replicas = args.Int("replicas", 1, 1, 1 << 20);
   if (!replicas.ok()) return replicas.error();
 
-  Json resources = {{"flavor", args.Str("flavor", "")}};
+  // --flavor h100-80gb,a100-80gb: the job accepts either, the first by preference.
+  Json resources;
+  const std::string flavor = args.Str("flavor", "");
+  if (flavor.find(',') == std::string::npos) {
+    resources["flavor"] = flavor;
+  } else {
+    Json list = Json::array();
+    for (size_t at = 0; at <= flavor.size();) {
+      const size_t comma = std::min(flavor.find(',', at), flavor.size());
+      list.push_back(flavor.substr(at, comma - at));
+      at = comma + 1;
+    }
+    resources["flavors"] = list;
+  }
   if (args.Has("gpus")) {
     Result<int64_t> gpus = args.Int("gpus", 0, 1, 1 << 20);
     if (!gpus.ok()) return gpus.error();

@@ -67,6 +67,13 @@ TEST(JobRequestFromArgs, FractionsCarryTheirMemory) {
   EXPECT_EQ((*body)["replicas"], 1);
 }
 
+TEST(JobRequestFromArgs, SeveralFlavorsByPreference) {
+  const Args a = MustParse({"--tenant", "t", "--name", "n", "--flavor", "h100-80gb,a100-80gb", "--gpus", "2"});
+  Result<Json> body = JobRequestFromArgs(a, {"true"});
+  ASSERT_TRUE(body.ok()) << body.error().message;
+  EXPECT_EQ((*body)["resources"], Json::parse(R"({"flavors":["h100-80gb","a100-80gb"],"gpus":2})"));
+}
+
 TEST(JobRequestFromArgs, DurationAndPriorityClassAreTheServersDefaults) {
   // Neither given: the body leaves them out, and the server applies the tenant's default
   // duration and the default priority class.

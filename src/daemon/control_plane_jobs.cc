@@ -34,6 +34,11 @@ Json JobJson(const State& s, const JobHistory& history, const Principal& caller,
   const ReplicaShape& sh = j.spec.shape;
   const GpuModel& m = s.catalogue().model(sh.flavor);
   Json res = {{"flavor", m.name}};
+  if (!j.spec.flavors.empty()) {
+    Json list = Json::array();
+    for (FlavorId f : j.spec.flavors) list.push_back(s.catalogue().model(f).name);
+    res["flavors"] = list;
+  }
   switch (sh.kind) {
     case ShapeKind::kWholeGpus: res["gpus"] = sh.gpus; break;
     case ShapeKind::kMigProfile: res["mig_profile"] = m.profiles[sh.mig_profile].name; break;

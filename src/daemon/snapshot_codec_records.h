@@ -31,7 +31,8 @@ inline std::string_view HistoryTypeKey(HistoryType t) {
 // grants, each gpu, mig_start, milli, memory_mib), then the spec: tenant, name, priority class,
 // replicas, shape (kind, flavor, gpus, mig_profile, milli, gpu_memory_mib, cpu_milli,
 // memory_mib), topology level and required, estimated duration, command, checkpointable,
-// reservation, node selector (each key, op, values).
+// reservation, node selector (each key, op, values), and the accepted flavors (a stream whose
+// enums list "flavors" under "spec_tail"; one from before them ends at the selector).
 inline void WriteJob(StreamWriter& w, const Job& j) {
   w(j.id, j.state, j.submitted, j.admitted, j.started, j.admitted_as, j.attempt, j.preemptions,
     j.reason.code, j.reason.message);
@@ -51,6 +52,7 @@ inline void WriteJob(StreamWriter& w, const Job& j) {
     w(r.key, r.op);
     w.List(r.values, [&](const std::string& v) { w(v); });
   });
+  w.List(s.flavors, [&](FlavorId f) { w(f); });
 }
 
 inline json JobEnumNames() {
@@ -59,7 +61,8 @@ inline json JobEnumNames() {
           {"reason", EnumNames(ReasonCode::kReservation, ReasonCodeName)},
           {"shape", EnumNames(ShapeKind::kGpuFraction, ShapeKindName)},
           {"topology", EnumNames(TopologyLevel::kBlock, TopologyLevelName)},
-          {"selector", EnumNames(SelectorOp::kDoesNotExist, SelectorOpName)}};
+          {"selector", EnumNames(SelectorOp::kDoesNotExist, SelectorOpName)},
+          {"spec_tail", json::array({"flavors"})}};
 }
 
 // The document's enum codes in a job stream.
@@ -70,13 +73,17 @@ struct JobEnums {
         reason(Field(e, "reason"), ReasonCode::kReservation, ReasonCodeName, "reason code"),
         shape(Field(e, "shape"), ShapeKind::kGpuFraction, ShapeKindName, "shape kind"),
         topology(Field(e, "topology"), TopologyLevel::kBlock, TopologyLevelName, "topology"),
-        selector(Field(e, "selector"), SelectorOp::kDoesNotExist, SelectorOpName, "operator") {}
+        selector(Field(e, "selector"), SelectorOp::kDoesNotExist, SelectorOpName, "operator"),
+        flavors(e.contains("spec_tail")) {
+    if (flavors && Array(e["spec_tail"]) != json::array({"flavors"})) Fail("unknown fields after a job's spec");
+  }
   EnumCodes<JobState> state;
   EnumCodes<AdmissionKind> admission;
   EnumCodes<ReasonCode> reason;
   EnumCodes<ShapeKind> shape;
   EnumCodes<TopologyLevel> topology;
   EnumCodes<SelectorOp> selector;
+  bool flavors;  // each spec ends with its accepted flavors
 };
 
 inline std::vector<ReplicaPlacement> ReadPlacement(StreamReader& r) {
@@ -135,6 +142,13 @@ inline JobSpec ReadSpec(StreamReader& r, const JobEnums& e, const State& s) {
     req.key = r.Str();
     req.op = e.selector(r.Next());
     req.values = ReadStrings(r);
+  }
+  if (e.flavors) {
+    sp.flavors.resize(r.Count());
+    for (FlavorId& f : sp.flavors) {
+      f = r.IdOf<FlavorId>();
+      if (!f.valid() || f.value() >= s.catalogue().size()) Fail("unknown flavor");
+    }
   }
   return sp;
 }

@@ -223,6 +223,7 @@ std::vector<size_t> JobOffsets(const Json& st) {
     i += 1 + n(i);                                              // command
     i += 2;                                                     // checkpointable, rsv
     for (size_t q = n(i++); q > 0; --q) i += 3 + n(i + 2);      // node selector
+    i += 1 + n(i);                                              // accepted flavors
   }
   return at;
 }

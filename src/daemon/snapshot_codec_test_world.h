@@ -229,6 +229,9 @@ class World {
         }
       }
       spec.shape = RandomShape(f);
+      if (!spec.reservation.valid() && spec.shape.kind != ShapeKind::kMigProfile && Chance(0.25)) {
+        spec.flavors = {f, *s().catalogue().Find(s().catalogue().model(f).name == "h100-80gb" ? "a100-40gb" : "h100-80gb")};
+      }
       spec.replicas = static_cast<uint16_t>(Chance(0.75) ? 1 : Uniform(2, 3));
       spec.estimated_duration =
           Chance(0.9) ? Duration::Seconds(Uniform(1, 40) * 60) : Duration::Hours(20);

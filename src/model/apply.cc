@@ -19,6 +19,7 @@ class StateMutator {
   Status operator()(const JobLost& e);
   Status operator()(const MigReconfigured& e);
   Status operator()(const GpuModeChanged& e);
+  Status operator()(const JobFlavorChosen& e);
   Status operator()(const NodeConditionChanged& e);
   Status operator()(const GpuHealthChanged& e);
   Status operator()(const ReservationCreated& e);
@@ -320,6 +321,19 @@ Status StateMutator::operator()(const GpuModeChanged& e) {
   }
   if (!gpu.idle()) return FailedPrecondition("only an idle GPU may switch between whole and shared use");
   gpu.mode = e.mode;
+  return Ok();
+}
+
+Status StateMutator::operator()(const JobFlavorChosen& e) {
+  Result<Job*> jr = FindJob(e.id);
+  if (!jr.ok()) return jr.error();
+  Job& job = **jr;
+  if (job.state != JobState::kPending) return FailedPrecondition("only a pending job may change its flavor");
+  const std::vector<FlavorId>& accepted = job.spec.flavors;
+  if (std::find(accepted.begin(), accepted.end(), e.flavor) == accepted.end()) {
+    return InvalidArgument("job " + std::to_string(e.id.value()) + " does not accept that flavor");
+  }
+  job.spec.shape.flavor = e.flavor;
   return Ok();
 }
 

@@ -27,6 +27,13 @@ struct JobAdmitted {
   // increasing per job across the upgrade (store/codec.cc).
   int64_t min_attempt = 0;
 };
+// A pending job that accepts several flavors (JobSpec::flavors) is to be admitted on this one:
+// its shape's flavor becomes it. The scheduler emits it just before the JobAdmitted it is for.
+struct JobFlavorChosen {
+  JobId id;
+  FlavorId flavor;
+  Time at;
+};
 struct JobStarted {
   JobId id;
   Time at;
@@ -132,7 +139,7 @@ struct ReservationCancelled {
 using Event = std::variant<JobSubmitted, JobAdmitted, JobStarted, JobFinished, JobPreempted,
                            JobLost, MigReconfigured, NodeConditionChanged, GpuHealthChanged,
                            ReservationCreated, ReservationCancelled, NodeRemoved,
-                           NodeLabelsReported, GpuModeChanged>;
+                           NodeLabelsReported, GpuModeChanged, JobFlavorChosen>;
 
 // Validates the event against the state and applies it; on error nothing changes.
 Status Apply(State& state, const Event& event);

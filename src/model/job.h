@@ -111,7 +111,13 @@ struct JobSpec {
   std::string name;
   PriorityClassId priority_class;
   uint16_t replicas = 1;
+  // shape.flavor is the GPU model the job runs on (or will be tried on first); an admission may
+  // move it to another of `flavors` (JobFlavorChosen).
   ReplicaShape shape;
+  // The GPU models the job accepts, in order of preference (Kueue's flavor fungibility), with
+  // shape.flavor among them; empty: shape.flavor alone. Whole GPUs and fractions only (a MIG
+  // profile belongs to one model). Quota is charged to the flavor it is admitted on.
+  std::vector<FlavorId> flavors;
   TopologyConstraint topology;
   Duration estimated_duration = Duration::Infinite();
   std::vector<std::string> command;
@@ -122,6 +128,8 @@ struct JobSpec {
   // Only nodes whose labels meet all of these (and the tenant's required_labels).
   std::vector<LabelRequirement> node_selector;
 };
+
+inline constexpr size_t kMaxFlavorsPerJob = 8;
 
 struct Job {
   JobId id;

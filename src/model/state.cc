@@ -207,6 +207,30 @@ Result<JobSpec> State::ValidateSpec(JobSpec spec) const {
       break;
   }
   if (s.cpu_milli < 0 || s.memory_mib < 0) return InvalidArgument("negative host resources");
+  if (!spec.flavors.empty()) {
+    if (spec.flavors.size() > kMaxFlavorsPerJob) {
+      return InvalidArgument("a job accepts at most " + std::to_string(kMaxFlavorsPerJob) + " flavors");
+    }
+    if (std::find(spec.flavors.begin(), spec.flavors.end(), s.flavor) == spec.flavors.end()) {
+      return InvalidArgument("the job's flavor must be one of the flavors it accepts");
+    }
+    for (size_t i = 0; i < spec.flavors.size(); ++i) {
+      const FlavorId f = spec.flavors[i];
+      if (!f.valid() || f.value() >= catalogue_.size()) return InvalidArgument("unknown GPU model");
+      if (std::find(spec.flavors.begin(), spec.flavors.begin() + static_cast<long>(i), f) !=
+          spec.flavors.begin() + static_cast<long>(i)) {
+        return InvalidArgument(catalogue_.model(f).name + " is listed twice");
+      }
+      if (spec.flavors.size() > 1 && s.kind == ShapeKind::kMigProfile) {
+        return InvalidArgument("a MIG profile belongs to one GPU model: a MIG job accepts one flavor");
+      }
+      if (s.kind == ShapeKind::kGpuFraction && s.gpu_memory_mib > catalogue_.model(f).memory_mib) {
+        return InvalidArgument("memory bound exceeds " + catalogue_.model(f).name + "'s " +
+                               std::to_string(catalogue_.model(f).memory_mib) + " MiB");
+      }
+    }
+    if (spec.flavors.size() == 1) spec.flavors.clear();  // the same as naming the one flavor
+  }
   for (LabelRequirement& r : spec.node_selector) {
     const bool with_values = r.op == SelectorOp::kIn || r.op == SelectorOp::kNotIn;
     if (r.key.empty()) return InvalidArgument("a node_selector requirement needs a key");
@@ -245,6 +269,9 @@ Result<JobSpec> State::ValidateSpec(JobSpec spec) const {
     if (r->flavor != s.flavor) {
       return InvalidArgument(rname + " holds " + catalogue_.model(r->flavor).name + ", not " +
                              model.name);
+    }
+    if (!spec.flavors.empty()) {
+      return InvalidArgument(rname + " holds one flavor: a job in it accepts only " + model.name);
     }
     if (eq > r->amount) {
       return InvalidArgument("job needs " + ToString(eq) + " GPUs; " + rname + " holds " +

@@ -36,6 +36,7 @@ std::vector<Event> PlanToEvents(const Plan& plan, Time now) {
     out.push_back(GpuModeChanged{m.node, m.gpu, m.to, now});
   }
   for (const PlaceDecision& p : plan.placements) {
+    if (p.flavor.valid()) out.push_back(JobFlavorChosen{p.job, p.flavor, now});
     out.push_back(JobAdmitted{p.job, p.placement, p.kind, now});
   }
   return out;
@@ -106,7 +107,7 @@ std::string Describe(const State& s, const Plan& plan) {
   for (const PlaceDecision& p : plan.placements) {
     out += "place " + std::to_string(p.job.value()) + " as " +
            std::string(AdmissionKindName(p.kind)) + " on" + DescribePlacement(s, p.placement) +
-           "\n";
+           (p.flavor.valid() ? " as " + s.catalogue().model(p.flavor).name : "") + "\n";
   }
   for (const PendingNote& n : plan.pending) {
     const PendingReason& r = plan.ReasonOf(n);

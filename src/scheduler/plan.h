@@ -41,6 +41,9 @@ struct PlaceDecision {
   JobId job;
   std::vector<ReplicaPlacement> placement;
   AdmissionKind kind = AdmissionKind::kGuaranteed;
+  // Valid when the job is admitted on another of its accepted flavors than its shape's:
+  // JobFlavorChosen comes before its JobAdmitted.
+  FlavorId flavor;
   friend bool operator==(const PlaceDecision&, const PlaceDecision&) = default;
 };
 

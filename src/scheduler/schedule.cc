@@ -1,6 +1,7 @@
 #include "scheduler/schedule.h"
 
 #include <algorithm>
+#include <deque>
 #include <map>
 #include <optional>
 #include <unordered_map>
@@ -74,6 +75,11 @@ class Cycle {
   // Re-queues a tenant whose share changed (its work was preempted) under its new key.
   void Refresh(uint32_t tenant);
   void Consider(const Job& job);
+  // Admits and places `job` (the job or its copy on another flavor, AsFlavor) if it can; else,
+  // unless probing_, records why it waits. True when admitted.
+  bool ConsiderAs(const Job& job);
+  // The job as if its shape were of flavor f: itself, or a copy that lives for the cycle.
+  const Job& AsFlavor(const Job& job, FlavorId f);
   // A job naming a reservation runs only while it is in force and within its amount; otherwise
   // it waits (reason kReservation) and this returns false.
   bool ReservationAdmits(const Job& job, GpuEq eq);
@@ -115,6 +121,9 @@ class Cycle {
   std::vector<QueueOrder> orders_;              // each tenant's queue policy
   std::vector<std::vector<uint32_t>> ahead_;    // per queue entry: jobs before it in its class
   uint32_t current_ahead_ = 0;                  // of the job being considered
+  std::deque<Job> variants_;  // AsFlavor's copies: the backfill timeline points at them
+  bool probing_ = false;      // trying a flavor of several: no preemption, hold or reason
+  std::string flavor_note_;   // appended to the reason of a job none of whose flavors fits
   int holds_left_ = 0;
   int hold_attempts_left_ = 0;  // a failed attempt also costs a timeline walk
 };
@@ -194,9 +203,17 @@ const std::string& Cycle::UnschedulableNote(TenantId t, FlavorId f) {
   return it->second;
 }
 
-void Cycle::Wait(const Job& job, PendingReason reason) { WaitWith(job, AddReason(std::move(reason))); }
+void Cycle::Wait(const Job& job, PendingReason reason) {
+  if (!probing_) WaitWith(job, AddReason(std::move(reason)));
+}
 
 void Cycle::WaitWith(const Job& job, uint32_t reason) {
+  if (probing_) return;
+  if (!flavor_note_.empty()) {
+    PendingReason r = plan_.reasons[reason];
+    r.message += flavor_note_;
+    reason = AddReason(std::move(r));
+  }
   PendingNote note{job.id, reason};
   // Under a queue policy other than fifo, or once starved, where the job stands is news: a
   // shorter job may overtake it (or it overtakes others).
@@ -247,7 +264,8 @@ bool Cycle::Commit(const Job& job, Placer::Outcome& o, AdmissionKind kind) {
   }
   for (ReconfigureDecision& r : o.reconfigurations) plan_.reconfigurations.push_back(r);
   for (ModeChangeDecision& m : o.mode_changes) plan_.mode_changes.push_back(m);
-  plan_.placements.push_back({job.id, o.placement, kind});
+  const FlavorId was = state_.FindJob(job.id)->spec.shape.flavor;
+  plan_.placements.push_back({job.id, o.placement, kind, job.spec.shape.flavor != was ? job.spec.shape.flavor : FlavorId()});
   backfill_.AddPlaced(job, o.placement);
   session_.Commit();
   return true;
@@ -283,23 +301,56 @@ PendingReason Cycle::CapacityReason(const Job& job, const Placer::Outcome& o, Ti
 
 void Cycle::Consider(const Job& job) {
   ++plan_.stats.considered;
+  if (job.spec.flavors.size() <= 1) {
+    ConsiderAs(job);
+    return;
+  }
+  // Flavor fungibility (Kueue's default: whenCanBorrow Borrow, whenCanPreempt TryNextFlavor):
+  // each accepted flavor in order of preference, taken if the job is admitted there without
+  // preemption (within its guarantee or borrowing); only if none is, the first flavor with
+  // preemption and backfill holds, and its reason is the job's.
+  probing_ = true;
+  for (FlavorId f : job.spec.flavors) {
+    if (ConsiderAs(AsFlavor(job, f))) {
+      probing_ = false;
+      return;
+    }
+  }
+  probing_ = false;
+  std::string others;
+  for (size_t i = 1; i < job.spec.flavors.size(); ++i) {
+    others += (i > 1 ? ", " : "") + state_.catalogue().model(job.spec.flavors[i]).name;
+  }
+  flavor_note_ = "; its other flavors (" + others + ") have no room for it either";
+  ConsiderAs(AsFlavor(job, job.spec.flavors[0]));
+  flavor_note_.clear();
+}
+
+const Job& Cycle::AsFlavor(const Job& job, FlavorId f) {
+  if (job.spec.shape.flavor == f) return job;
+  Job& v = variants_.emplace_back(job);
+  v.spec.shape.flavor = f;
+  return v;
+}
+
+bool Cycle::ConsiderAs(const Job& job) {
   const TenantId t = job.spec.tenant;
   const FlavorId f = job.spec.shape.flavor;
   const GpuEq eq = job.Eq(state_.catalogue());
   const Time end = now_ + job.spec.estimated_duration;
-  if (job.spec.reservation.valid() && !ReservationAdmits(job, eq)) return;
+  if (job.spec.reservation.valid() && !ReservationAdmits(job, eq)) return false;
   const std::vector<uint32_t>& pools = session_.EligiblePools(job);
   if (pools.empty() && !job.spec.node_selector.empty() && !session_.EligiblePools(t, f).empty()) {
     Wait(job, {ReasonCode::kNoEligibleNodes,
                "no ready " + state_.catalogue().model(f).name + " node offered to tenant " + state_.tenant(t).name +
                    " matches node_selector " + Describe(job.spec.node_selector)});
-    return;
+    return false;
   }
   if (pools.empty()) {
     Wait(job, {ReasonCode::kNoEligibleNodes,
                "no ready node offers " + state_.catalogue().model(f).name + " to tenant " +
                    state_.tenant(t).name + UnschedulableNote(t, f)});
-    return;
+    return false;
   }
   bool could_fit = false;
   for (uint32_t p : pools) could_fit = could_fit || session_.CouldEverFit(p, job);
@@ -309,14 +360,14 @@ void Cycle::Consider(const Job& job) {
                    (job.spec.replicas > 1 ? " x " + std::to_string(job.spec.replicas) : "") +
                    " is larger than any ready node offered to tenant " +
                    state_.tenant(t).name + " can hold even when idle"});
-    return;
+    return false;
   }
   // A job with a preemption history may have other victims than its twin: never cached.
   const bool cacheable = job.preempted_by.empty();
   if (cacheable) {
     if (auto it = failed_.find(KeyOf(job, end)); it != failed_.end()) {
       WaitWith(job, it->second);
-      return;
+      return false;
     }
   }
   std::vector<uint32_t> dedicated, shared;
@@ -326,8 +377,7 @@ void Cycle::Consider(const Job& job) {
     ++plan_.stats.placement_attempts;
     o = placer_.PlaceGang(job, dedicated, end);
     if (o.ok) {
-      Commit(job, o, AdmissionKind::kDedicated);
-      return;
+      return Commit(job, o, AdmissionKind::kDedicated);
     }
   }
   const PriorityClass& pc = state_.priority_class(job.spec.priority_class);
@@ -342,10 +392,10 @@ void Cycle::Consider(const Job& job) {
     o = placer_.PlaceGang(job, shared, end);
     if (o.ok) {
       session_.QuotaAdd(t, f, eq);
-      Commit(job, o, verdict.kind);
-      return;
+      return Commit(job, o, verdict.kind);
     }
   }
+  if (probing_) return false;  // another flavor is tried before preempting or holding for this one
   // Preemption: for capacity (reclaim or priority) or for quota (the tenant's own lower-priority
   // work frees quota too; TryPreempt re-checks the quota after the victims leave).
   bool budget_spent = false;
@@ -363,9 +413,8 @@ void Cycle::Consider(const Job& job) {
           backfill_.AddReleased(d.victim);
           Refresh(state_.FindJob(d.victim)->spec.tenant.value());
         }
-        Commit(job, po.placement, po.kind);
         failed_.clear();  // capacity was freed
-        return;
+        return Commit(job, po.placement, po.kind);
       }
     } else {
       budget_spent = true;
@@ -381,7 +430,7 @@ void Cycle::Consider(const Job& job) {
     auto [it, fresh] = quota_reasons_.try_emplace(qkey, 0);
     if (fresh) it->second = AddReason({verdict.code, q.Explain(state_, t, f, eq, verdict.code)});
     WaitWith(job, it->second);
-    return;
+    return false;
   }
   PendingReason reason = CapacityReason(job, o, end);
   // Within its guarantee, blocked by others' borrowed work that is not old enough to preempt:
@@ -410,12 +459,13 @@ void Cycle::Consider(const Job& job) {
       ++plan_.stats.holds;
       reason.message += "; capacity is held for it, expected start in " + ToString(start - now_);
       Wait(job, std::move(reason));
-      return;  // not cached: the next job of this shape sees different holds
+      return false;  // not cached: the next job of this shape sees different holds
     }
   }
   const uint32_t r = AddReason(std::move(reason));
   if (cacheable) failed_[KeyOf(job, end)] = r;
   WaitWith(job, r);
+  return false;
 }
 
 Plan Cycle::Run() {

@@ -71,6 +71,11 @@ Json SpecToJson(const JobSpec& s) {
           {"command", s.command},
           {"checkpointable", s.checkpointable},
           {"reservation", s.reservation.valid() ? s.reservation.value() : 0}};
+  if (!s.flavors.empty()) {
+    Json flavors = Json::array();
+    for (FlavorId f : s.flavors) flavors.push_back(f.value());
+    j["flavors"] = flavors;
+  }
   if (!s.node_selector.empty()) {
     Json sel = Json::array();
     for (const LabelRequirement& r : s.node_selector) {
@@ -102,6 +107,7 @@ Result<JobSpec> SpecFromJson(const Json& j) {
     s.command = j.at("command").get<std::vector<std::string>>();
     s.checkpointable = j.at("checkpointable").get<bool>();
     if (const uint64_t r = j.value("reservation", uint64_t{0}); r != 0) s.reservation = ReservationId(r);
+    for (const Json& f : j.value("flavors", Json::array())) s.flavors.push_back(FlavorId(f.get<uint16_t>()));
     for (const Json& r : j.value("node_selector", Json::array())) {
       LabelRequirement req{r.at("key").get<std::string>(), SelectorOp::kIn, r.at("values").get<std::vector<std::string>>()};
       Result<SelectorOp> op = ParseSelectorOp(r.at("op").get<std::string>());
@@ -283,6 +289,9 @@ Json EventToJson(const Event& e) {
               {"kind", static_cast<int>(x.kind)}, {"placement", Placement(x.placement)},
               {"min_attempt", x.min_attempt}};
     }
+    Json operator()(const JobFlavorChosen& x) {
+      return {{"type", "flavor_chosen"}, {"id", x.id.value()}, {"flavor", x.flavor.value()}, {"at", x.at.millis()}};
+    }
     Json operator()(const JobStarted& x) {
       return {{"type", "started"}, {"id", x.id.value()}, {"at", x.at.millis()}};
     }
@@ -367,6 +376,9 @@ Result<Event> EventFromJson(const Json& j) {
                                static_cast<AdmissionKind>(j.at("kind").get<int>()), at, min_attempt});
     }
     if (*type == "started") return Event(JobStarted{JobId(j.at("id").get<uint64_t>()), at});
+    if (*type == "flavor_chosen") {
+      return Event(JobFlavorChosen{JobId(j.at("id").get<uint64_t>()), FlavorId(j.at("flavor").get<uint16_t>()), at});
+    }
     if (*type == "finished") {
       return Event(JobFinished{JobId(j.at("id").get<uint64_t>()),
                                static_cast<JobState>(j.at("outcome").get<int>()), at, j.value("detail", "")});

@@ -104,6 +104,8 @@ TEST(Codec, EveryEventKindRoundTrips) {
   spec.estimated_duration = Duration::Minutes(90);
   ReplicaPlacement rp{NodeId(3), {{1, -1, 0, 0}, {2, -1, 0, 0}}};
   MigLayout layout = s.node(NodeId(6)).gpus[0].layout;
+  JobSpec listed = spec;  // accepts two flavors
+  listed.flavors = {spec.shape.flavor, *s.catalogue().Find("a100-80gb")};
   const std::vector<Event> events = {
       JobSubmitted{JobId(1), spec, Time::FromMillis(5)},
       JobAdmitted{JobId(1), {rp, rp}, AdmissionKind::kBorrowed, Time::FromMillis(6)},
@@ -133,6 +135,8 @@ TEST(Codec, EveryEventKindRoundTrips) {
       NodeRemoved{NodeId(2), Time::FromMillis(22)},
       NodeLabelsReported{NodeId(2), {"node.gpupool.io/cuda-version=12.4"}, Time::FromMillis(23)},
       GpuModeChanged{NodeId(3), 7, GpuMode::kShared, Time::FromMillis(24)},
+      JobSubmitted{JobId(2), listed, Time::FromMillis(24)},
+      JobFlavorChosen{JobId(2), FlavorId(1), Time::FromMillis(24)},
       GpuModeChanged{NodeId(3), 7, GpuMode::kWhole, Time::FromMillis(25)},
   };
   EXPECT_FALSE(EventFromJson(Json::parse(R"({"type":"gpu_mode","node":3,"gpu":7,"mode":"mig","at":5})")).ok())
