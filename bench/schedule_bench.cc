@@ -60,6 +60,7 @@ void Matrix(benchmark::internal::Benchmark* b) {
 
 BENCHMARK_CAPTURE(BM_Cycle, fgd, "fgd")->Apply(Matrix);
 BENCHMARK_CAPTURE(BM_Cycle, bestfit, "bestfit")->Apply(Matrix);
+BENCHMARK_CAPTURE(BM_Cycle, gpupool, "gpupool")->Apply(Matrix);
 
 }  // namespace
 }  // namespace gpupool

@@ -432,7 +432,7 @@ TEST_P(PropertyTest, InvariantsHoldOverRandomSteps) {
 TEST(PropertyTest, KeySearchGivesTheSamePlansAsClassSearch) {
   // The GPU-state search is an optimisation of the node-class search: over random states and
   // steps, both must produce identical plans (docs/design/placement.md explains why).
-  for (const char* policy : {"fgd", "firstfit"}) {
+  for (const char* policy : {"fgd", "firstfit", "gpupool"}) {
     SchedulerConfig keyed, classed;
     keyed.placement = classed.placement = policy;
     classed.key_search = false;
@@ -459,7 +459,7 @@ TEST(PropertyTest, KeySearchGivesTheSamePlansAsClassSearch) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Policies, PropertyTest,
-                         ::testing::Values("fgd", "bestfit", "spread", "firstfit"));
+                         ::testing::Values("fgd", "bestfit", "spread", "firstfit", "gpupool"));
 
 TEST(PropertyTest, InvariantsHoldWithUsageBlendAndNoBackfill) {
   SchedulerConfig cfg;

@@ -237,8 +237,12 @@ Result<DaemonConfig> ParseDaemonConfig(const std::string& yaml_text) {
   }
   if (root.contains("scheduler")) {
     const Json& s = root["scheduler"];
-    GP_RETURN_IF_ERROR(OnlyKeys(s, {"placement", "tick_ms", "preemption", "backfill", "mig_reconfigure", "queue_policy"},
+    GP_RETURN_IF_ERROR(OnlyKeys(s, {"placement", "tick_ms", "preemption", "backfill", "mig_reconfigure", "queue_policy",
+                                    "pairing_window"},
                                 "scheduler"));
+    Result<int64_t> window = IntOf(s, "pairing_window", 1000, 1, 1000000, "scheduler");
+    if (!window.ok()) return window.error();
+    out.scheduler.pairing_window = static_cast<size_t>(*window);
     if (s.contains("queue_policy")) GP_RETURN_IF_ERROR(QueuePolicy(s["queue_policy"], out.scheduler.queue));
     Result<std::string> placement = StrOf(s, "placement", "scheduler", false);
     if (!placement.ok()) return placement.error();

@@ -3,7 +3,8 @@
 // classes and nodes (they are changed through the API); the scheduler settings apply on every
 // start.
 //
-//   scheduler: {placement: fgd, tick_ms: 200, preemption: true, backfill: true}
+//   scheduler: {placement: fgd, tick_ms: 200, preemption: true, backfill: true,
+//               pairing_window: 1000}     # placement gpupool: learn pairing from this many jobs
 //   agents: {start_deadline_s: 120}  # a placement its node's agent has not started by then is
 //                                    # withdrawn and the job requeued (docs/design/agent.md)
 //   listen: 127.0.0.1:8080          # --listen wins

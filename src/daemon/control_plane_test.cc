@@ -52,6 +52,60 @@ TEST_F(CoreTest, RecoveryRebuildsExactlyTheSameState) {
   EXPECT_TRUE(CheckInvariants(again->state()).ok());
 }
 
+// Through the API and the journal: a fraction switches an idle dynamic GPU to shared (shown in
+// GET /v1/nodes), a job that accepts two flavors runs on the second when the first is full and
+// says so, and a restart replays both decisions exactly.
+TEST(CoreDynamicAndFlavors, SwitchesAndChosenFlavorsAreJournaledAndShown) {
+  std::filesystem::path dir;
+  std::unique_ptr<ControlPlane> core = BootstrapFromYaml(R"(
+tenants:
+  - {name: a, quotas: {h100-80gb: {guaranteed: 2}, a100-80gb: {guaranteed: 2}}}
+nodes:
+  - {name: h, flavor: h100-80gb, gpus: 2}
+  - {name: flex, flavor: a100-80gb, gpus: 2, gpu_sharing: dynamic, max_clients: 4}
+)", "dynamic", Time::FromSeconds(100), dir);
+  ASSERT_TRUE(core);
+  const Principal admin{"admin", Role::kClusterAdmin, TenantId(), ""};
+  const CallContext c{&admin, "127.0.0.1", Time::FromSeconds(101)};
+  auto submit = [&](const Json& resources) {
+    const Reply r = core->SubmitJob(c, Json({{"tenant", "a"}, {"name", "j"}, {"resources", resources},
+                                            {"duration_estimate_s", 600}, {"command", {"run"}}}).dump(), "");
+    EXPECT_EQ(r.status, 201) << r.body;
+    return Json::parse(r.body).value("id", "");
+  };
+  const std::string frac = submit({{"flavor", "a100-80gb"}, {"gpu_fraction", 0.5}, {"memory_gb", 20}});
+  const std::string full = submit({{"flavor", "h100-80gb"}, {"gpus", 2}});
+  const std::string either = submit({{"flavors", {"h100-80gb", "a100-80gb"}}, {"gpus", 1}});
+  core->Tick(Time::FromSeconds(102), true);
+  const Json nodes = Json::parse(core->ListNodes(c, true).body);
+  Json flex;
+  for (const Json& n : nodes["items"]) if (n["name"] == "flex") flex = n;
+  ASSERT_FALSE(flex.is_null()) << nodes.dump();
+  int shared = 0, whole_used = 0;
+  for (const Json& d : flex["devices"]) {
+    EXPECT_EQ(d.value("dynamic", false), true) << d.dump();
+    shared += d["mode"] == "shared";
+    whole_used += d["mode"] == "whole" && !d["occupant"].is_null();
+  }
+  EXPECT_EQ(shared, 1) << flex.dump();
+  EXPECT_EQ(whole_used, 1) << "the two-flavor job took the other GPU whole: " << flex.dump();
+  const Json e = Json::parse(core->GetJob(c, either).body);
+  EXPECT_EQ(e["state"], "admitted") << e.dump();
+  EXPECT_EQ(e["resources"]["flavor"], "a100-80gb");
+  EXPECT_EQ(e["resources"]["flavors"], Json({"h100-80gb", "a100-80gb"}));
+  EXPECT_EQ(e["placement"][0]["node"], "flex");
+  ASSERT_TRUE(core->Flush().ok());
+  const std::string before = core->ListJobs(c, {}).body + core->ListNodes(c, true).body;
+  core.reset();
+  Result<std::unique_ptr<Journal>> j = OpenSqliteJournal((dir / "journal.db").string());
+  ASSERT_TRUE(j.ok());
+  Result<std::unique_ptr<ControlPlane>> again = ControlPlane::Open(std::move(*j), SchedulerConfig());
+  ASSERT_TRUE(again.ok()) << again.error().message;
+  EXPECT_EQ((*again)->ListJobs(c, {}).body + (*again)->ListNodes(c, true).body, before);
+  EXPECT_TRUE(CheckInvariants((*again)->state()).ok());
+  std::filesystem::remove_all(dir);
+}
+
 TEST_F(CoreTest, IdempotencyKeyDedupesAcrossRestarts) {
   const Reply a = core_->SubmitJob(As(members_["research"]), Job("research"), "key-1");
   const Reply b = core_->SubmitJob(As(members_["research"]), Job("research"), "key-1");

@@ -35,6 +35,9 @@ struct SchedulerConfig {
   // plans as the node-class search, faster; off only to test that equivalence.
   bool key_search = true;
   size_t max_workload_types = 64;
+  // placement gpupool: the pairing table is learned from the fractions among the last this
+  // many submitted jobs (RecentFractions), so it follows the mix as it changes.
+  size_t pairing_window = 1000;
 };
 
 Status Validate(const SchedulerConfig& cfg);

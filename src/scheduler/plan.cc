@@ -20,6 +20,7 @@ Status Validate(const SchedulerConfig& cfg) {
   }
   if (cfg.backfill.max_holds < 0) return InvalidArgument("backfill.max_holds must be >= 0");
   if (cfg.max_workload_types < 1) return InvalidArgument("max_workload_types must be >= 1");
+  if (cfg.pairing_window < 1) return InvalidArgument("pairing_window must be >= 1");
   if (Status q = Validate(cfg.queue); !q.ok()) return InvalidArgument("queue_policy: " + q.error().message);
   return Ok();
 }

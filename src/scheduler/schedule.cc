@@ -123,6 +123,7 @@ class Cycle {
   uint32_t current_ahead_ = 0;                  // of the job being considered
   std::deque<Job> variants_;  // AsFlavor's copies: the backfill timeline points at them
   bool probing_ = false;      // trying a flavor of several: no preemption, hold or reason
+  FlavorId home_flavor_;      // the flavor of the job being considered, in the state
   std::string flavor_note_;   // appended to the reason of a job none of whose flavors fits
   int holds_left_ = 0;
   int hold_attempts_left_ = 0;  // a failed attempt also costs a timeline walk
@@ -264,8 +265,8 @@ bool Cycle::Commit(const Job& job, Placer::Outcome& o, AdmissionKind kind) {
   }
   for (ReconfigureDecision& r : o.reconfigurations) plan_.reconfigurations.push_back(r);
   for (ModeChangeDecision& m : o.mode_changes) plan_.mode_changes.push_back(m);
-  const FlavorId was = state_.FindJob(job.id)->spec.shape.flavor;
-  plan_.placements.push_back({job.id, o.placement, kind, job.spec.shape.flavor != was ? job.spec.shape.flavor : FlavorId()});
+  plan_.placements.push_back(
+      {job.id, o.placement, kind, job.spec.shape.flavor != home_flavor_ ? job.spec.shape.flavor : FlavorId()});
   backfill_.AddPlaced(job, o.placement);
   session_.Commit();
   return true;
@@ -301,6 +302,7 @@ PendingReason Cycle::CapacityReason(const Job& job, const Placer::Outcome& o, Ti
 
 void Cycle::Consider(const Job& job) {
   ++plan_.stats.considered;
+  home_flavor_ = job.spec.shape.flavor;
   if (job.spec.flavors.size() <= 1) {
     ConsiderAs(job);
     return;
@@ -533,7 +535,8 @@ Plan Schedule(const State& state, const SchedulerConfig& config, Time now,
               const NodeDeadlines& deadlines) {
   GP_CHECK(Validate(config).ok()) << "unvalidated scheduler config";
   WorkloadMix mix;
-  if (config.placement == "fgd") mix = WorkloadMixOf(state, config.max_workload_types);
+  if (config.placement == "fgd" || config.placement == "gpupool") mix = WorkloadMixOf(state, config.max_workload_types);
+  if (config.placement == "gpupool") mix.fractions = RecentFractions(state, config.pairing_window);
   Result<std::unique_ptr<PlacementPolicy>> policy =
       MakePlacementPolicy(config.placement, std::move(mix), config.mig_reconfigure);
   GP_CHECK(policy.ok());

@@ -1,9 +1,12 @@
 #include "policy/placement/policies.h"
 
 #include <algorithm>
+#include <cmath>
 #include <unordered_map>
 #include <string>
 #include <tuple>
+
+#include "policy/placement/pairing.h"
 
 namespace gpupool {
 
@@ -99,6 +102,43 @@ class FgdPolicy final : public PlacementPolicy {
   mutable std::unordered_map<std::pair<uint16_t, uint64_t>, int64_t, KeyHash> key_cache_;
 };
 
+// gpupool: FGD's value plus, per partly used shared GPU, the milli-GPUs it is likely to waste
+// for good (GapWaste, learned from the flavor's recent fractions), weighted kPairingWeight
+// times the mix's total weight so that both terms are in FGD's units:
+//   KeyValue(g) = FGD.KeyValue(g) + kPairingWeight * W * 7 * Waste(free milli of g)
+// A free or flex GPU wastes nothing; whole GPUs and MIG keep FGD's value, so whole-GPU and MIG
+// placements score as under fgd, and a fraction's score adds the change in expected waste.
+class GpupoolPolicy final : public PlacementPolicy {
+ public:
+  GpupoolPolicy(WorkloadMix mix, bool reconfig) : fgd_(mix, reconfig) {
+    for (auto& [f, requests] : mix.fractions) pairing_.emplace(f, GapWaste(std::move(requests)));
+    for (const auto& [f, types] : mix.by_flavor) {
+      for (const TaskType& t : types) total_[f] += t.weight;
+    }
+  }
+  std::string_view name() const override { return "gpupool"; }
+  int64_t KeyValue(FlavorId f, const GpuModel& model, GpuKey key) const override {
+    int64_t v = fgd_.KeyValue(f, model, key);
+    if (key.mode() != KeyMode::kShared || key.flex()) return v;
+    auto w = total_.find(f);
+    if (w == total_.end()) return v;
+    auto it = pairing_.find(f);
+    const double waste = it == pairing_.end() ? kNone(static_cast<int>(key.free_milli()))
+                                              : it->second(static_cast<int>(key.free_milli()));
+    return v + static_cast<int64_t>(std::llround(static_cast<double>(kPairingWeight * w->second) *
+                                                 (GpuEq::kUnitsPerGpu / 1000) * waste));
+  }
+  int64_t WholeTerm(FlavorId f, int free_whole) const override { return fgd_.WholeTerm(f, free_whole); }
+  int64_t Score(int64_t before, int64_t after) const override { return after - before; }
+  bool ScoresDifferences() const override { return true; }
+
+ private:
+  static inline const GapWaste kNone{};
+  FgdPolicy fgd_;
+  std::map<FlavorId, GapWaste> pairing_;
+  std::map<FlavorId, int64_t> total_;  // the mix's weight per flavor (FGD's W)
+};
+
 class FreeCapacityPolicy : public PlacementPolicy {
  public:
   int64_t KeyValue(FlavorId, const GpuModel& model, GpuKey key) const override {
@@ -131,7 +171,7 @@ class FirstFitPolicy final : public PlacementPolicy {
 }  // namespace
 
 const std::vector<std::string_view>& PlacementPolicyNames() {
-  static const std::vector<std::string_view> names = {"fgd", "bestfit", "spread", "firstfit"};
+  static const std::vector<std::string_view> names = {"fgd", "bestfit", "spread", "firstfit", "gpupool"};
   return names;
 }
 
@@ -146,6 +186,8 @@ Result<std::unique_ptr<PlacementPolicy>> MakePlacementPolicy(std::string_view na
     p = std::make_unique<SpreadPolicy>();
   } else if (name == "firstfit") {
     p = std::make_unique<FirstFitPolicy>();
+  } else if (name == "gpupool") {
+    p = std::make_unique<GpupoolPolicy>(std::move(mix), mig_reconfig);
   } else {
     std::string known;
     for (std::string_view n : PlacementPolicyNames()) known += (known.empty() ? "" : ", ") + std::string(n);
@@ -185,6 +227,18 @@ WorkloadMix WorkloadMixOf(const State& state, size_t max_types) {
     mix.by_flavor[f] = std::move(v);
   }
   return mix;
+}
+
+std::map<FlavorId, std::vector<int>> RecentFractions(const State& state, size_t window) {
+  std::map<FlavorId, std::vector<int>> out;
+  size_t seen = 0;
+  for (auto it = state.jobs().rbegin(); it != state.jobs().rend() && seen < window; ++it, ++seen) {
+    const ReplicaShape& s = it->second.spec.shape;
+    if (s.kind != ShapeKind::kGpuFraction) continue;
+    std::vector<int>& v = out[s.flavor];
+    v.insert(v.end(), it->second.spec.replicas, s.milli);
+  }
+  return out;
 }
 
 }  // namespace gpupool

@@ -7,6 +7,8 @@
 //   bestfit   leave the least free capacity on the chosen node
 //   spread    leave the most free capacity (worst fit)
 //   firstfit  lowest node id that fits
+//   gpupool   FGD plus a pairing term: a fraction goes where its GPU is then least likely to
+//             waste milli-GPUs for good, as learned from recent submissions (pairing.h)
 // The math is in docs/design/placement.md.
 #pragma once
 
@@ -29,6 +31,9 @@ struct TaskType {
 
 struct WorkloadMix {
   std::map<FlavorId, std::vector<TaskType>> by_flavor;
+  // The gpupool policy's pairing input: milli-GPUs of the fractions among recent submissions,
+  // by flavor (RecentFractions).
+  std::map<FlavorId, std::vector<int>> fractions;
 };
 
 // Every policy's value of a node class is additive over the class's GPUs plus one term in the
@@ -66,5 +71,13 @@ GpuEq Fragmentation(const NodeClassView& c, const TaskShape& t, bool mig_reconfi
 // Builds the mix from the pending and active jobs of a state: one type per distinct
 // (flavor, shape), weighted by replicas, at most `max_types` per flavor (most popular first).
 WorkloadMix WorkloadMixOf(const State& state, size_t max_types = 64);
+
+// The fractions among the last `window` jobs submitted (finished ones included, as long as the
+// state keeps them), one entry per replica, by flavor: what the gpupool policy pairs for.
+std::map<FlavorId, std::vector<int>> RecentFractions(const State& state, size_t window);
+
+// The weight of the gpupool policy's pairing term against FGD's gradient: the packing
+// experiment's 2 against 1/4 (docs/design/simulator.md, "Our policy").
+inline constexpr int64_t kPairingWeight = 8;
 
 }  // namespace gpupool

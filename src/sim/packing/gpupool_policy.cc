@@ -44,7 +44,7 @@ class GpupoolPackPolicy final : public PackPolicy {
  public:
   explicit GpupoolPackPolicy(const PolicyContext& ctx)
       : model_(TypicalPods(*ctx.originals, /*coverage=*/1.0), /*memory=*/true),
-        gap_waste_(*ctx.originals) {
+        gap_waste_(GapWasteOf(*ctx.originals)) {
     for (const NodeState& n : *ctx.nodes) frag_.push_back(model_.Frag(n));
     // The workload's CPU and memory per GPU milli, over the GPU pods of the original list (the
     // same knowledge of the workload as the pod types above).

@@ -200,7 +200,7 @@ TEST(GapWaste, BestFitDecreasingPairsTheWorkload) {
 TEST(GapWaste, MeanFinalWasteOfTheGpusThatPassedThroughTheGap) {
   // One GPU packs 650 + 320 and wastes 30, whichever pod came first; 210 free never occurs in
   // the packing and counts as wasted whole; a free GPU wastes nothing.
-  const GapWaste w({Pod("a", 1, 650), Pod("b", 1, 320), Pod("c", 1, 1000), Pod("d", 0, 0)});
+  const GapWaste w = GapWasteOf({Pod("a", 1, 650), Pod("b", 1, 320), Pod("c", 1, 1000), Pod("d", 0, 0)});
   EXPECT_DOUBLE_EQ(w(350), 30);
   EXPECT_DOUBLE_EQ(w(680), 30);
   EXPECT_DOUBLE_EQ(w(30), 30);
@@ -208,11 +208,11 @@ TEST(GapWaste, MeanFinalWasteOfTheGpusThatPassedThroughTheGap) {
   EXPECT_DOUBLE_EQ(w(1000), 0);
   // Three 810s and one 160: GPUs {810, 160} (30 left) and {810} twice (190 left). A GPU with
   // 190 free ended with 30 once and 190 twice.
-  const GapWaste v({Pod("a", 1, 810), Pod("b", 1, 810), Pod("c", 1, 810), Pod("d", 1, 160)});
+  const GapWaste v = GapWasteOf({Pod("a", 1, 810), Pod("b", 1, 810), Pod("c", 1, 810), Pod("d", 1, 160)});
   EXPECT_DOUBLE_EQ(v(190), (30.0 + 190 + 190) / 3);
   EXPECT_DOUBLE_EQ(v(840), 30);
   // Two equal pods on one GPU: both subsets of one pod give 530 free.
-  const GapWaste u({Pod("a", 1, 470), Pod("b", 1, 470)});
+  const GapWaste u = GapWasteOf({Pod("a", 1, 470), Pod("b", 1, 470)});
   EXPECT_DOUBLE_EQ(u(530), 60);
 }
 
