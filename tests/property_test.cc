@@ -121,6 +121,10 @@ class Sim {
         break;
     }
     if (Chance(0.2)) s.cpu_milli = Uniform(1, 32) * 1000;
+    if (s.kind == ShapeKind::kWholeGpus && Chance(0.1)) {  // no GPU: CPU (and memory) only
+      s.gpus = 0;
+      s.cpu_milli = Uniform(1, 32) * 1000;
+    }
     return s;
   }
 

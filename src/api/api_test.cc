@@ -88,6 +88,7 @@ TEST(DecodeJob, BadInputTable) {
       {"flavors not names", [](Json& j) { j["resources"] = {{"flavors", {1, 2}}, {"gpus", 1}}; }, "names"},
       {"unknown in flavors", [](Json& j) { j["resources"] = {{"flavors", {"h100-80gb", "v100"}}, {"gpus", 1}}; }, "v100"},
       {"flavor twice", [](Json& j) { j["resources"] = {{"flavors", {"h100-80gb", "h100-80gb"}}, {"gpus", 1}}; }, "twice"},
+      {"no GPU and no CPU", [](Json& j) { j["resources"]["gpus"] = 0; }, "CPU or memory"},
       {"MIG on two models", [](Json& j) { j["resources"] = {{"flavors", {"h100-80gb", "a100-80gb"}}, {"mig_profile", "1g.10gb"}}; }, "MIG"},
   };
   for (const Case& c : cases) {
@@ -101,6 +102,17 @@ TEST(DecodeJob, BadInputTable) {
   for (const char* text : {"", "{", "[]", "null", "\"x\"", "{\"tenant\": }", "{} {}"}) {
     EXPECT_FALSE(DecodeJobRequest(s, Admin(), text).ok()) << text;
   }
+}
+
+TEST(DecodeJob, AJobOfNoGpuAsksForCpuOrMemory) {
+  const State s = DemoCluster();
+  Json j = ValidJob();
+  j["resources"]["gpus"] = 0;
+  j["cpu_milli"] = 4000;
+  Result<JobSpec> r = DecodeJobRequest(s, Admin(), j.dump());
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->shape.gpus, 0);
+  EXPECT_EQ(r->shape.cpu_milli, 4000);
 }
 
 TEST(DecodeJob, AListOfFlavorsIsKeptInOrderAndTheFirstIsTriedFirst) {

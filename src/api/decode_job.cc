@@ -140,7 +140,7 @@ Status JobResources(const State& state, const Json& j, JobSpec& spec) {
     return InvalidArgument("'resources' needs exactly one of 'gpus', 'mig_profile', 'gpu_fraction'");
   }
   if (res->contains("gpus")) {
-    Result<int64_t> g = Int(*res, "gpus", 1, 16, "resources.");
+    Result<int64_t> g = Int(*res, "gpus", 0, 16, "resources.");  // 0: CPU and memory only
     if (!g.ok()) return g.error();
     spec.shape.kind = ShapeKind::kWholeGpus;
     spec.shape.gpus = static_cast<uint8_t>(*g);

@@ -48,7 +48,7 @@ void JobSchemas(Json& out) {
           {"minItems", 1},
           {"maxItems", 8},  // kMaxFlavorsPerJob (model/job.h)
           {"description", "GPU models the job accepts, by preference: it runs on the first with room (not with mig_profile)"}}},
-        {"gpus", {{"type", "integer"}, {"minimum", 1}, {"maximum", 16}}},
+        {"gpus", {{"type", "integer"}, {"minimum", 0}, {"maximum", 16}, {"description", "0: no GPU, only cpu_milli and memory_mib on a node of the flavor"}}},
         {"mig_profile", {{"type", "string"}, {"example", "1g.10gb"}}},
         {"gpu_fraction", {{"type", "number"}, {"exclusiveMinimum", 0}, {"maximum", 1}}},
         {"memory_gb", {{"type", "integer"}, {"minimum", 1}, {"maximum", 1024}}}}}};

@@ -28,7 +28,7 @@ class ControlPlane::Burst final : public BurstSteps {
     // go back to the queue (recorded like a node loss, so the cut-short run is not billed).
     const Node& n = c_.state().node(id);
     const std::string name = n.name;
-    const bool busy = std::any_of(n.gpus.begin(), n.gpus.end(), [](const Gpu& g) { return !g.idle(); });
+    const bool busy = !n.idle();
     const int requeued = c_.RequeueJobsOn(id, now, RequeueCause::kBudget,
                                           "the on-demand budget is spent: node " + name + " was released");
     if (Status s = c_.ApplyAndStage(NodeConditionChanged{id, NodeCondition::kRetired, now}); !s.ok()) {

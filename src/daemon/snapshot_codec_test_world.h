@@ -212,6 +212,10 @@ class World {
         sh.gpu_memory_mib = static_cast<uint32_t>(Uniform(1, 4) * 4096);
     }
     if (Chance(0.2)) sh.cpu_milli = Uniform(1, 32) * 1000;
+    if (sh.kind == ShapeKind::kWholeGpus && Chance(0.1)) {  // no GPU: CPU only
+      sh.gpus = 0;
+      sh.cpu_milli = Uniform(1, 32) * 1000;
+    }
     return sh;
   }
 

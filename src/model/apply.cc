@@ -162,6 +162,7 @@ Status StateMutator::GrantReplica(Node& node, const Job& job, const ReplicaPlace
   }
   node.cpu_used += shape.cpu_milli;
   node.memory_used += shape.memory_mib;
+  if (shape.kind == ShapeKind::kWholeGpus && shape.gpus == 0) node.host_only.push_back(job.id);
   return Ok();
 }
 
@@ -234,6 +235,9 @@ void StateMutator::Release(Job& job, Time at) {
     }
     node.cpu_used -= job.spec.shape.cpu_milli;
     node.memory_used -= job.spec.shape.memory_mib;
+    if (auto h = std::find(node.host_only.begin(), node.host_only.end(), job.id); h != node.host_only.end()) {
+      node.host_only.erase(h);
+    }
   }
   if (job.state == JobState::kRunning) {
     Tenant& t = s_.tenants_[job.spec.tenant.value()];
@@ -346,9 +350,7 @@ Status StateMutator::operator()(const NodeConditionChanged& e) {
     return FailedPrecondition("node " + n.name + " is retired");
   }
   if (e.condition == NodeCondition::kRetired) {
-    for (const Gpu& g : n.gpus) {
-      if (!g.idle()) return FailedPrecondition("node " + n.name + " still runs work: drain it before retiring it");
-    }
+    if (!n.idle()) return FailedPrecondition("node " + n.name + " still runs work: drain it before retiring it");
   }
   n.condition = e.condition;
   n.condition_reason = e.reason;
@@ -374,9 +376,7 @@ Status StateMutator::operator()(const NodeRemoved& e) {
     return FailedPrecondition("node " + n.name + " is " + std::string(NodeConditionName(n.condition)) +
                               ": drain it before removing it");
   }
-  for (const Gpu& g : n.gpus) {
-    if (!g.idle()) return FailedPrecondition("node " + n.name + " still runs work: wait until it is empty");
-  }
+  if (!n.idle()) return FailedPrecondition("node " + n.name + " still runs work: wait until it is empty");
   n.condition = NodeCondition::kRetired;
   n.condition_reason = "removed";
   n.removed = true;

@@ -24,6 +24,7 @@ Status CheckInvariants(const State& state) {
   const Catalogue& cat = state.catalogue();
   std::vector<std::vector<GpuUse>> use(state.nodes().size());
   std::vector<int64_t> cpu(state.nodes().size()), mem(state.nodes().size());
+  std::vector<std::vector<JobId>> host_only(state.nodes().size());  // jobs of no GPU, per replica
   for (const Node& n : state.nodes()) use[n.id.value()].resize(n.gpus.size());
 
   for (const auto& [id, job] : state.jobs()) {
@@ -48,6 +49,7 @@ Status CheckInvariants(const State& state) {
       if (rp.grants.size() != want) return Broken(jn + " replica has the wrong grant count");
       cpu[rp.node.value()] += shape.cpu_milli;
       mem[rp.node.value()] += shape.memory_mib;
+      if (shape.kind == ShapeKind::kWholeGpus && shape.gpus == 0) host_only[rp.node.value()].push_back(id);
       for (const GpuGrant& g : rp.grants) {
         if (g.gpu >= node.gpus.size()) return Broken(jn + " grant on a missing GPU");
         GpuUse& u = use[rp.node.value()][g.gpu];
@@ -68,6 +70,10 @@ Status CheckInvariants(const State& state) {
     if (node.cpu_used != cpu[node.id.value()] || node.memory_used != mem[node.id.value()]) {
       return Broken(nn + " host usage index differs from the jobs");
     }
+    std::vector<JobId> listed = node.host_only, want = host_only[node.id.value()];
+    std::sort(listed.begin(), listed.end());
+    std::sort(want.begin(), want.end());
+    if (listed != want) return Broken(nn + " index of jobs of no GPU differs from the jobs");
     if ((node.cpu_milli && node.cpu_used > node.cpu_milli) ||
         (node.memory_mib && node.memory_used > node.memory_mib)) {
       return Broken(nn + " host resources over capacity");

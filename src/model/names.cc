@@ -205,8 +205,12 @@ void Gpu::AppendOccupants(std::vector<JobId>& out) const {
   }
 }
 
+bool Node::idle() const {
+  return host_only.empty() && std::all_of(gpus.begin(), gpus.end(), [](const Gpu& g) { return g.idle(); });
+}
+
 std::vector<JobId> Node::Jobs() const {
-  std::vector<JobId> out;
+  std::vector<JobId> out = host_only;
   for (const Gpu& g : gpus) g.AppendOccupants(out);
   std::sort(out.begin(), out.end());
   out.erase(std::unique(out.begin(), out.end()), out.end());
@@ -241,7 +245,8 @@ GpuEq ReplicaShape::Eq(const Catalogue& catalogue) const {
 std::string Describe(const Catalogue& catalogue, const ReplicaShape& shape) {
   const GpuModel& m = catalogue.model(shape.flavor);
   switch (shape.kind) {
-    case ShapeKind::kWholeGpus: return std::to_string(shape.gpus) + " " + m.name;
+    case ShapeKind::kWholeGpus:
+      return shape.gpus == 0 ? "no GPU (CPU and memory of a " + m.name + " node)" : std::to_string(shape.gpus) + " " + m.name;
     case ShapeKind::kMigProfile: return m.name + " MIG " + m.profiles[shape.mig_profile].name;
     case ShapeKind::kGpuFraction:
       return ToString(GpuEq::MilliGpus(shape.milli)) + " of a shared " + m.name + " with " +

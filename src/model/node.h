@@ -89,11 +89,16 @@ struct Node {
   // Host resources. A capacity of 0 means "not tracked": any demand fits.
   int64_t cpu_milli = 0, memory_mib = 0;
   int64_t cpu_used = 0, memory_used = 0;
+  // Jobs here that hold no GPU, only CPU and memory (gpus: 0), one entry per replica: the
+  // occupant index of what the GPUs' indexes cannot see.
+  std::vector<JobId> host_only;
 
   bool schedulable() const { return condition == NodeCondition::kReady; }
+  // True when no job holds any part of the node, its GPUs or its host.
+  bool idle() const;
   bool on_demand() const;
   // The jobs holding a part of this node, ascending, each once: read from the GPUs' occupant
-  // index, so O(GPUs), not a scan of every active job.
+  // index and host_only, so O(GPUs), not a scan of every active job.
   std::vector<JobId> Jobs() const;
   // The domain key at a level: the node name, its NVLink domain or its block.
   std::string_view DomainAt(TopologyLevel level) const;

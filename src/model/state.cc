@@ -116,6 +116,7 @@ Result<NodeId> State::AddNode(Node n) {
   }
   std::sort(n.labels.begin(), n.labels.end());
   n.cpu_used = n.memory_used = 0;
+  n.host_only.clear();
   n.id = NodeId(static_cast<uint32_t>(nodes_.size()));
   n.removed = false;
   node_by_name_.emplace(n.name, n.id);
@@ -190,7 +191,10 @@ Result<JobSpec> State::ValidateSpec(JobSpec spec) const {
   if (spec.replicas < 1) return InvalidArgument("replicas must be at least 1");
   switch (s.kind) {
     case ShapeKind::kWholeGpus:
-      if (s.gpus < 1 || s.gpus > 16) return InvalidArgument("gpus must be 1..16");
+      if (s.gpus > 16) return InvalidArgument("gpus must be 0..16");
+      if (s.gpus == 0 && s.cpu_milli <= 0 && s.memory_mib <= 0) {
+        return InvalidArgument("a job of no GPU must ask for CPU or memory");
+      }
       break;
     case ShapeKind::kMigProfile:
       if (!model.mig_capable()) return InvalidArgument(model.name + " has no MIG profiles");

@@ -60,7 +60,7 @@ int Backfill::Fits(const TaskShape& task, const ReplicaShape& rs, Session::Keys 
   for (; fit < most; ++fit) {
     if (cpu < rs.cpu_milli || mem < rs.memory_mib) break;
     const std::vector<int> g = placer_.GpusFor(task, keys, n);
-    if (g.empty()) break;
+    if (g.empty() && !Placer::HostOnly(task)) break;
     for (int i : g) keys[i] = Taken(keys[i], task);
     if (cpu != Session::kUntracked) cpu -= rs.cpu_milli;
     if (mem != Session::kUntracked) mem -= rs.memory_mib;

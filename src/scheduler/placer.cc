@@ -61,6 +61,12 @@ const Placer::Option& Placer::OptionFor(uint32_t shape, uint32_t cls) {
   // Rows are indexed by the class's dense index for the shape's kind: a fraction shape's row
   // only spans classes that have shared GPUs.
   static const Option kNoFit{true, false};
+  if (HostOnly(shapes_[shape])) {
+    // No GPU: every class fits, and its GPUs stay as they are (the host decides, HostFits).
+    const int64_t v = s_.Value(cls);
+    host_only_ = {true, true, s_.policy().Score(v, v), GpuKey(), GpuKey()};
+    return host_only_;
+  }
   const int32_t idx = s_.cls(cls).kind_index[Session::KindIndex(shapes_[shape].kind)];
   if (idx < 0) return kNoFit;
   std::vector<Option>& row = memo_[shape];
@@ -159,7 +165,8 @@ bool Placer::PlaceReplica(const Job& job, uint32_t shape_id, const std::vector<u
       }
     }
   } else {
-    for (uint32_t p : pools) SearchClasses(s_.active(p, rs.kind), shape_id, rs, end, best);
+    const bool host_only = HostOnly(shapes_[shape_id]);
+    for (uint32_t p : pools) SearchClasses(host_only ? s_.linked(p) : s_.active(p, rs.kind), shape_id, rs, end, best);
     for (uint32_t node : s_.held_nodes()) {
       if (in_pools(s_.slot(node).pool)) {
         Consider(node, s_.EffectiveClass(node, end), shape_id, rs, end, best);

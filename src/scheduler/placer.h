@@ -43,6 +43,8 @@ class Placer {
   std::vector<int> GpusFor(const TaskShape& t, const Session::Keys& keys, int n) const;
 
   static TaskShape TaskOf(const State& state, const Job& job);
+  // A replica that needs no GPU, only CPU and memory on a node of its flavor (gpus: 0).
+  static bool HostOnly(const TaskShape& t) { return t.kind == ShapeKind::kWholeGpus && t.gpus == 0; }
 
  private:
   struct Option {
@@ -95,6 +97,7 @@ class Placer {
   std::unordered_map<TaskShape, uint32_t, ShapeHash> shape_ids_;
   std::vector<std::vector<Option>> memo_;  // [shape][class's index for the shape's kind]
   std::vector<std::vector<Option>> key_memo_;  // [shape][key entry's index]
+  Option host_only_;  // OptionFor's answer for a host-only shape, valid until the next call
 };
 
 }  // namespace gpupool

@@ -146,6 +146,7 @@ uint32_t Session::Intern(uint32_t pool, Keys keys, int n) {
   members_.emplace_back();
   active_pos_.push_back({-1, -1, -1});
   flex_pos_.push_back(-1);
+  linked_pos_.push_back(-1);
   intern_.emplace(k, id);
   return id;
 }

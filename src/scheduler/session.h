@@ -14,7 +14,7 @@
 //  1. slot(n).cls is the interned class of (slot(n).pool, sorted keys of n).
 //  2. n is in members(slot(n).cls) iff slot(n).pool != kNone and !slot(n).held.
 //  3. active(p, k) lists exactly the classes of pool p with non-empty member sets whose kinds
-//     include k; flex_active(p) those with an idle dynamic GPU.
+//     include k; flex_active(p) those with an idle dynamic GPU; linked(p) all of them.
 //  4. Rolling back to a mark restores slots, shared occupants and quota exactly.
 //
 // Thread-safety: none; one cycle, one thread.
@@ -135,6 +135,11 @@ class Session {
     static const std::vector<uint32_t> kNoClasses;
     return pool < flex_active_.size() ? flex_active_[pool] : kNoClasses;
   }
+  // Every class of a pool with members, whatever its GPUs offer (for jobs that need no GPU).
+  const std::vector<uint32_t>& linked(uint32_t pool) const {
+    static const std::vector<uint32_t> kNoClasses;
+    return pool < linked_.size() ? linked_[pool] : kNoClasses;
+  }
   const std::vector<uint32_t>& held_nodes() const { return held_; }
   // Distinct MIG and shared GPU states of the linked nodes (scheduler/key_index.h).
   const KeyIndex& keys() const { return key_index_; }
@@ -228,6 +233,8 @@ class Session {
   std::vector<std::array<int32_t, kKinds>> active_pos_;  // by class, kind; -1 when inactive
   std::vector<std::vector<uint32_t>> flex_active_;       // by pool
   std::vector<int32_t> flex_pos_;                         // by class; -1 when not listed
+  std::vector<std::vector<uint32_t>> linked_;            // by pool: classes with members
+  std::vector<int32_t> linked_pos_;                       // by class; -1 when not listed
   std::vector<uint32_t> held_;
   KeyIndex key_index_;
   std::array<int32_t, kKinds> kind_count_{};

@@ -6,6 +6,25 @@
 
 namespace gpupool {
 
+namespace {
+
+// A class list with each member's position, for O(1) removal.
+void Drop(std::vector<uint32_t>& list, std::vector<int32_t>& pos, uint32_t cls) {
+  const int32_t at = pos[cls];
+  list[at] = list.back();
+  pos[list[at]] = at;
+  list.pop_back();
+  pos[cls] = -1;
+}
+
+void Put(std::vector<std::vector<uint32_t>>& lists, std::vector<int32_t>& pos, uint32_t pool, uint32_t cls) {
+  if (lists.size() <= pool) lists.resize(pool + 1);
+  pos[cls] = static_cast<int32_t>(lists[pool].size());
+  lists[pool].push_back(cls);
+}
+
+}  // namespace
+
 void Session::Unlink(uint32_t node, const NodeSlot& s) {
   if (s.pool == kNone) return;
   if (s.held) {
@@ -25,14 +44,8 @@ void Session::Unlink(uint32_t node, const NodeSlot& s) {
       act.pop_back();
       active_pos_[s.cls][k] = -1;
     }
-    if (classes_[s.cls].flex) {
-      std::vector<uint32_t>& act = flex_active_[s.pool];
-      const int32_t pos = flex_pos_[s.cls];
-      act[pos] = act.back();
-      flex_pos_[act[pos]] = pos;
-      act.pop_back();
-      flex_pos_[s.cls] = -1;
-    }
+    if (classes_[s.cls].flex) Drop(flex_active_[s.pool], flex_pos_, s.cls);
+    Drop(linked_[s.pool], linked_pos_, s.cls);
   }
 }
 
@@ -51,11 +64,8 @@ void Session::Link(uint32_t node, const NodeSlot& s) {
       active_pos_[s.cls][k] = static_cast<int32_t>(act.size());
       act.push_back(s.cls);
     }
-    if (classes_[s.cls].flex) {
-      if (flex_active_.size() <= s.pool) flex_active_.resize(s.pool + 1);
-      flex_pos_[s.cls] = static_cast<int32_t>(flex_active_[s.pool].size());
-      flex_active_[s.pool].push_back(s.cls);
-    }
+    if (classes_[s.cls].flex) Put(flex_active_, flex_pos_, s.pool, s.cls);
+    Put(linked_, linked_pos_, s.pool, s.cls);
   }
   m.insert(node);
 }

@@ -201,6 +201,7 @@ WorkloadMix WorkloadMixOf(const State& state, size_t max_types) {
   std::map<FlavorId, std::vector<TaskType>> acc;
   auto add = [&](const Job& j) {
     const ReplicaShape& s = j.spec.shape;
+    if (s.kind == ShapeKind::kWholeGpus && s.gpus == 0) return;  // uses no GPU: no fragmentation to weigh
     TaskShape t{s.kind, s.gpus, s.mig_profile, s.milli, s.gpu_memory_mib};
     if (s.kind == ShapeKind::kWholeGpus) t.mig_profile = 0, t.milli = 0, t.memory_mib = 0;
     std::vector<TaskType>& v = acc[s.flavor];
