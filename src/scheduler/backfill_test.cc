@@ -1,4 +1,4 @@
-// Backfill holds on random clusters of whole, MIG and shared GPUs: what a hold keeps of each
+// Backfill holds on random clusters of whole, MIG, shared and dynamic GPUs: what a hold keeps of each
 // GPU is enough for the held job when the hold starts, however many jobs that end later took
 // what the held GPUs still offered.
 #include "scheduler/backfill.h"
@@ -21,7 +21,7 @@ class HoldWorld {
 
   int Uniform(int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng_); }
 
-  // Whole GPUs, a MIG profile or a fraction, asking for CPU half of the time.
+  // Whole GPUs (now and then none), a MIG profile or a fraction, asking for CPU half of the time.
   ReplicaShape RandomShape() {
     static const char* kProfiles[] = {"1g.10gb", "2g.20gb", "3g.40gb"};
     ReplicaShape shape;
@@ -32,10 +32,15 @@ class HoldWorld {
         shape = *FractionShape(state, "h100-80gb", Uniform(1, 7) * 100, static_cast<uint32_t>(Uniform(1, 8) * 5000));
     }
     if (Uniform(0, 1)) shape.cpu_milli = Uniform(1, 8) * 1000;
+    if (shape.kind == ShapeKind::kWholeGpus && Uniform(0, 9) == 0) {  // no GPU: CPU only
+      shape.gpus = 0;
+      shape.cpu_milli = Uniform(1, 8) * 1000;
+    }
     return shape;
   }
 
-  // A cluster of 1-3 nodes of 1-4 GPUs in mixed modes, filled by one cycle at t=0 with jobs
+  // A cluster of 1-3 nodes of 1-4 GPUs in mixed modes (a quarter of the nodes dynamic: their
+  // GPUs not in MIG mode switch between whole and shared), filled by one cycle at t=0 with jobs
   // that run for 10 minutes to 2 hours.
   void Build() {
     AddDefaultPriorityClasses(state);
@@ -45,7 +50,8 @@ class HoldWorld {
       const int mig = Uniform(0, g), shared = Uniform(0, g - mig);
       const int64_t cpu = Uniform(0, 1) ? Uniform(4, 24) * 1000 : 0;  // 0: not counted
       ASSERT_TRUE(AddNode(state, "n" + std::to_string(n),
-                          {.flavor = "h100-80gb", .gpus = g, .mig_gpus = mig, .shared_gpus = shared, .cpu_milli = cpu})
+                          {.flavor = "h100-80gb", .gpus = g, .mig_gpus = mig, .shared_gpus = shared,
+                           .dynamic = Uniform(0, 3) == 0, .cpu_milli = cpu})
                       .ok());
       gpus += g;
     }
@@ -70,15 +76,18 @@ class HoldWorld {
 int ReplicasThatFit(const Placer& placer, const TaskShape& t, int64_t cpu, const Session::NodeSlot& node) {
   Session::Keys keys = node.keys;
   int fit = 0;
-  for (std::vector<int> g; node.cpu_free - fit * cpu >= cpu && !(g = placer.GpusFor(t, keys, node.n)).empty(); ++fit) {
-    for (int i : g) {
-      switch (keys[i].mode()) {
-        case KeyMode::kWhole: keys[i] = GpuKey::Whole(true); break;
-        case KeyMode::kMig: keys[i] = MigAfterTake(keys[i], FreeInstanceOf(keys[i], t.mig_profile)); break;
-        case KeyMode::kShared: keys[i] = SharedAfter(keys[i], t); break;
-        case KeyMode::kUnusable: break;
+  for (std::vector<int> g; node.cpu_free - fit * cpu >= cpu; ++fit) {
+    if (node.pool == Session::kNone) break;
+    if (Placer::HostOnly(t)) continue;  // CPU alone (an untracked CPU fits any number: capped below)
+    if ((g = placer.GpusFor(t, keys, node.n)).empty()) break;
+    for (int i : g) {  // by the task's kind: a flex GPU serves whole and shared tasks
+      switch (t.kind) {
+        case ShapeKind::kWholeGpus: keys[i] = GpuKey::Whole(true); break;
+        case ShapeKind::kMigProfile: keys[i] = MigAfterTake(keys[i], FreeInstanceOf(keys[i], t.mig_profile)); break;
+        case ShapeKind::kGpuFraction: keys[i] = SharedAfter(keys[i], t); break;
       }
     }
+    if (fit > 64) break;
   }
   return fit;
 }
