@@ -13,11 +13,12 @@
 namespace gpupool {
 namespace {
 
-const State& CachedState(int nodes, int jobs, int preload_pct) {
-  static std::map<std::tuple<int, int, int>, std::unique_ptr<State>> cache;
-  auto& slot = cache[{nodes, jobs, preload_pct}];
+const State& CachedState(int nodes, int jobs, int preload_pct, bool dynamic = false) {
+  static std::map<std::tuple<int, int, int, bool>, std::unique_ptr<State>> cache;
+  auto& slot = cache[{nodes, jobs, preload_pct, dynamic}];
   if (!slot) {
     SyntheticSpec spec;
+    spec.dynamic = dynamic;
     spec.nodes = nodes;
     spec.pending_jobs = jobs;
     spec.preload = preload_pct / 100.0;
@@ -26,9 +27,10 @@ const State& CachedState(int nodes, int jobs, int preload_pct) {
   return *slot;
 }
 
-void BM_Cycle(benchmark::State& st, const char* policy) {
+// `dynamic`: the nodes not in MIG mode switch their GPUs between whole and shared use.
+void BM_Cycle(benchmark::State& st, const char* policy, bool dynamic = false) {
   const State& s = CachedState(static_cast<int>(st.range(0)), static_cast<int>(st.range(1)),
-                               static_cast<int>(st.range(2)));
+                               static_cast<int>(st.range(2)), dynamic);
   SchedulerConfig cfg;
   cfg.placement = policy;
   size_t placed = 0, classes = 0, holds = 0, preemptions = 0;
@@ -61,6 +63,7 @@ void Matrix(benchmark::internal::Benchmark* b) {
 BENCHMARK_CAPTURE(BM_Cycle, fgd, "fgd")->Apply(Matrix);
 BENCHMARK_CAPTURE(BM_Cycle, bestfit, "bestfit")->Apply(Matrix);
 BENCHMARK_CAPTURE(BM_Cycle, gpupool, "gpupool")->Apply(Matrix);
+BENCHMARK_CAPTURE(BM_Cycle, fgd_dynamic, "fgd", true)->Apply(Matrix);
 
 }  // namespace
 }  // namespace gpupool

@@ -94,7 +94,9 @@ const char* const kDemoUsage =
   "                           [--threads 2] [--published SUMMARY.csv] [--no-timing]\n"               \
   "  The FGD paper's packing experiment: unallocated GPU % by arrived workload per policy\n"         \
   "  (random, dotprod, clustering, packing, bestfit, fgd, gpupool), beside the published\n"          \
-  "  figures. --offline adds a hindsight reference. docs/design/simulator.md.\n"
+  "  figures. --offline adds a hindsight reference. --policy takes a comma-separated list, and\n"   \
+  "  schedule:NAME runs the protocol through the daemon's scheduler with placement NAME\n"         \
+  "  (fgd, gpupool, bestfit, ...). docs/design/simulator.md.\n"
 
 const char* const kReplayUsage = GP_REPLAY_USAGE;
 const char* const kPackingUsage = GP_PACKING_USAGE;

@@ -16,6 +16,7 @@
 #include "cli/table.h"
 #include "sim/csv.h"
 #include "sim/json.h"
+#include "policy/placement/policies.h"
 #include "sim/packing/experiment.h"
 #include "sim/packing/offline.h"
 #include "sim/report_svg.h"
@@ -218,11 +219,20 @@ int Packing(const std::vector<std::string>& argv) {
   if (policy == "all") {
     policies = packing::PackPolicyNames();
   } else {
-    policies = {policy};
+    // Comma-separated; schedule:NAME runs the protocol through the daemon's Schedule() with
+    // placement NAME (sim/packing/through_schedule.h).
+    for (size_t at = 0; at <= policy.size();) {
+      const size_t comma = std::min(policy.find(',', at), policy.size());
+      policies.push_back(policy.substr(at, comma - at));
+      at = comma + 1;
+    }
   }
   for (const std::string& p : policies) {
     const std::vector<std::string>& known = packing::PackPolicyNames();
-    if (std::find(known.begin(), known.end(), p) == known.end()) {
+    const std::vector<std::string_view>& placements = PlacementPolicyNames();
+    const bool scheduled = p.rfind("schedule:", 0) == 0 &&
+                           std::find(placements.begin(), placements.end(), p.substr(9)) != placements.end();
+    if (!scheduled && std::find(known.begin(), known.end(), p) == known.end()) {
       std::cerr << "gpupool sim packing: unknown policy '" << p << "'\n";
       return 2;
     }

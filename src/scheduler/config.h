@@ -3,11 +3,13 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "core/result.h"
 #include "core/time.h"
 #include "policy/fair_share/fair_share.h"
+#include "policy/placement/policies.h"
 #include "policy/priority/queue_policy.h"
 
 namespace gpupool {
@@ -38,6 +40,10 @@ struct SchedulerConfig {
   // placement gpupool: the pairing table is learned from the fractions among the last this
   // many submitted jobs (RecentFractions), so it follows the mix as it changes.
   size_t pairing_window = 1000;
+  // The workload the fgd and gpupool policies weigh, given instead of the one read from the
+  // state (pending and active jobs; for gpupool, its recent fractions when this has none): the
+  // packing experiment gives its pod list's typical pods. Null in the daemon.
+  std::shared_ptr<const WorkloadMix> workload;
 };
 
 Status Validate(const SchedulerConfig& cfg);

@@ -535,8 +535,12 @@ Plan Schedule(const State& state, const SchedulerConfig& config, Time now,
               const NodeDeadlines& deadlines) {
   GP_CHECK(Validate(config).ok()) << "unvalidated scheduler config";
   WorkloadMix mix;
-  if (config.placement == "fgd" || config.placement == "gpupool") mix = WorkloadMixOf(state, config.max_workload_types);
-  if (config.placement == "gpupool") mix.fractions = RecentFractions(state, config.pairing_window);
+  if (config.workload) {
+    mix = *config.workload;
+  } else if (config.placement == "fgd" || config.placement == "gpupool") {
+    mix = WorkloadMixOf(state, config.max_workload_types);
+  }
+  if (config.placement == "gpupool" && mix.fractions.empty()) mix.fractions = RecentFractions(state, config.pairing_window);
   Result<std::unique_ptr<PlacementPolicy>> policy =
       MakePlacementPolicy(config.placement, std::move(mix), config.mig_reconfigure);
   GP_CHECK(policy.ok());

@@ -69,6 +69,7 @@ State MakeSyntheticState(const SyntheticSpec& spec) {
     } else if (r < spec.mig_node_share + spec.shared_node_share) {
       t.shared_gpus = 8;
     }
+    t.dynamic = spec.dynamic && t.mig_gpus == 0;
     t.block = "block-" + std::to_string(n / 32);
     GP_CHECK(AddNode(s, "node-" + std::to_string(n), t).ok());
     gpus[h100 ? 0 : 1] += 8;

@@ -1,5 +1,7 @@
 #include "sim/packing/experiment.h"
 
+#include "sim/packing/through_schedule.h"
+
 #include <algorithm>
 #include <cmath>
 #include <numeric>
@@ -69,6 +71,9 @@ std::vector<OpenbPod> PodOrder(const OpenbTrace& trace, uint64_t seed, double tu
 
 Result<SeedRun> RunSeed(const OpenbTrace& trace, const std::string& policy_name, uint64_t seed,
                         double tune_ratio) {
+  if (policy_name.rfind("schedule:", 0) == 0) {  // the daemon's scheduler (through_schedule.h)
+    return RunSeedThroughSchedule(trace, policy_name.substr(9), seed, tune_ratio);
+  }
   if (!(tune_ratio > 0) || tune_ratio > 10) return InvalidArgument("tune ratio out of range");
   std::vector<NodeState> nodes = EmptyNodes(trace);
   std::vector<int> priority;

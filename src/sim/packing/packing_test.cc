@@ -27,6 +27,28 @@ OpenbTrace TinyTrace() {
   return t;
 }
 
+TEST(ThroughSchedule, TheProtocolRunsThroughTheDaemonsScheduler) {
+  // The same pods in the same order, one Schedule() cycle each: every original fits (4.5 of 8
+  // GPUs, with a CPU-only pod), the copies fill what is left, and the run reads as RunSeed's.
+  const OpenbTrace t = TinyTrace();
+  for (const char* placement : {"schedule:fgd", "schedule:gpupool", "schedule:bestfit"}) {
+    SCOPED_TRACE(placement);
+    Result<SeedRun> r = RunSeed(t, placement, 42);
+    ASSERT_TRUE(r.ok()) << r.error().message;
+    ASSERT_EQ(r->rows.size(), static_cast<size_t>(r->pods));
+    EXPECT_EQ(r->rows[5].used_milli, 4500) << "the six originals are all placed";
+    EXPECT_LE(r->rows.back().used_milli, 8000);
+    EXPECT_GE(r->rows.back().used_milli, 7000) << "the copies fill most of what is left";
+    EXPECT_GT(r->failed, 0) << "the 130% of copies cannot all fit";
+  }
+  // A pod list with gpu_spec: each pod only on its models (a flavor per model).
+  OpenbTrace spec = t;
+  spec.pods.push_back(Pod("p7", 1, 1000, 1000, 1024, /*models=*/0b10));
+  Result<SeedRun> r = RunSeed(spec, "schedule:fgd", 7);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_FALSE(RunSeed(t, "schedule:magic", 42).ok());
+}
+
 TEST(Protocol, ShuffleKeepsTheOriginalsAndTuneAppendsCopiesUpToTheTarget) {
   const OpenbTrace t = TinyTrace();
   std::vector<int> prio;
