@@ -91,6 +91,25 @@ TEST_F(HostOnlyTest, TakesCpuBesideFullGpusAndNoQuota) {
   EXPECT_TRUE(Apply(s_, NodeRemoved{NodeId(1), now_}).ok());
 }
 
+TEST_F(HostOnlyTest, AJobOfNoGpuGoesWhereItStrandsTheFewestFreeGpus) {
+  // n1's GPUs are all taken, n0's are free: the job of no GPU goes to n1, though n0 comes first,
+  // so that n0's CPU stays for the GPU jobs that will want it.
+  const JobId big = Gpus(2, 1000);
+  Cycle();
+  ASSERT_EQ(s_.FindJob(big)->placement[0].node.value(), 0u);
+  ASSERT_TRUE(ApplyMetered(s_, ledger_, JobFinished{big, JobState::kSucceeded, now_}).ok());
+  ReplicaShape two = *WholeGpus(s_, "h100-80gb", 2);
+  ASSERT_TRUE(Apply(s_, JobSubmitted{s_.NextJobId(), {.tenant = *s_.FindTenant("t"), .name = "on-n1",
+                                                      .priority_class = *s_.FindPriorityClass("training"), .shape = two},
+                                     now_}).ok());
+  const JobId pinned = JobId(s_.NextJobId().value() - 1);
+  ASSERT_TRUE(Apply(s_, JobAdmitted{pinned, {{NodeId(1), {{.gpu = 0}, {.gpu = 1}}}}, AdmissionKind::kGuaranteed, now_}).ok());
+  ASSERT_TRUE(Apply(s_, JobStarted{pinned, now_}).ok());
+  const JobId cpu = Host(2000);
+  Cycle();
+  EXPECT_EQ(s_.FindJob(cpu)->placement[0].node.value(), 1u);
+}
+
 TEST_F(HostOnlyTest, AWaitingJobOfNoGpuHoldsTheCpuItWaitsFor) {
   // n0 and n1 busy on CPU for an hour; a CPU-only job that needs 6000m holds n0's CPU, so a
   // long small job cannot take what it waits for.

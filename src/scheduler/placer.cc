@@ -63,8 +63,9 @@ const Placer::Option& Placer::OptionFor(uint32_t shape, uint32_t cls) {
   static const Option kNoFit{true, false};
   if (HostOnly(shapes_[shape])) {
     // No GPU: every class fits, and its GPUs stay as they are (the host decides, HostFits).
-    const int64_t v = s_.Value(cls);
-    host_only_ = {true, true, s_.policy().Score(v, v), GpuKey(), GpuKey()};
+    // Its CPU and memory may strand the node's free GPUs: the node with the least free GPU
+    // capacity first, whatever the policy (its GPU value does not change).
+    host_only_ = {true, true, s_.cls(cls).free.units(), GpuKey(), GpuKey()};
     return host_only_;
   }
   const int32_t idx = s_.cls(cls).kind_index[Session::KindIndex(shapes_[shape].kind)];
