@@ -34,15 +34,21 @@ void BM_Cycle(benchmark::State& st, const char* policy, bool dynamic = false) {
   SchedulerConfig cfg;
   cfg.placement = policy;
   size_t placed = 0, classes = 0, holds = 0, preemptions = 0;
+  double placed_gpus = 0;  // GPU-equivalents the plan admits
   for (auto _ : st) {
     Plan p = Schedule(s, cfg, Time::FromSeconds(3600));
     placed = p.placements.size();
+    placed_gpus = 0;
+    for (const PlaceDecision& d : p.placements) {
+      placed_gpus += static_cast<double>(s.FindJob(d.job)->Eq(s.catalogue()).units()) / GpuEq::kUnitsPerGpu;
+    }
     classes = p.stats.node_classes;
     holds = p.stats.holds;
     preemptions = p.preemptions.size();
     benchmark::DoNotOptimize(p);
   }
   st.counters["placed"] = static_cast<double>(placed);
+  st.counters["placed_gpus"] = placed_gpus;
   st.counters["placements_per_s"] =
       benchmark::Counter(static_cast<double>(placed), benchmark::Counter::kIsIterationInvariantRate);
   st.counters["node_classes"] = static_cast<double>(classes);
