@@ -5,7 +5,10 @@
 #  - a job of no GPU (gpus: 0, cpu_milli) runs beside them with CUDA_VISIBLE_DEVICES empty;
 #  - a job that accepts a100-80gb then h100-80gb runs on h100 while the a100 node is full, and
 #    says so (resources.flavor) beside the list it accepts;
-#  - a daemon restart replays the switch and the chosen flavor exactly (the journal).
+#  - kill -9 of the daemon: the restart replays the switch and the chosen flavor exactly (the
+#    journal);
+#  - SIGSTOP of the dynamic node's agent past the heartbeat timeout: its jobs are requeued, not
+#    lost; after SIGCONT they run there again, on a shared GPU and on the flavor chosen before.
 # Usage: agent_flex_test.sh GPUPOOL_BINARY
 set -u
 bin=${1:?usage: agent_flex_test.sh GPUPOOL_BINARY}
@@ -13,6 +16,8 @@ bin=${1:?usage: agent_flex_test.sh GPUPOOL_BINARY}
 
 cat > "$tmp/config.yaml" << 'EOF'
 scheduler: {tick_ms: 50}
+priority_classes:
+  - {name: training, value: 500, preemptible: true, may_borrow: true, grace_period_s: 1, default: true}
 tenants:
   - {name: research, quotas: {h100-80gb: {guaranteed: 8}, a100-80gb: {guaranteed: 2}}}
 nodes:
@@ -40,8 +45,10 @@ start_agent() {  # start_agent NODE GPUS
   "$bin" agent --name "$1" --token-file "$tmp/token-$1" --gpus "fake:$2" --work-dir "$tmp/work-$1" --allow-root '*' \
     > "$tmp/agent-$1.log" 2>&1 &
   pids+=($!)
+  agent_pid=$!
 }
 start_agent flex 4xh100-80gb
+flex_pid=$agent_pid
 start_agent a 2xa100-80gb
 until_ok 20 grep -q '"msg":"registered"' "$tmp/agent-flex.log" || fail "agent flex did not register"
 until_ok 20 grep -q '"msg":"registered"' "$tmp/agent-a.log" || fail "agent a did not register"
@@ -63,7 +70,7 @@ frac=$(submit_file 'tenant: research
 name: frac
 resources: {flavor: h100-80gb, gpu_fraction: 0.5, memory_gb: 10}
 duration_estimate_s: 600
-command: [sh, -c, "echo frac on $CUDA_VISIBLE_DEVICES; sleep 30"]')
+command: [sh, -c, "echo frac on $CUDA_VISIBLE_DEVICES; sleep 300"]')
 [ -n "$frac" ] || fail "fraction submit failed"
 until_ok 20 job_is "$frac" running || fail "fraction $frac is $(job_field "$frac" 'd["state"]')"
 gpu=$(job_field "$frac" 'd["placement"][0]["gpus"][0]["gpu"]')
@@ -84,11 +91,11 @@ until_ok 10 sh -c "'$bin' logs $cpu | grep -qF 'cpu-only sees []'" || fail "logs
 echo "a job of no GPU ran with no device visible"
 
 # 3. Two flavors by preference: a100 is full, so h100.
-fill=$("$bin" submit --tenant research --name fill --flavor a100-80gb --gpus 2 --duration 600 -o json -- sleep 60 |
+fill=$("$bin" submit --tenant research --name fill --flavor a100-80gb --gpus 2 --duration 600 -o json -- sleep 300 |
   python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')
 until_ok 20 job_is "$fill" running || fail "a100 filler $fill is $(job_field "$fill" 'd["state"]')"
 either=$("$bin" submit --tenant research --name either --flavor a100-80gb,h100-80gb --gpus 2 --duration 600 -o json \
-  -- sh -c 'echo either on $CUDA_VISIBLE_DEVICES; sleep 30' | python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')
+  -- sh -c 'echo either on $CUDA_VISIBLE_DEVICES; sleep 300' | python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')
 until_ok 20 job_is "$either" running || fail "two-flavor job $either is $(job_field "$either" 'd["state"]')"
 [ "$(job_field "$either" 'd["resources"]["flavor"]')" = h100-80gb ] || fail "$either: $(job_field "$either" 'd')"
 [ "$(job_field "$either" '",".join(d["resources"]["flavors"])')" = "a100-80gb,h100-80gb" ] || fail "$either lost its list"
@@ -96,12 +103,25 @@ until_ok 20 job_is "$either" running || fail "two-flavor job $either is $(job_fi
 until_ok 10 sh -c "'$bin' logs $either | grep -q 'either on GPU-fake-flex-'" || fail "logs of $either: $("$bin" logs "$either")"
 echo "a job accepting a100-80gb,h100-80gb ran on h100 while a100 was full"
 
-# 4. Restart: the switch and the chosen flavor come back from the journal.
+# 4. kill -9 of the daemon: the switch and the chosen flavor come back from the journal.
 before=$(devices; job_field "$either" 'd["resources"]["flavor"], d["placement"]')
 port=$(cat "$tmp/data/port")
-kill -TERM "$daemon"; wait "$daemon" 2>/dev/null
+kill -9 "$daemon"; wait "$daemon" 2>/dev/null
 serve "$port"
 after=$(devices; job_field "$either" 'd["resources"]["flavor"], d["placement"]')
-[ "$before" = "$after" ] || fail "after a restart: $after, before: $before"
-echo "a restart replayed the switch and the chosen flavor"
+[ "$before" = "$after" ] || fail "after kill -9 and a restart: $after, before: $before"
+echo "kill -9 of the daemon: the restart replayed the switch and the chosen flavor"
+
+# 5. The flex agent stopped past the heartbeat timeout (4 s): its jobs go back to the queue, and
+# run there again once it answers.
+kill -STOP "$flex_pid"
+until_ok 30 job_is "$frac" pending || fail "fraction $frac is $(job_field "$frac" 'd["state"]') with its agent stopped"
+until_ok 10 job_is "$either" pending || fail "$either is $(job_field "$either" 'd["state"]') with its agent stopped"
+kill -CONT "$flex_pid"
+until_ok 30 job_is "$frac" running || fail "fraction $frac is $(job_field "$frac" 'd["state"]') after SIGCONT"
+until_ok 30 job_is "$either" running || fail "$either is $(job_field "$either" 'd["state"]') after SIGCONT"
+[ "$(job_field "$either" 'd["resources"]["flavor"]')" = h100-80gb ] || fail "$either changed flavor: $(job_field "$either" 'd')"
+gpu=$(job_field "$frac" 'd["placement"][0]["gpus"][0]["gpu"]')
+devices | grep -qx "$gpu:shared:True" || fail "GPU $gpu of flex is not shared again: $(devices | tr '\n' ' ')"
+echo "SIGSTOP of the flex agent past its timeout: both jobs requeued, and ran again on flex"
 echo PASS

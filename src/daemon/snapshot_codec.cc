@@ -149,7 +149,7 @@ void Occupy(std::vector<Node>& nodes, const Job& job) {
     }
     node.cpu_used += shape.cpu_milli;
     node.memory_used += shape.memory_mib;
-    if (shape.kind == ShapeKind::kWholeGpus && shape.gpus == 0) node.host_only.push_back(job.id);
+    if (shape.gpuless()) node.host_only.push_back(job.id);
   }
 }
 

@@ -98,6 +98,12 @@ TEST(SlurmMapping, ASubmissionPinsTheChosenNodesAndGpuCounts) {
   EXPECT_EQ(one["job"]["name"], "gpupool-7");
   EXPECT_EQ(one["job"]["comment"], "gpupool job=7 attempt=2");
   EXPECT_EQ(one["job"]["account"], "research");
+  // A job of no GPU (gpus: 0): no gres at all, only its CPU.
+  Placement cpu_only = Gang({{"gpu01", 1, 0}});
+  cpu_only.cpu_milli = 2000;
+  nlohmann::json none = SubmitBody(cpu_only, c);
+  EXPECT_FALSE(none["job"].contains("gres")) << none.dump();
+  EXPECT_EQ(none["job"]["cpus_per_task"], 2);
   EXPECT_EQ(one["job"]["partition"], "gpu");
   EXPECT_EQ(one["job"]["environment"]["GPUPOOL_JOB"], "7");
   EXPECT_NE(one["script"].get<std::string>().find("exec 'python' 'train.py'"), std::string::npos);

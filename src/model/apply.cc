@@ -30,6 +30,7 @@ class StateMutator {
  private:
   Result<Job*> FindJob(JobId id);
   Result<Node*> FindNode(NodeId id);
+  Result<Gpu*> FindGpu(NodeId id, uint16_t gpu);
   Status GrantReplica(Node& node, const Job& job, const ReplicaPlacement& rp);
   Status GrantOne(const GpuModel& model, Gpu& gpu, const Job& job, const GpuGrant& g);
   void Release(Job& job, Time at);
@@ -51,6 +52,13 @@ Result<Job*> StateMutator::FindJob(JobId id) {
 Result<Node*> StateMutator::FindNode(NodeId id) {
   if (!id.valid() || id.value() >= s_.nodes_.size()) return NotFound("unknown node");
   return &s_.nodes_[id.value()];
+}
+
+Result<Gpu*> StateMutator::FindGpu(NodeId id, uint16_t gpu) {
+  Result<Node*> nr = FindNode(id);
+  if (!nr.ok()) return nr.error();
+  if (gpu >= (*nr)->gpus.size()) return InvalidArgument("GPU index out of range");
+  return &(*nr)->gpus[gpu];
 }
 
 Status StateMutator::operator()(const JobSubmitted& e) {
@@ -162,7 +170,7 @@ Status StateMutator::GrantReplica(Node& node, const Job& job, const ReplicaPlace
   }
   node.cpu_used += shape.cpu_milli;
   node.memory_used += shape.memory_mib;
-  if (shape.kind == ShapeKind::kWholeGpus && shape.gpus == 0) node.host_only.push_back(job.id);
+  if (shape.gpuless()) node.host_only.push_back(job.id);
   return Ok();
 }
 
@@ -314,12 +322,12 @@ Status StateMutator::operator()(const MigReconfigured& e) {
 }
 
 Status StateMutator::operator()(const GpuModeChanged& e) {
-  Result<Node*> nr = FindNode(e.node);
-  if (!nr.ok()) return nr.error();
-  Node& node = **nr;
-  if (e.gpu >= node.gpus.size()) return InvalidArgument("GPU index out of range");
-  Gpu& gpu = node.gpus[e.gpu];
-  if (!gpu.dynamic) return FailedPrecondition("GPU " + std::to_string(e.gpu) + " of " + node.name + " is not dynamic");
+  Result<Gpu*> gr = FindGpu(e.node, e.gpu);
+  if (!gr.ok()) return gr.error();
+  Gpu& gpu = **gr;
+  if (!gpu.dynamic) {
+    return FailedPrecondition("GPU " + std::to_string(e.gpu) + " of " + s_.nodes_[e.node.value()].name + " is not dynamic");
+  }
   if (e.mode != GpuMode::kWhole && e.mode != GpuMode::kShared) {
     return InvalidArgument("a dynamic GPU is used whole or shared");
   }
@@ -358,10 +366,9 @@ Status StateMutator::operator()(const NodeConditionChanged& e) {
 }
 
 Status StateMutator::operator()(const GpuHealthChanged& e) {
-  Result<Node*> nr = FindNode(e.node);
-  if (!nr.ok()) return nr.error();
-  if (e.gpu >= (*nr)->gpus.size()) return InvalidArgument("GPU index out of range");
-  Gpu& g = (*nr)->gpus[e.gpu];
+  Result<Gpu*> gr = FindGpu(e.node, e.gpu);
+  if (!gr.ok()) return gr.error();
+  Gpu& g = **gr;
   g.healthy = e.healthy;
   g.health_reason = e.healthy ? "" : e.reason;
   return Ok();

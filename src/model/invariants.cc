@@ -49,7 +49,7 @@ Status CheckInvariants(const State& state) {
       if (rp.grants.size() != want) return Broken(jn + " replica has the wrong grant count");
       cpu[rp.node.value()] += shape.cpu_milli;
       mem[rp.node.value()] += shape.memory_mib;
-      if (shape.kind == ShapeKind::kWholeGpus && shape.gpus == 0) host_only[rp.node.value()].push_back(id);
+      if (shape.gpuless()) host_only[rp.node.value()].push_back(id);
       for (const GpuGrant& g : rp.grants) {
         if (g.gpu >= node.gpus.size()) return Broken(jn + " grant on a missing GPU");
         GpuUse& u = use[rp.node.value()][g.gpu];

@@ -27,6 +27,8 @@ struct ReplicaShape {
   int64_t cpu_milli = 0;       // host resources on the node
   int64_t memory_mib = 0;
 
+  // No GPU at all, only CPU and memory on a node of the flavor (gpus: 0).
+  bool gpuless() const { return kind == ShapeKind::kWholeGpus && gpus == 0; }
   // GPU-equivalents of one replica. REQUIRES: flavor valid in catalogue.
   GpuEq Eq(const Catalogue& catalogue) const;
   friend bool operator==(const ReplicaShape&, const ReplicaShape&) = default;

@@ -79,7 +79,7 @@ uint32_t Session::PoolOf(const Node& n) {
     }
   }
   pools_.push_back({n.flavor, n.dedicated_to, n.labels});
-  active_.resize(pools_.size() * kKinds);
+  active_.resize(pools_.size() * kLists);
   return static_cast<uint32_t>(pools_.size() - 1);
 }
 
@@ -137,16 +137,15 @@ uint32_t Session::Intern(uint32_t pool, Keys keys, int n) {
     if (keys[i].whole_free()) info.kinds |= kWholeBit;
     if (keys[i].mode() == KeyMode::kMig) info.kinds |= kMigBit;
     if (keys[i].mode() == KeyMode::kShared && keys[i].free_milli() > 0) info.kinds |= kSharedBit;
-    info.flex = info.flex || keys[i].flex();
+    if (keys[i].flex()) info.kinds |= kFlexBit;
   }
+  info.kinds |= kAnyBit;
   for (int kind = 0; kind < kKinds; ++kind) {
     if (info.kinds >> kind & 1) info.kind_index[kind] = kind_count_[kind]++;
   }
   classes_.push_back(info);
   members_.emplace_back();
-  active_pos_.push_back({-1, -1, -1});
-  flex_pos_.push_back(-1);
-  linked_pos_.push_back(-1);
+  active_pos_.push_back({-1, -1, -1, -1, -1});
   intern_.emplace(k, id);
   return id;
 }

@@ -63,16 +63,17 @@ class Session {
   // Unusable cap; a MIG GPU less the kept instances (none if its layout has changed); a shared
   // GPU's free room, no more than the cap's, owned as the cap says.
   static GpuKey HeldView(GpuKey key, GpuKey cap);
-  // What a class can offer, as a bit per kind: a free whole GPU, a MIG GPU, a shared GPU.
-  enum KindBit : uint8_t { kWholeBit = 1, kMigBit = 2, kSharedBit = 4 };
-  static constexpr int kKinds = 3;
+  // What a class can offer, as a bit per kind: a free whole GPU, a MIG GPU, a shared GPU; and
+  // the lists it is on besides: an idle dynamic GPU (flex), and every linked class (any).
+  enum KindBit : uint8_t { kWholeBit = 1, kMigBit = 2, kSharedBit = 4, kFlexBit = 8, kAnyBit = 16 };
+  static constexpr int kKinds = 3;  // the shape kinds, which number memo rows
+  static constexpr int kLists = 5;  // kinds, then flex, then any
   static int KindIndex(ShapeKind k) { return static_cast<int>(k); }
 
   struct ClassInfo {
     uint32_t pool = kNone;
     uint8_t n = 0;
     uint8_t kinds = 0;  // KindBit set
-    bool flex = false;  // has an idle dynamic GPU (GpuKey::flex)
     std::array<int32_t, kKinds> kind_index{-1, -1, -1};  // dense per kind: memo row index
     Keys keys{};  // sorted
     GpuEq free;
@@ -127,19 +128,13 @@ class Session {
   const std::set<uint32_t>& members(uint32_t c) const { return members_[c]; }
   // Classes of a pool with members that can offer this kind of shape.
   const std::vector<uint32_t>& active(uint32_t pool, ShapeKind kind) const {
-    return active_[pool * kKinds + KindIndex(kind)];
+    return active_[pool * kLists + KindIndex(kind)];
   }
   // Classes of a pool with members that have an idle dynamic GPU (the key index leaves those
   // GPUs out).
-  const std::vector<uint32_t>& flex_active(uint32_t pool) const {
-    static const std::vector<uint32_t> kNoClasses;
-    return pool < flex_active_.size() ? flex_active_[pool] : kNoClasses;
-  }
+  const std::vector<uint32_t>& flex_active(uint32_t pool) const { return active_[pool * kLists + 3]; }
   // Every class of a pool with members, whatever its GPUs offer (for jobs that need no GPU).
-  const std::vector<uint32_t>& linked(uint32_t pool) const {
-    static const std::vector<uint32_t> kNoClasses;
-    return pool < linked_.size() ? linked_[pool] : kNoClasses;
-  }
+  const std::vector<uint32_t>& linked(uint32_t pool) const { return active_[pool * kLists + 4]; }
   const std::vector<uint32_t>& held_nodes() const { return held_; }
   // Distinct MIG and shared GPU states of the linked nodes (scheduler/key_index.h).
   const KeyIndex& keys() const { return key_index_; }
@@ -229,12 +224,8 @@ class Session {
   std::vector<Pool> pools_;
   std::vector<ClassInfo> classes_;
   std::vector<std::set<uint32_t>> members_;
-  std::vector<std::vector<uint32_t>> active_;  // by pool * kKinds + kind
-  std::vector<std::array<int32_t, kKinds>> active_pos_;  // by class, kind; -1 when inactive
-  std::vector<std::vector<uint32_t>> flex_active_;       // by pool
-  std::vector<int32_t> flex_pos_;                         // by class; -1 when not listed
-  std::vector<std::vector<uint32_t>> linked_;            // by pool: classes with members
-  std::vector<int32_t> linked_pos_;                       // by class; -1 when not listed
+  std::vector<std::vector<uint32_t>> active_;  // by pool * kLists + list (KindBit order)
+  std::vector<std::array<int32_t, kLists>> active_pos_;  // by class, list; -1 when not on it
   std::vector<uint32_t> held_;
   KeyIndex key_index_;
   std::array<int32_t, kKinds> kind_count_{};

@@ -6,25 +6,6 @@
 
 namespace gpupool {
 
-namespace {
-
-// A class list with each member's position, for O(1) removal.
-void Drop(std::vector<uint32_t>& list, std::vector<int32_t>& pos, uint32_t cls) {
-  const int32_t at = pos[cls];
-  list[at] = list.back();
-  pos[list[at]] = at;
-  list.pop_back();
-  pos[cls] = -1;
-}
-
-void Put(std::vector<std::vector<uint32_t>>& lists, std::vector<int32_t>& pos, uint32_t pool, uint32_t cls) {
-  if (lists.size() <= pool) lists.resize(pool + 1);
-  pos[cls] = static_cast<int32_t>(lists[pool].size());
-  lists[pool].push_back(cls);
-}
-
-}  // namespace
-
 void Session::Unlink(uint32_t node, const NodeSlot& s) {
   if (s.pool == kNone) return;
   if (s.held) {
@@ -35,17 +16,15 @@ void Session::Unlink(uint32_t node, const NodeSlot& s) {
   std::set<uint32_t>& m = members_[s.cls];
   m.erase(node);
   if (m.empty()) {
-    for (int k = 0; k < kKinds; ++k) {
+    for (int k = 0; k < kLists; ++k) {
       if (!(classes_[s.cls].kinds >> k & 1)) continue;
-      std::vector<uint32_t>& act = active_[s.pool * kKinds + k];
+      std::vector<uint32_t>& act = active_[s.pool * kLists + k];
       const int32_t pos = active_pos_[s.cls][k];
       act[pos] = act.back();
       active_pos_[act[pos]][k] = pos;
       act.pop_back();
       active_pos_[s.cls][k] = -1;
     }
-    if (classes_[s.cls].flex) Drop(flex_active_[s.pool], flex_pos_, s.cls);
-    Drop(linked_[s.pool], linked_pos_, s.cls);
   }
 }
 
@@ -58,14 +37,12 @@ void Session::Link(uint32_t node, const NodeSlot& s) {
   key_index_.Add(s.pool, node, s.keys.data(), s.n);
   std::set<uint32_t>& m = members_[s.cls];
   if (m.empty()) {
-    for (int k = 0; k < kKinds; ++k) {
+    for (int k = 0; k < kLists; ++k) {
       if (!(classes_[s.cls].kinds >> k & 1)) continue;
-      std::vector<uint32_t>& act = active_[s.pool * kKinds + k];
+      std::vector<uint32_t>& act = active_[s.pool * kLists + k];
       active_pos_[s.cls][k] = static_cast<int32_t>(act.size());
       act.push_back(s.cls);
     }
-    if (classes_[s.cls].flex) Put(flex_active_, flex_pos_, s.pool, s.cls);
-    Put(linked_, linked_pos_, s.pool, s.cls);
   }
   m.insert(node);
 }
@@ -153,10 +130,6 @@ GpuKey Session::SharedKey(uint32_t node, int gpu) const {
   const Node& n = state_.node(NodeId(node));
   const Gpu& g = n.gpus[gpu];
   if (!g.healthy) return GpuKey::Unusable();
-  if (g.dynamic && std::none_of(shared_[node].begin(), shared_[node].end(),
-                                [&](const SharedOcc& o) { return o.gpu == gpu; })) {
-    return IdleKey(node, gpu);
-  }
   uint32_t milli = 0, mem = 0, count = 0, owner = 0;
   bool allows = true;
   for (const SharedOcc& o : shared_[node]) {
@@ -168,6 +141,7 @@ GpuKey Session::SharedKey(uint32_t node, int gpu) const {
     owner = owner == 0 || owner == who ? who : GpuKey::kMultiOwner;
     allows = allows && state_.tenant(o.tenant).allow_gpu_cotenancy;
   }
+  if (count == 0 && g.dynamic) return IdleKey(node, gpu);
   const uint32_t clients = g.max_clients == 0 ? GpuKey::kUncappedClients
                                               : (count >= g.max_clients ? 0 : g.max_clients - count);
   const uint32_t mem_total = model(n.flavor).memory_mib;

@@ -85,6 +85,11 @@ class FgdPolicy final : public PlacementPolicy {
   }
   int64_t Score(int64_t before, int64_t after) const override { return after - before; }
   bool ScoresDifferences() const override { return true; }
+  // W: the mix's weight for a flavor (0 without one).
+  int64_t TotalWeight(FlavorId f) const {
+    auto it = weights_.find(f);
+    return it == weights_.end() ? 0 : it->second.total;
+  }
 
  private:
   struct Weights {
@@ -112,20 +117,17 @@ class GpupoolPolicy final : public PlacementPolicy {
  public:
   GpupoolPolicy(WorkloadMix mix, bool reconfig) : fgd_(mix, reconfig) {
     for (auto& [f, requests] : mix.fractions) pairing_.emplace(f, GapWaste(std::move(requests)));
-    for (const auto& [f, types] : mix.by_flavor) {
-      for (const TaskType& t : types) total_[f] += t.weight;
-    }
   }
   std::string_view name() const override { return "gpupool"; }
   int64_t KeyValue(FlavorId f, const GpuModel& model, GpuKey key) const override {
     int64_t v = fgd_.KeyValue(f, model, key);
     if (key.mode() != KeyMode::kShared || key.flex()) return v;
-    auto w = total_.find(f);
-    if (w == total_.end()) return v;
+    const int64_t w = fgd_.TotalWeight(f);
+    if (w == 0) return v;
     auto it = pairing_.find(f);
     const double waste = it == pairing_.end() ? kNone(static_cast<int>(key.free_milli()))
                                               : it->second(static_cast<int>(key.free_milli()));
-    return v + static_cast<int64_t>(std::llround(static_cast<double>(kPairingWeight * w->second) *
+    return v + static_cast<int64_t>(std::llround(static_cast<double>(kPairingWeight * w) *
                                                  (GpuEq::kUnitsPerGpu / 1000) * waste));
   }
   int64_t WholeTerm(FlavorId f, int free_whole) const override { return fgd_.WholeTerm(f, free_whole); }
@@ -136,7 +138,6 @@ class GpupoolPolicy final : public PlacementPolicy {
   static inline const GapWaste kNone{};
   FgdPolicy fgd_;
   std::map<FlavorId, GapWaste> pairing_;
-  std::map<FlavorId, int64_t> total_;  // the mix's weight per flavor (FGD's W)
 };
 
 class FreeCapacityPolicy : public PlacementPolicy {
@@ -201,7 +202,7 @@ WorkloadMix WorkloadMixOf(const State& state, size_t max_types) {
   std::map<FlavorId, std::vector<TaskType>> acc;
   auto add = [&](const Job& j) {
     const ReplicaShape& s = j.spec.shape;
-    if (s.kind == ShapeKind::kWholeGpus && s.gpus == 0) return;  // uses no GPU: no fragmentation to weigh
+    if (s.gpuless()) return;  // uses no GPU: no fragmentation to weigh
     TaskShape t{s.kind, s.gpus, s.mig_profile, s.milli, s.gpu_memory_mib};
     if (s.kind == ShapeKind::kWholeGpus) t.mig_profile = 0, t.milli = 0, t.memory_mib = 0;
     std::vector<TaskType>& v = acc[s.flavor];
