@@ -308,14 +308,12 @@ Status StateMutator::operator()(const JobPreempted& e) {
 Status StateMutator::operator()(const JobLost& e) { return RequeueHolding(e.id, JobId(), e.at); }
 
 Status StateMutator::operator()(const MigReconfigured& e) {
-  Result<Node*> nr = FindNode(e.node);
-  if (!nr.ok()) return nr.error();
-  Node& node = **nr;
-  if (e.gpu >= node.gpus.size()) return InvalidArgument("GPU index out of range");
-  Gpu& gpu = node.gpus[e.gpu];
+  Result<Gpu*> gr = FindGpu(e.node, e.gpu);
+  if (!gr.ok()) return gr.error();
+  Gpu& gpu = **gr;
   if (gpu.mode != GpuMode::kMig) return FailedPrecondition("GPU is not in MIG mode");
   if (!gpu.idle()) return FailedPrecondition("only an idle GPU may be re-partitioned");
-  GP_RETURN_IF_ERROR(ValidateLayout(s_.catalogue_.model(node.flavor), e.layout));
+  GP_RETURN_IF_ERROR(ValidateLayout(s_.catalogue_.model(s_.nodes_[e.node.value()].flavor), e.layout));
   gpu.layout = e.layout;
   gpu.instance_occupant.fill(JobId());
   return Ok();
