@@ -13,12 +13,13 @@
 namespace gpupool {
 namespace {
 
-const State& CachedState(int nodes, int jobs, int preload_pct, bool dynamic = false) {
-  static std::map<std::tuple<int, int, int, bool>, std::unique_ptr<State>> cache;
-  auto& slot = cache[{nodes, jobs, preload_pct, dynamic}];
+const State& CachedState(int nodes, int jobs, int preload_pct, bool dynamic, bool host) {
+  static std::map<std::tuple<int, int, int, bool, bool>, std::unique_ptr<State>> cache;
+  auto& slot = cache[{nodes, jobs, preload_pct, dynamic, host}];
   if (!slot) {
     SyntheticSpec spec;
     spec.dynamic = dynamic;
+    spec.host = host;
     spec.nodes = nodes;
     spec.pending_jobs = jobs;
     spec.preload = preload_pct / 100.0;
@@ -28,9 +29,11 @@ const State& CachedState(int nodes, int jobs, int preload_pct, bool dynamic = fa
 }
 
 // `dynamic`: the nodes not in MIG mode switch their GPUs between whole and shared use.
-void BM_Cycle(benchmark::State& st, const char* policy, bool dynamic = false) {
+// `host`: nodes track CPU and memory and every job asks for some (SyntheticSpec::host), so FGD
+// has host levels and searches node classes, not GPU keys.
+void BM_Cycle(benchmark::State& st, const char* policy, bool dynamic = false, bool host = false) {
   const State& s = CachedState(static_cast<int>(st.range(0)), static_cast<int>(st.range(1)),
-                               static_cast<int>(st.range(2)), dynamic);
+                               static_cast<int>(st.range(2)), dynamic, host);
   SchedulerConfig cfg;
   cfg.placement = policy;
   size_t placed = 0, classes = 0, holds = 0, preemptions = 0;
@@ -70,6 +73,8 @@ BENCHMARK_CAPTURE(BM_Cycle, fgd, "fgd")->Apply(Matrix);
 BENCHMARK_CAPTURE(BM_Cycle, bestfit, "bestfit")->Apply(Matrix);
 BENCHMARK_CAPTURE(BM_Cycle, gpupool, "gpupool")->Apply(Matrix);
 BENCHMARK_CAPTURE(BM_Cycle, fgd_dynamic, "fgd", true)->Apply(Matrix);
+BENCHMARK_CAPTURE(BM_Cycle, fgd_host, "fgd", false, true)->Apply(Matrix);
+BENCHMARK_CAPTURE(BM_Cycle, gpupool_host, "gpupool", false, true)->Apply(Matrix);
 
 }  // namespace
 }  // namespace gpupool

@@ -110,3 +110,69 @@ TEST(GpupoolPolicyConfig, TheWindowIsValidated) {
 
 }  // namespace
 }  // namespace gpupool
+
+namespace gpupool {
+namespace {
+
+// Where a 1-GPU job of 128 GiB goes on two 2-GPU nodes, n0 with 128 GiB and n1 with 256, when
+// the workload asks 64 GiB per GPU.
+std::string WhereByMemory(const std::string& policy) {
+  State s;
+  AddDefaultPriorityClasses(s);
+  EXPECT_TRUE(AddTenant(s, "t", {{"h100-80gb", {4}}}).ok());
+  EXPECT_TRUE(AddNode(s, "n0", {.flavor = "h100-80gb", .gpus = 2, .memory_mib = 131072}).ok());
+  EXPECT_TRUE(AddNode(s, "n1", {.flavor = "h100-80gb", .gpus = 2, .memory_mib = 262144}).ok());
+  const FlavorId f = *s.catalogue().Find("h100-80gb");
+  auto mix = std::make_shared<WorkloadMix>();
+  mix->by_flavor[f] = {{{.kind = ShapeKind::kWholeGpus, .gpus = 1}, 10, 0, 65536}};
+  SchedulerConfig cfg;
+  cfg.placement = policy;
+  cfg.workload = mix;
+  ReplicaShape shape = *WholeGpus(s, "h100-80gb", 1);
+  shape.memory_mib = 131072;
+  const Time now = Time::FromSeconds(100);
+  EXPECT_TRUE(Submit(s, {.tenant = "t", .shape = shape}, now).ok());
+  const Plan p = Schedule(s, cfg, now);
+  if (p.placements.size() != 1) return "none";
+  return s.node(p.placements[0].placement[0].node).name;
+}
+
+TEST(GpupoolStranding, AJobTakingAllOfANodesMemoryGoesWhereItStrandsNoGpu) {
+  // On n0 the job leaves one GPU and no memory: that GPU is stranded (1000 milli); on n1 it
+  // leaves 128 GiB, enough for the other GPU at the workload's 64 GiB per GPU. FGD does not see
+  // memory, scores both the same and takes the lower id.
+  EXPECT_EQ(WhereByMemory("fgd"), "n0");
+  EXPECT_EQ(WhereByMemory("gpupool"), "n1");
+}
+
+TEST(GpupoolStranding, TheScoreFormsAreTheExperiments) {
+  WorkloadMix mix;
+  const FlavorId f = *Catalogue::BuiltIn().Find("h100-80gb");
+  // W = 2; 8 CPUs per GPU (8 milli-CPU per milli-GPU).
+  mix.by_flavor[f] = {{{.kind = ShapeKind::kWholeGpus, .gpus = 1}, 2, 8000, 0}};
+  auto p = MakePlacementPolicy("gpupool", mix, false);
+  ASSERT_TRUE(p.ok());
+  EXPECT_TRUE((*p)->ScoresNodes(f));
+  // A 1-GPU job of 16 CPUs on a node of 2 idle GPUs and 16 CPUs strands the other GPU: +1000.
+  const HostMove strands{.idle_milli = 2000, .cpu_free = 16000, .mem_free = INT64_MAX,
+                         .gpu_milli = 1000, .cpu_milli = 16000, .memory_mib = 0};
+  const TaskShape whole{.kind = ShapeKind::kWholeGpus, .gpus = 1};
+  // A growth of 0: round((0 + 1000) / 200) = 5; with a growth of -400 milli (-400 x 2 x 7), 3.
+  EXPECT_EQ((*p)->NodeScore(f, whole, 0, 0, strands), 5);
+  EXPECT_EQ((*p)->NodeScore(f, whole, 5600, 0, strands), 3);
+  // A fraction of 500 with 4 CPUs there strands nothing (16 - 4 = 12 CPUs serve 1500 milli):
+  // -int(100 sigmoid(-(G / 4) / 1000)); G = -4000 milli gives 100 sigmoid(1) = 73.
+  const HostMove lean{.idle_milli = 2000, .cpu_free = 16000, .mem_free = INT64_MAX,
+                      .gpu_milli = 500, .cpu_milli = 4000, .memory_mib = 0};
+  const TaskShape half{.kind = ShapeKind::kGpuFraction, .milli = 500};
+  EXPECT_EQ((*p)->NodeScore(f, half, 56000, 0, lean), -73);
+  // No GPU: the stranding in whole GPUs first. 16 CPUs off a node with 2 idle GPUs and 16 CPUs
+  // strands both GPUs: 2 << 32.
+  const HostMove cpu_only{.idle_milli = 2000, .cpu_free = 16000, .mem_free = INT64_MAX,
+                          .gpu_milli = 0, .cpu_milli = 16000, .memory_mib = 0};
+  const TaskShape none{.kind = ShapeKind::kWholeGpus, .gpus = 0};
+  EXPECT_EQ((*p)->NodeScore(f, none, 0, 0, cpu_only), int64_t{2} << 32);
+}
+
+}  // namespace
+}  // namespace gpupool

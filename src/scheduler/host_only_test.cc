@@ -142,5 +142,35 @@ TEST(HostOnlySpec, ANoGpuJobMustAskForCpuOrMemory) {
   EXPECT_TRUE(Submit(s, {.tenant = "t", .shape = shape}, Time()).ok());
 }
 
+TEST_F(HostOnlyTest, FgdKeepsCpuWhereAGpuTypeStillNeedsIt) {
+  // The workload: 1-GPU tasks that need 4 CPUs, and CPU-only tasks. n0 and n1 have 8 CPUs, n2
+  // 16, all with two free GPUs. A job that leaves a node under 4 CPUs makes its free GPUs
+  // useless to the GPU type (FGD counts them as fragment), so FGD sends it to n2, though the
+  // lower node ids fit as well on GPUs. Policies that ignore CPU take the lowest id.
+  ASSERT_TRUE(AddNode(s_, "n2", {.flavor = "h100-80gb", .gpus = 2, .cpu_milli = 16000, .memory_mib = 65536}).ok());
+  const FlavorId f = *s_.catalogue().Find("h100-80gb");
+  auto mix = std::make_shared<WorkloadMix>();
+  mix->by_flavor[f] = {{{.kind = ShapeKind::kWholeGpus, .gpus = 1}, 10, 4000},
+                       {{.kind = ShapeKind::kWholeGpus, .gpus = 0}, 1, 6000}};
+  cfg_.workload = mix;
+  const JobId a = Host(6000);
+  Cycle();
+  EXPECT_EQ(s_.FindJob(a)->placement.at(0).node.value(), 2u) << "a job of no GPU";
+  // n2 has 10 CPUs left: a 1-GPU job of 2 CPUs leaves 8 there, 6 on n0 or n1: all above 4, so
+  // the GPUs decide, and n0 has the lowest id among the equal ones.
+  const JobId b = Gpus(1, 2000);
+  Cycle();
+  EXPECT_EQ(s_.FindJob(b)->placement.at(0).node.value(), 0u);
+  // One of 5 CPUs: on n1 it leaves 3 CPUs, and n1's other GPU is lost to the GPU type; n0 (its
+  // last GPU, nothing left to fragment) and n2 (5 CPUs left) score equal: n0.
+  const JobId c = Gpus(1, 5000);
+  Cycle();
+  EXPECT_EQ(s_.FindJob(c)->placement.at(0).node.value(), 0u);
+  // The same again: n0 is full, and n2 wins over the lower n1.
+  const JobId d = Gpus(1, 5000);
+  Cycle();
+  EXPECT_EQ(s_.FindJob(d)->placement.at(0).node.value(), 2u) << "a GPU job";
+}
+
 }  // namespace
 }  // namespace gpupool

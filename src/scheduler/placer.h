@@ -13,6 +13,7 @@
 #pragma once
 
 #include <string>
+#include <tuple>
 #include <unordered_map>
 #include <vector>
 
@@ -51,6 +52,7 @@ class Placer {
     bool computed = false, fits = false;
     int64_t score = 0;
     GpuKey before, after;  // for whole GPUs: one of `gpus` identical transitions
+    int64_t from = 0, to = 0;  // the class's value before and after (for NodeScore)
   };
   struct Candidate {
     uint32_t node = Session::kNone;
@@ -59,9 +61,21 @@ class Placer {
   // Lowest (score, node, before, after): a total order, whatever the iteration order.
   static bool Better(const Option& o, uint32_t node, const Candidate& best);
 
+  using Level = PlacementPolicy::Level;
   uint32_t ShapeId(const TaskShape& t);
+  // The class's best option for the shape, its node staying at the class's host level.
   const Option& OptionFor(uint32_t shape, uint32_t cls);
-  Option Compute(const TaskShape& t, uint32_t cls);
+  // The same with the node's CPU left at host level `after` (OptionFor's at or above the
+  // class's own level).
+  const Option& OptionAt(uint32_t shape, uint32_t cls, Level after);
+  // The option on one node of the class: at the level the replica's CPU leaves it at.
+  const Option& NodeOption(uint32_t node, uint32_t cls, uint32_t shape_id, const ReplicaShape& rs);
+  Level AfterLevel(uint32_t node, const ReplicaShape& rs) const;
+  // For a policy that scores nodes: the option as scored on this node of class `cls`.
+  Option OnNode(const Option& o, uint32_t node, uint32_t cls, const TaskShape& t, const ReplicaShape& rs) const;
+  // The policy's value of the class's keys at another host level (memoised).
+  int64_t ValueAt(uint32_t cls, Level level);
+  Option Compute(const TaskShape& t, uint32_t cls, Level level);
   // The option on one GPU state, for policies that score differences (KeyIndex search).
   const Option& KeyOptionFor(uint32_t shape, uint32_t key_id);
   // Best option over the indexed GPU states of the pools (MIG and fraction shapes).
@@ -97,6 +111,19 @@ class Placer {
   std::unordered_map<TaskShape, uint32_t, ShapeHash> shape_ids_;
   std::vector<std::vector<Option>> memo_;  // [shape][class's index for the shape's kind]
   std::vector<std::vector<Option>> key_memo_;  // [shape][key entry's index]
+  struct TripleHash {
+    size_t operator()(const std::tuple<uint32_t, uint32_t, Level>& k) const {
+      return std::hash<uint64_t>()((uint64_t{std::get<0>(k)} << 40) ^ (uint64_t{std::get<1>(k)} << 8) ^ std::get<2>(k));
+    }
+  };
+  struct PairHash {
+    size_t operator()(const std::pair<uint32_t, Level>& k) const {
+      return std::hash<uint64_t>()((uint64_t{k.first} << 8) | k.second);
+    }
+  };
+  // Options and values at a host level below the class's own (rare: only jobs with CPU).
+  std::unordered_map<std::tuple<uint32_t, uint32_t, Level>, Option, TripleHash> level_memo_;
+  std::unordered_map<std::pair<uint32_t, Level>, int64_t, PairHash> value_memo_;
   Option host_only_;  // OptionFor's answer for a host-only shape, valid until the next call
 };
 

@@ -7,7 +7,7 @@
 namespace gpupool {
 
 size_t Session::ClassKeyHash::operator()(const ClassKey& k) const {
-  uint64_t h = 0x9e3779b97f4a7c15ull ^ k.pool ^ (uint64_t{k.n} << 32);
+  uint64_t h = 0x9e3779b97f4a7c15ull ^ k.pool ^ (uint64_t{k.n} << 32) ^ (uint64_t{k.level} << 40);
   for (const GpuKey& g : k.keys) {
     h ^= g.bits() + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
   }
@@ -58,7 +58,8 @@ Session::Session(const State& state, const PlacementPolicy& policy, Time now,
       s.keys[g] = key;
     }
     if (node.schedulable()) s.pool = PoolOf(node);
-    s.cls = s.pool == kNone ? kNone : Intern(s.pool, s.keys, s.n);
+    if (s.pool != kNone) s.level = LevelOf(s.pool, s.cpu_free);
+    s.cls = s.pool == kNone ? kNone : Intern(s.pool, s.keys, s.n, s.level);
     Link(i, s);
   }
   // A node with a deadline is held whole until then: only jobs that end by it fit there.
@@ -121,15 +122,16 @@ const std::vector<uint32_t>& Session::EligiblePools(const Job& job) {
   return it->second;
 }
 
-uint32_t Session::Intern(uint32_t pool, Keys keys, int n) {
+uint32_t Session::Intern(uint32_t pool, Keys keys, int n, PlacementPolicy::Level level) {
   std::sort(keys.begin(), keys.begin() + n);
-  ClassKey k{pool, static_cast<uint32_t>(n), keys};
+  ClassKey k{pool, static_cast<uint32_t>(n), level, keys};
   auto it = intern_.find(k);
   if (it != intern_.end()) return it->second;
   const uint32_t id = static_cast<uint32_t>(classes_.size());
   ClassInfo info;
   info.pool = pool;
   info.n = static_cast<uint8_t>(n);
+  info.level = level;
   info.keys = keys;
   const GpuModel& m = model(pools_[pool].flavor);
   for (int i = 0; i < n; ++i) {
@@ -153,7 +155,7 @@ uint32_t Session::Intern(uint32_t pool, Keys keys, int n) {
 NodeClassView Session::View(uint32_t c) const {
   const ClassInfo& info = classes_[c];
   const FlavorId f = pools_[info.pool].flavor;
-  return NodeClassView{f, &model(f), info.keys.data(), info.n};
+  return NodeClassView{f, &model(f), info.keys.data(), info.n, info.level};
 }
 
 int64_t Session::Value(uint32_t c) {

@@ -11,7 +11,8 @@
 // the hold; for the rest, each held GPU offers only what the hold leaves of it (HeldView).
 //
 // Invariants:
-//  1. slot(n).cls is the interned class of (slot(n).pool, sorted keys of n).
+//  1. slot(n).cls is the interned class of (slot(n).pool, sorted keys of n, slot(n).level), and
+//     slot(n).level is the policy's host level of slot(n).cpu_free (PlacementPolicy::HostLevel).
 //  2. n is in members(slot(n).cls) iff slot(n).pool != kNone and !slot(n).held.
 //  3. active(p, k) lists exactly the classes of pool p with non-empty member sets whose kinds
 //     include k; flex_active(p) those with an idle dynamic GPU; linked(p) all of them.
@@ -48,6 +49,7 @@ class Session {
     uint16_t hold_mask = 0;     // the held GPUs (a held node may hold none: only CPU and memory)
     bool held = false;
     uint8_t n = 0;
+    PlacementPolicy::Level level = PlacementPolicy::kAllFit;  // of cpu_free
     Time hold_until;
     int64_t cpu_free = kUntracked, mem_free = kUntracked;
     Keys keys{};
@@ -73,6 +75,7 @@ class Session {
   struct ClassInfo {
     uint32_t pool = kNone;
     uint8_t n = 0;
+    PlacementPolicy::Level level = PlacementPolicy::kAllFit;
     uint8_t kinds = 0;  // KindBit set
     std::array<int32_t, kKinds> kind_index{-1, -1, -1};  // dense per kind: memo row index
     Keys keys{};  // sorted
@@ -124,7 +127,11 @@ class Session {
   const ClassInfo& cls(uint32_t c) const { return classes_[c]; }
   NodeClassView View(uint32_t c) const;
   int64_t Value(uint32_t c);  // the policy's value, memoised
-  uint32_t Intern(uint32_t pool, Keys keys, int n);
+  uint32_t Intern(uint32_t pool, Keys keys, int n, PlacementPolicy::Level level);
+  // The host level of a node of this pool with `cpu_free` milli-CPUs free.
+  PlacementPolicy::Level LevelOf(uint32_t pool, int64_t cpu_free) const {
+    return policy_.HostLevel(pools_[pool].flavor, cpu_free);
+  }
   const std::set<uint32_t>& members(uint32_t c) const { return members_[c]; }
   // Classes of a pool with members that can offer this kind of shape.
   const std::vector<uint32_t>& active(uint32_t pool, ShapeKind kind) const {
@@ -201,6 +208,7 @@ class Session {
   struct ClassKey {
     uint32_t pool = kNone;
     uint32_t n = 0;  // needed: a free whole GPU's key is 0, like the padding after n
+    PlacementPolicy::Level level = PlacementPolicy::kAllFit;
     Keys keys{};     // sorted; entries past n stay zero
     friend bool operator==(const ClassKey&, const ClassKey&) = default;
   };

@@ -58,13 +58,14 @@ void Session::SaveNode(uint32_t node) {
 void Session::Reindex(uint32_t node, const NodeSlot& before) {
   NodeSlot& s = slots_[node];
   if (s.pool != kNone) {
-    s.cls = Intern(s.pool, s.keys, s.n);
+    s.level = LevelOf(s.pool, s.cpu_free);
+    s.cls = Intern(s.pool, s.keys, s.n, s.level);
     if (s.held) {
       Keys held = s.keys;
       for (int g = 0; g < s.n; ++g) {
         if ((s.hold_mask >> g) & 1) held[g] = HeldView(s.keys[g], s.hold_caps[g]);
       }
-      s.held_cls = Intern(s.pool, held, s.n);
+      s.held_cls = Intern(s.pool, held, s.n, s.level);
     } else {
       s.held_cls = kNone;
     }
@@ -110,11 +111,13 @@ void Session::SetKeys(uint32_t node, const std::vector<GpuGrant>& gpus, GpuKey k
 void Session::TakeHost(uint32_t node, int64_t cpu_milli, int64_t memory_mib, bool past_hold) {
   if (cpu_milli == 0 && memory_mib == 0) return;
   SaveNode(node);
+  const NodeSlot before = slots_[node];
   NodeSlot& s = slots_[node];
   if (s.cpu_free != kUntracked) s.cpu_free -= cpu_milli;
   if (s.mem_free != kUntracked) s.mem_free -= memory_mib;
   if (past_hold && s.hold_cpu != kUntracked) s.hold_cpu -= cpu_milli;
   if (past_hold && s.hold_mem != kUntracked) s.hold_mem -= memory_mib;
+  Reindex(node, before);  // the host level may have changed
 }
 
 GpuKey Session::IdleKey(uint32_t node, int gpu) const {

@@ -8,7 +8,10 @@
 namespace gpupool {
 namespace {
 
-JobSpec RandomJob(const State& s, std::mt19937_64& rng, int tenants) {
+// `host`: the job also asks for CPU and memory per replica, 4 to 16 CPUs and 32 to 128 GiB per
+// GPU (a quarter of that for a MIG instance or a fraction); drawn after the rest, so the other
+// fields are those of a run without.
+JobSpec RandomJob(const State& s, std::mt19937_64& rng, int tenants, bool host) {
   auto uni = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
   const bool h100 = uni(0, 9) < 6;
   const FlavorId f = *s.catalogue().Find(h100 ? "h100-80gb" : "a100-80gb");
@@ -41,6 +44,12 @@ JobSpec RandomJob(const State& s, std::mt19937_64& rng, int tenants) {
   }
   spec.estimated_duration = Duration::Minutes(uni(5, 24 * 60));
   spec.name = "synthetic";
+  if (host) {
+    const int per_gpu = uni(1, 4);
+    const int64_t gpus = spec.shape.kind == ShapeKind::kWholeGpus ? spec.shape.gpus : 0;
+    spec.shape.cpu_milli = gpus > 0 ? gpus * per_gpu * 4000 : per_gpu * 1000;
+    spec.shape.memory_mib = gpus > 0 ? gpus * per_gpu * 32768 : per_gpu * 8192;
+  }
   return spec;
 }
 
@@ -70,6 +79,10 @@ State MakeSyntheticState(const SyntheticSpec& spec) {
       t.shared_gpus = 8;
     }
     t.dynamic = spec.dynamic && t.mig_gpus == 0;
+    if (spec.host) {
+      t.cpu_milli = 224000;              // two 56-core sockets, hyper-threaded
+      t.memory_mib = int64_t{2} << 20;  // 2 TiB
+    }
     t.block = "block-" + std::to_string(n / 32);
     GP_CHECK(AddNode(s, "node-" + std::to_string(n), t).ok());
     gpus[h100 ? 0 : 1] += 8;
@@ -93,7 +106,7 @@ State MakeSyntheticState(const SyntheticSpec& spec) {
     const int64_t target = static_cast<int64_t>((gpus[0] + gpus[1]) * spec.preload);
     int64_t submitted = 0;
     while (submitted < target) {
-      JobSpec js = RandomJob(s, rng, spec.tenants);
+      JobSpec js = RandomJob(s, rng, spec.tenants, spec.host);
       submitted += js.shape.Eq(s.catalogue()).units() * js.replicas / GpuEq::kUnitsPerGpu;
       GP_CHECK(Apply(s, JobSubmitted{s.NextJobId(), js, Time()}).ok());
     }
@@ -109,7 +122,7 @@ State MakeSyntheticState(const SyntheticSpec& spec) {
     }
   }
   for (int j = 0; j < spec.pending_jobs; ++j) {
-    GP_CHECK(Apply(s, JobSubmitted{s.NextJobId(), RandomJob(s, rng, spec.tenants),
+    GP_CHECK(Apply(s, JobSubmitted{s.NextJobId(), RandomJob(s, rng, spec.tenants, spec.host),
                                    Time::FromSeconds(1)})
                  .ok());
   }

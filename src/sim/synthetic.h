@@ -14,6 +14,7 @@ struct SyntheticSpec {
   double mig_node_share = 0.1;     // nodes whose 8 GPUs are in MIG mode (all-balanced)
   double shared_node_share = 0.1;  // nodes whose 8 GPUs are time-sliced
   bool dynamic = false;            // the nodes not in MIG mode have dynamic GPUs (whole or shared)
+  bool host = false;               // nodes track CPU and memory, and jobs ask for them
   double preload = 0.0;            // fraction of capacity already running before the cycle
   double guarantee_share = 0.8;    // sum of guarantees as a share of capacity
   uint64_t seed = 1;

@@ -63,12 +63,16 @@ class GpuKey {
   uint64_t bits_ = 0;
 };
 
-// A whole-node view: the GPUs' keys of one node class, sorted.
+// A whole-node view: the GPUs' keys of one node class, sorted, and the class's host level: how
+// much of the workload's CPU demand the node can still meet (PlacementPolicy::HostLevel;
+// kAllFit when the node's CPU is not tracked or the policy does not look at it).
 struct NodeClassView {
+  static constexpr uint8_t kAllFit = 255;
   FlavorId flavor;
   const GpuModel* model = nullptr;
   const GpuKey* keys = nullptr;
   int n = 0;
+  uint8_t level = kAllFit;
 };
 
 // What one replica asks for, with the tenant facts the shared-GPU rule needs. An invalid

@@ -24,9 +24,21 @@
 namespace gpupool {
 
 // One kind of task in the workload mix and how popular it is (e.g. its replica count).
+// A type of no GPU (shape.kind whole, gpus 0) stands for the CPU-only tasks: all free GPU
+// capacity is fragment for them.
 struct TaskType {
   TaskShape shape;
   int64_t weight = 0;
+  int64_t cpu_milli = 0;   // what each replica asks of its node's CPU
+  int64_t memory_mib = 0;  // and of its memory
+};
+
+// What one replica does to its node beyond the node's class, for policies that score nodes
+// (PlacementPolicy::ScoresNodes): the node's free GPU capacity, CPU and memory before, and what
+// the replica takes of each. Session::kUntracked CPU or memory counts as unlimited.
+struct HostMove {
+  int64_t idle_milli = 0, cpu_free = 0, mem_free = 0;
+  int64_t gpu_milli = 0, cpu_milli = 0, memory_mib = 0;
 };
 
 struct WorkloadMix {
@@ -37,21 +49,42 @@ struct WorkloadMix {
 };
 
 // Every policy's value of a node class is additive over the class's GPUs plus one term in the
-// number of whole GPUs that are free:
-//   Value(c) = sum over GPUs g of KeyValue(key_g) + WholeTerm(free whole GPUs of c)
+// number of whole GPUs that are free, at the class's host level L:
+//   Value(c) = sum over GPUs g of KeyValue(key_g, L) + WholeTerm(free whole GPUs of c, L)
 // so the value after one GPU changes is Value(before) - KeyValue(old) + KeyValue(new) (and the
 // whole term adjusted), without materialising the after-state. docs/design/placement.md.
+//
+// The host level is how a policy sees a node's free CPU: FGD counts a task type as unable to use
+// a node that lacks its CPU (Weng et al.), so its level is the number of the mix's distinct CPU
+// requests that the free CPU meets. A policy that ignores CPU has one level. REQUIRES of a
+// policy with several: the value is non-increasing in the level (more CPU never makes a node
+// worse), so a class's score at its own level bounds its members' scores from below.
 //
 // Thread-safety: none; implementations may memoise per key.
 class PlacementPolicy {
  public:
+  using Level = uint8_t;
+  static constexpr Level kAllFit = NodeClassView::kAllFit;
   virtual ~PlacementPolicy() = default;
   virtual std::string_view name() const = 0;
-  virtual int64_t KeyValue(FlavorId flavor, const GpuModel& model, GpuKey key) const = 0;
-  virtual int64_t WholeTerm(FlavorId flavor, int free_whole) const = 0;
-  // Score of moving a node from value `before` to value `after`; lower is better.
-  virtual int64_t Score(int64_t before, int64_t after) const = 0;
-  // True when Score(b, a) == Score(0, a - b): a MIG or fraction option's score then depends on
+  virtual int64_t KeyValue(FlavorId flavor, const GpuModel& model, GpuKey key, Level level) const = 0;
+  virtual int64_t WholeTerm(FlavorId flavor, int free_whole, Level level) const = 0;
+  // The number of host levels the policy distinguishes for a flavor (1: it ignores CPU), and the
+  // level of a node with `cpu_free` milli-CPUs free (Session::kUntracked: the top one).
+  virtual int HostLevels(FlavorId) const { return 1; }
+  virtual Level HostLevel(FlavorId, int64_t /*cpu_free*/) const { return kAllFit; }
+  // Whether the score of a flavor's node depends on more than its class: then the scheduler
+  // scores every member of a class with NodeScore (and does not search GPU keys).
+  virtual bool ScoresNodes(FlavorId) const { return false; }
+  // The score of an option that moves the node's class value from `before` to `after` and
+  // does `move` to the node, for a replica of shape `t` (gpus 0: no GPU).
+  virtual int64_t NodeScore(FlavorId f, const TaskShape& /*t*/, int64_t before, int64_t after,
+                            const HostMove& /*move*/) const {
+    return Score(f, before, after);
+  }
+  // Score of moving a node of this flavor from value `before` to value `after`; lower is better.
+  virtual int64_t Score(FlavorId flavor, int64_t before, int64_t after) const = 0;
+  // True when Score(f, b, a) == Score(f, 0, a - b): a MIG or fraction option's score then depends on
   // its GPU's key alone, which lets the scheduler search GPU states instead of node states.
   virtual bool ScoresDifferences() const { return false; }
 
@@ -69,7 +102,8 @@ const std::vector<std::string_view>& PlacementPolicyNames();
 GpuEq Fragmentation(const NodeClassView& c, const TaskShape& t, bool mig_reconfig);
 
 // Builds the mix from the pending and active jobs of a state: one type per distinct
-// (flavor, shape), weighted by replicas, at most `max_types` per flavor (most popular first).
+// (flavor, shape, CPU per replica), jobs of no GPU included, weighted by replicas, with the
+// memory per replica of the first such job, at most `max_types` per flavor (most popular first).
 WorkloadMix WorkloadMixOf(const State& state, size_t max_types = 64);
 
 // The fractions among the last `window` jobs submitted (finished ones included, as long as the

@@ -47,8 +47,47 @@ TEST(Fgd, PrefersThePlacementThatFragmentsLess) {
   const int64_t on_half = (*policy)->Value(View({Shared(0), Shared(1000)}));
   const int64_t on_empty = (*policy)->Value(View({Shared(500), Shared(500)}));
   EXPECT_EQ(before, 3500);
-  EXPECT_EQ((*policy)->Score(before, on_half), -3500);
-  EXPECT_EQ((*policy)->Score(before, on_empty), 3500);
+  EXPECT_EQ(on_half - before, -3500);
+  EXPECT_EQ(on_empty - before, 3500);
+  // The paper's score: a growth of -3500 / (W = 2) / 7 = -250 milli of expected fragmentation
+  // gives int(100 sigmoid(0.25)) = 56, +250 gives 43 (negated: lower is better).
+  EXPECT_EQ((*policy)->Score(f, before, on_half), -56);
+  EXPECT_EQ((*policy)->Score(f, before, on_empty), -43);
+  // Growths within a few milli score equal, so the node order decides.
+  // (-1 and -20 milli: int(50.02) = int(50.5) = 50).
+  EXPECT_EQ((*policy)->Score(f, before, before - 14), (*policy)->Score(f, before, before));
+  EXPECT_EQ((*policy)->Score(f, before, before - 280), (*policy)->Score(f, before, before));
+}
+
+TEST(Fgd, ATypeTheNodeLacksTheCpuForCountsAllFreeGpusAsFragment) {
+  // Whole 1-GPU tasks that need 4 CPUs, CPU-only tasks, and fractions of no CPU, one each.
+  WorkloadMix mix;
+  const FlavorId f = *Cat().Find("h100-80gb");
+  mix.by_flavor[f] = {{{.kind = ShapeKind::kWholeGpus, .gpus = 1}, 1, 4000},
+                      {{.kind = ShapeKind::kWholeGpus, .gpus = 0}, 1, 2000},
+                      {{.kind = ShapeKind::kGpuFraction, .milli = 500}, 1, 0}};
+  auto policy = MakePlacementPolicy("fgd", mix, false);
+  ASSERT_TRUE(policy.ok());
+  const PlacementPolicy& p = **policy;
+  // One level per distinct CPU request of a GPU type, plus the bottom one.
+  EXPECT_EQ(p.HostLevels(f), 2);
+  EXPECT_EQ(p.HostLevel(f, 3999), 0);
+  EXPECT_EQ(p.HostLevel(f, 4000), 1);
+  EXPECT_EQ(p.HostLevel(f, INT64_MAX), 1);
+  // One free whole GPU: with the CPU, the whole type uses it, the CPU-only and fraction types
+  // cannot (2 x 7000); without it, none can (3 x 7000).
+  const std::vector<GpuKey> one_free = {GpuKey::Whole(false)}, none_free = {GpuKey::Whole(true)};
+  NodeClassView v = View(one_free);
+  v.level = 1;
+  EXPECT_EQ(p.Value(v), 2 * 7000);
+  v.level = 0;
+  EXPECT_EQ(p.Value(v), 3 * 7000);
+  v.level = NodeClassView::kAllFit;
+  EXPECT_EQ(p.Value(v), 2 * 7000);
+  // A node with nothing free has no fragmentation at any level.
+  NodeClassView full = View(none_free);
+  full.level = 0;
+  EXPECT_EQ(p.Value(full), 0);
 }
 
 TEST(Policies, BestFitAndSpreadOrderOppositely) {
@@ -57,8 +96,9 @@ TEST(Policies, BestFitAndSpreadOrderOppositely) {
   ASSERT_TRUE(best.ok() && spread.ok());
   const int64_t tight = (*best)->Value(View({GpuKey::Whole(true), GpuKey::Whole(false)}));
   const int64_t loose = (*best)->Value(View({GpuKey::Whole(false), GpuKey::Whole(false)}));
-  EXPECT_LT((*best)->Score(0, tight), (*best)->Score(0, loose));
-  EXPECT_GT((*spread)->Score(0, tight), (*spread)->Score(0, loose));
+  const FlavorId f = *Cat().Find("h100-80gb");
+  EXPECT_LT((*best)->Score(f, 0, tight), (*best)->Score(f, 0, loose));
+  EXPECT_GT((*spread)->Score(f, 0, tight), (*spread)->Score(f, 0, loose));
 }
 
 TEST(Policies, UnknownNameListsTheKnownOnes) {

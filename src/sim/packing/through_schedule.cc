@@ -18,10 +18,13 @@ WorkloadMix MixOf(const std::vector<OpenbPod>& originals, const std::vector<Flav
                   bool one_flavor) {
   WorkloadMix mix;
   for (const TypicalPod& t : TypicalPods(originals)) {
-    if (t.num_gpu == 0) continue;  // CPU-only: the core's value has no CPU term
     TaskType type;
     type.weight = t.count;
-    if (t.gpu_milli >= kMilliPerGpu) {
+    type.cpu_milli = t.cpu_milli;
+    type.memory_mib = t.memory_mib;
+    if (t.num_gpu == 0) {
+      type.shape.gpus = 0;  // CPU-only: all free GPU is fragment for it
+    } else if (t.gpu_milli >= kMilliPerGpu) {
       type.shape.kind = ShapeKind::kWholeGpus;
       type.shape.gpus = static_cast<uint8_t>(t.num_gpu);
     } else {
