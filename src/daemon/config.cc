@@ -238,12 +238,19 @@ Result<DaemonConfig> ParseDaemonConfig(const std::string& yaml_text) {
   if (root.contains("scheduler")) {
     const Json& s = root["scheduler"];
     GP_RETURN_IF_ERROR(OnlyKeys(s, {"placement", "tick_ms", "preemption", "backfill", "mig_reconfigure", "queue_policy",
-                                    "pairing_window"},
+                                    "pairing_window", "flavor_choice"},
                                 "scheduler"));
     Result<int64_t> window = IntOf(s, "pairing_window", 1000, 1, 1000000, "scheduler");
     if (!window.ok()) return window.error();
     out.scheduler.pairing_window = static_cast<size_t>(*window);
     if (s.contains("queue_policy")) GP_RETURN_IF_ERROR(QueuePolicy(s["queue_policy"], out.scheduler.queue));
+    Result<std::string> choice = StrOf(s, "flavor_choice", "scheduler", false);
+    if (!choice.ok()) return choice.error();
+    if (*choice == "best") {
+      out.scheduler.flavor_choice = FlavorChoice::kBest;
+    } else if (!choice->empty() && *choice != "order") {
+      return InvalidArgument("scheduler: flavor_choice must be order or best, not '" + *choice + "'");
+    }
     Result<std::string> placement = StrOf(s, "placement", "scheduler", false);
     if (!placement.ok()) return placement.error();
     if (!placement->empty()) out.scheduler.placement = *placement;

@@ -4,7 +4,9 @@
 // start.
 //
 //   scheduler: {placement: fgd, tick_ms: 200, preemption: true, backfill: true,
-//               pairing_window: 1000}     # placement gpupool: learn pairing from this many jobs
+//               pairing_window: 1000,     # placement gpupool: learn pairing from this many jobs
+//               flavor_choice: order}     # or best: a job of several flavors goes where it
+//                                         # scores best, not to the first with room
 //   agents: {start_deadline_s: 120}  # a placement its node's agent has not started by then is
 //                                    # withdrawn and the job requeued (docs/design/agent.md)
 //   listen: 127.0.0.1:8080          # --listen wins

@@ -598,6 +598,18 @@ TEST(DaemonConfig, ReadsTlsFilesAndRefusesUnknownKeys) {
   EXPECT_FALSE(ParseDaemonConfig("tls: {client_ca_file: [a]}\n").ok());
 }
 
+TEST(DaemonConfig, ReadsTheFlavorChoice) {
+  Result<DaemonConfig> plain = ParseDaemonConfig("scheduler: {placement: gpupool}");
+  ASSERT_TRUE(plain.ok()) << plain.error().message;
+  EXPECT_EQ(plain->scheduler.flavor_choice, FlavorChoice::kOrder);
+  Result<DaemonConfig> best = ParseDaemonConfig("scheduler: {flavor_choice: best}");
+  ASSERT_TRUE(best.ok()) << best.error().message;
+  EXPECT_EQ(best->scheduler.flavor_choice, FlavorChoice::kBest);
+  Result<DaemonConfig> odd = ParseDaemonConfig("scheduler: {flavor_choice: cheapest}");
+  ASSERT_FALSE(odd.ok());
+  EXPECT_NE(odd.error().message.find("order or best"), std::string::npos) << odd.error().message;
+}
+
 TEST(DaemonConfig, ReadsTheQueuePolicyAndRefusesBadValues) {
   Result<DaemonConfig> name = ParseDaemonConfig("scheduler: {queue_policy: srsf}\n");
   ASSERT_TRUE(name.ok()) << name.error().message;

@@ -26,8 +26,16 @@ struct BackfillConfig {
   int max_holds = 8;  // blocked jobs per cycle that hold the capacity they wait for
 };
 
+// How a job that accepts several flavors (JobSpec::flavors) picks among those with room:
+//   kOrder  the first in the job's order (Kueue's flavor fungibility)
+//   kBest   the one where the placement policy scores the job's placement best, ties to the
+//           lower node id (the FGD paper's "any of these models": the best node over them all)
+// Either way, when none has room without preemption, the first flavor is the one preempted for.
+enum class FlavorChoice : uint8_t { kOrder, kBest };
+
 struct SchedulerConfig {
   std::string placement = "fgd";
+  FlavorChoice flavor_choice = FlavorChoice::kOrder;
   QueuePolicyConfig queue;  // the order inside each tenant's queue (policy/priority/queue_policy.h)
   FairShareConfig fair_share;
   PreemptionConfig preemption;

@@ -86,6 +86,9 @@ class Cycle {
   bool ConsiderAs(const Job& job);
   // The job as if its shape were of flavor f: itself, or a copy that lives for the cycle.
   const Job& AsFlavor(const Job& job, FlavorId f);
+  // The job's flavors, best placement first (FlavorChoice::kBest): each placed as if alone
+  // on the session and rolled back; flavors with no room keep their order, after the others.
+  std::vector<FlavorId> ByFit(const Job& job);
   // A job naming a reservation runs only while it is in force and within its amount; otherwise
   // it waits (reason kReservation) and this returns false.
   bool ReservationAdmits(const Job& job, GpuEq eq);

@@ -167,3 +167,49 @@ TEST_F(FlavorListTest, BadListsAreRefusedAndChangeNothing) {
 
 }  // namespace
 }  // namespace gpupool
+
+namespace gpupool {
+namespace {
+
+// flavor_choice: best. A 1-GPU job that accepts a100 then h100; the a100 node has 2 GPUs free,
+// the h100 node 1 of 2, and the workload has 2-GPU jobs of both. FGD: on a100 the job leaves one
+// GPU that a 2-GPU job cannot use; on h100 it fills the node.
+std::string FlavorChosen(FlavorChoice choice) {
+  State s;
+  AddDefaultPriorityClasses(s);
+  const FlavorId h100 = *s.catalogue().Find("h100-80gb"), a100 = *s.catalogue().Find("a100-80gb");
+  EXPECT_TRUE(AddTenant(s, "t", {{"h100-80gb", {4}}, {"a100-80gb", {4}}}).ok());
+  EXPECT_TRUE(AddNode(s, "a", {.flavor = "a100-80gb", .gpus = 2}).ok());
+  EXPECT_TRUE(AddNode(s, "h", {.flavor = "h100-80gb", .gpus = 2}).ok());
+  const Time now = Time::FromSeconds(100);
+  const JobId busy = *Submit(s, {.tenant = "t", .shape = *WholeGpus(s, "h100-80gb", 1)}, now);
+  EXPECT_TRUE(Apply(s, JobAdmitted{busy, {{NodeId(1), {{.gpu = 0}}}}, AdmissionKind::kGuaranteed, now}).ok());
+  auto mix = std::make_shared<WorkloadMix>();
+  for (FlavorId f : {h100, a100}) mix->by_flavor[f] = {{{.kind = ShapeKind::kWholeGpus, .gpus = 2}, 1}};
+  SchedulerConfig cfg;
+  cfg.workload = mix;
+  cfg.flavor_choice = choice;
+  JobSubmitted e;
+  e.id = s.NextJobId();
+  e.at = now;
+  e.spec.tenant = *s.FindTenant("t");
+  e.spec.priority_class = *s.FindPriorityClass("training");
+  e.spec.shape = *WholeGpus(s, "a100-80gb", 1);
+  e.spec.flavors = {a100, h100};
+  e.spec.name = "j";
+  EXPECT_TRUE(Apply(s, e).ok());
+  const Plan p = Schedule(s, cfg, now);
+  if (p.placements.size() != 1) return "none";
+  const PlaceDecision& d = p.placements[0];
+  // A flavor other than the job's first is announced (JobFlavorChosen).
+  EXPECT_EQ(d.flavor.valid(), d.placement[0].node == NodeId(1));
+  return s.node(d.placement[0].node).name;
+}
+
+TEST(FlavorChoice, BestTakesTheFlavorWherePlacementScoresBestOrderTheFirst) {
+  EXPECT_EQ(FlavorChosen(FlavorChoice::kOrder), "a");
+  EXPECT_EQ(FlavorChosen(FlavorChoice::kBest), "h");
+}
+
+}  // namespace
+}  // namespace gpupool

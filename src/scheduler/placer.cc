@@ -240,6 +240,7 @@ bool Placer::PlaceReplica(const Job& job, uint32_t shape_id, const std::vector<u
     }
   }
   if (best.node == Session::kNone) return false;
+  out.score += best.option.score;
   Apply(best.node, best.option, job, shapes_[shape_id], end, out);
   return true;
 }

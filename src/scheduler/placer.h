@@ -33,6 +33,7 @@ class Placer {
     std::vector<ModeChangeDecision> mode_changes;  // dynamic GPUs the placement switches
     ReasonCode code = ReasonCode::kNone;
     std::string detail;  // why not, when !ok
+    int64_t score = 0;   // the sum of the replicas' scores, when ok
   };
 
   // Places all replicas of `job` within `pools`; a job ending at `end` may use held GPUs whose

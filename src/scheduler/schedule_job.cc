@@ -1,6 +1,7 @@
 // One job's turn in the cycle: its flavors in order, the quota check, placement as a gang,
 // preemption, and a backfill hold when it must wait (docs/design/scheduler.md, "The loop").
 #include <algorithm>
+#include <tuple>
 
 #include "policy/calendar/calendar.h"
 #include "policy/priority/ordering.h"
@@ -21,7 +22,9 @@ void Cycle::Consider(const Job& job) {
   // preemption (within its guarantee or borrowing); only if none is, the first flavor with
   // preemption and backfill holds, and its reason is the job's.
   probing_ = true;
-  for (FlavorId f : job.spec.flavors) {
+  const std::vector<FlavorId> order =
+      cfg_.flavor_choice == FlavorChoice::kBest ? ByFit(job) : job.spec.flavors;
+  for (FlavorId f : order) {
     if (ConsiderAs(AsFlavor(job, f))) {
       probing_ = false;
       return;
@@ -35,6 +38,35 @@ void Cycle::Consider(const Job& job) {
   flavor_note_ = "; its other flavors (" + others + ") have no room for it either";
   ConsiderAs(AsFlavor(job, job.spec.flavors[0]));
   flavor_note_.clear();
+}
+
+std::vector<FlavorId> Cycle::ByFit(const Job& job) {
+  struct Fit {
+    bool none;
+    int64_t score;
+    uint32_t node;
+    size_t index;
+  };
+  std::vector<Fit> fits;
+  const Time end = now_ + job.spec.estimated_duration;
+  for (size_t i = 0; i < job.spec.flavors.size(); ++i) {
+    const Job& v = AsFlavor(job, job.spec.flavors[i]);
+    Fit fit{true, 0, 0, i};
+    const std::vector<uint32_t>& pools = session_.EligiblePools(v);
+    if (!pools.empty()) {
+      const size_t mark = session_.Mark();
+      const Placer::Outcome o = placer_.PlaceGang(v, pools, end);
+      if (o.ok) fit = {false, o.score, o.placement.front().node.value(), i};
+      session_.RollbackTo(mark);
+    }
+    fits.push_back(fit);
+  }
+  std::sort(fits.begin(), fits.end(), [](const Fit& a, const Fit& b) {
+    return std::tie(a.none, a.score, a.node, a.index) < std::tie(b.none, b.score, b.node, b.index);
+  });
+  std::vector<FlavorId> out;
+  for (const Fit& f : fits) out.push_back(job.spec.flavors[f.index]);
+  return out;
 }
 
 const Job& Cycle::AsFlavor(const Job& job, FlavorId f) {

@@ -100,6 +100,7 @@ Result<SeedRun> RunSeedThroughSchedule(const OpenbTrace& trace, const std::strin
   cfg.preemption.enabled = false;
   cfg.backfill.enabled = false;
   cfg.mig_reconfigure = false;
+  cfg.flavor_choice = FlavorChoice::kBest;  // a pod of several models: the best node over them
   cfg.workload = std::make_shared<const WorkloadMix>(MixOf(originals, flavor_of_model, one_flavor));
   GP_RETURN_IF_ERROR(Validate(cfg));
 
