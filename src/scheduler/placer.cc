@@ -254,7 +254,16 @@ void Placer::SearchClasses(const std::vector<uint32_t>& classes, uint32_t shape_
     const Option& o = OptionFor(shape_id, cls);
     if (!o.fits) continue;
     if (nodes) {
-      // Every member scores on its own: no bound from the class.
+      // Every member scores on its own; the class's option at its own level bounds them all.
+      const TaskShape& t = shapes_[shape_id];
+      const int64_t gpu_milli = t.kind == ShapeKind::kWholeGpus ? int64_t{1000} * t.gpus
+                                : t.kind == ShapeKind::kGpuFraction ? t.milli : 0;
+      const FlavorId f = s_.pool(s_.cls(cls).pool).flavor;
+      if (best.node != Session::kNone &&
+          s_.policy().NodeScoreBound(f, t, o.from, o.to, gpu_milli) + (o.score - s_.policy().Score(f, o.from, o.to)) >
+              best.option.score) {
+        continue;
+      }
       for (uint32_t n : s_.members(cls)) {
         if (!HostFits(s_.slot(n), rs, end)) continue;
         const Option& at = levels ? OptionAt(shape_id, cls, AfterLevel(n, rs)) : o;

@@ -259,6 +259,23 @@ class GpupoolPolicy final : public PlacementPolicy {
                             usable(idle - g, less(m.cpu_free, m.cpu_milli), less(m.mem_free, m.memory_mib)) - g;
     const double growth = static_cast<double>(after - before) /
                           (static_cast<double>(w) * (GpuEq::kUnitsPerGpu / 1000));
+    return Form(t, growth, stranded);
+  }
+  // Stranding is never below minus the replica's own GPU milli (U only shrinks), nor below 0
+  // for a replica of no GPU, and each form grows with it.
+  int64_t NodeScoreBound(FlavorId f, const TaskShape& t, int64_t before, int64_t after,
+                         int64_t gpu_milli) const override {
+    const int64_t w = fgd_.TotalWeight(f);
+    if (host_.count(f) == 0 || w == 0 || t.kind == ShapeKind::kMigProfile) return Score(f, before, after);
+    const double growth = static_cast<double>(after - before) /
+                          (static_cast<double>(w) * (GpuEq::kUnitsPerGpu / 1000));
+    return Form(t, growth, -static_cast<double>(gpu_milli));
+  }
+
+ private:
+  static constexpr int64_t kUnlimited = INT64_MAX;  // Session::kUntracked
+  // The score forms, from the growth G and the stranding, both in milli-GPUs.
+  static int64_t Form(const TaskShape& t, double growth, double stranded) {
     auto bucket = [](double milli, double width) { return static_cast<int64_t>(std::floor(milli / width + 0.5)); };
     if (t.kind == ShapeKind::kGpuFraction) {
       return -static_cast<int64_t>(100.0 / (1.0 + std::exp((growth / 4 + stranded) / 1000.0)));
@@ -266,9 +283,6 @@ class GpupoolPolicy final : public PlacementPolicy {
     if (t.gpus == 0) return bucket(stranded, 1000) * (int64_t{1} << 32) + bucket(growth, 200);
     return bucket(growth + stranded, 200);
   }
-
- private:
-  static constexpr int64_t kUnlimited = INT64_MAX;  // Session::kUntracked
   struct PerMilli {
     double cpu = 0, mem = 0;
   };

@@ -82,6 +82,12 @@ class PlacementPolicy {
                             const HostMove& /*move*/) const {
     return Score(f, before, after);
   }
+  // The lowest NodeScore the option can have on any node of its class, for a replica of
+  // `gpu_milli` milli-GPUs (lets the scheduler skip classes that cannot beat the best so far).
+  virtual int64_t NodeScoreBound(FlavorId f, const TaskShape& /*t*/, int64_t before, int64_t after,
+                                 int64_t /*gpu_milli*/) const {
+    return Score(f, before, after);
+  }
   // Score of moving a node of this flavor from value `before` to value `after`; lower is better.
   virtual int64_t Score(FlavorId flavor, int64_t before, int64_t after) const = 0;
   // True when Score(f, b, a) == Score(f, 0, a - b): a MIG or fraction option's score then depends on
