@@ -21,10 +21,12 @@ for list in $lists; do
   out=$("$GPUPOOL" sim packing --nodes "$csv/openb_node_list_gpu_node.csv" \
     --pods "$csv/openb_pod_list_$list.csv" --policy fgd,schedule:fgd,gpupool,schedule:gpupool \
     --seeds "$seeds" --threads 2 --no-timing)
-  col=4 label=$list
-  case $list in gpuspec*) col=8 label="$list (130%)" ;; esac
+  col=4 label=$list pub_note=
+  # The tool prints the published mean at 100% only; the gpuspec lists compare at 130%
+  # (docs/benchmarks.md's fidelity table has the published 130% figures).
+  case $list in gpuspec*) col=8 label="$list (130%)" pub_note=" (at 100%)" ;; esac
   # Rows: policy @90 @95 @100 @105 @110 @120 @130 published ...
   pick() { awk -v p="$1" -v c="$col" '$1 == p { print $c }' <<<"$out"; }
   published=$(awk '$1 == "fgd" { print $9 }' <<<"$out")
-  echo "| $label | $published | $(pick fgd) | $(pick schedule:fgd) | $(pick gpupool) | $(pick schedule:gpupool) |"
+  echo "| $label | $published$pub_note | $(pick fgd) | $(pick schedule:fgd) | $(pick gpupool) | $(pick schedule:gpupool) |"
 done
