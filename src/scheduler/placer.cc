@@ -245,34 +245,49 @@ bool Placer::PlaceReplica(const Job& job, uint32_t shape_id, const std::vector<u
   return true;
 }
 
+void Placer::SearchNodes(const std::vector<uint32_t>& classes, uint32_t shape_id, const ReplicaShape& rs,
+                         Time end, Candidate& best) {
+  // Every member scores on its own. The class's option at its own level bounds them all: the
+  // classes are walked by that bound, and the walk ends at the first that cannot win.
+  const PlacementPolicy& policy = s_.policy();
+  const TaskShape& t = shapes_[shape_id];
+  const int64_t gpu_milli = t.kind == ShapeKind::kWholeGpus ? int64_t{1000} * t.gpus
+                            : t.kind == ShapeKind::kGpuFraction ? t.milli : 0;
+  const bool levels = rs.cpu_milli > 0 && policy.HostLevels(rs.flavor) > 1;
+  std::vector<std::pair<int64_t, uint32_t>>& order = bound_scratch_;
+  order.clear();
+  for (uint32_t cls : classes) {
+    const Option& o = OptionFor(shape_id, cls);
+    if (!o.fits) continue;
+    const FlavorId f = s_.pool(s_.cls(cls).pool).flavor;
+    const int64_t penalty = HostOnly(t) ? 0 : o.score - policy.Score(f, o.from, o.to);
+    order.push_back({policy.NodeScoreBound(f, t, o.from, o.to, gpu_milli) + penalty, cls});
+  }
+  std::sort(order.begin(), order.end());
+  for (const auto& [bound, cls] : order) {
+    if (best.node != Session::kNone && bound > best.option.score) break;
+    const Option o = OptionFor(shape_id, cls);
+    for (uint32_t n : s_.members(cls)) {
+      if (!HostFits(s_.slot(n), rs, end)) continue;
+      const Option& at = levels ? OptionAt(shape_id, cls, AfterLevel(n, rs)) : o;
+      if (!at.fits) continue;
+      const Option scored = OnNode(at, n, cls, t, rs);
+      if (Better(scored, n, best)) best = {n, scored};
+    }
+  }
+}
+
 void Placer::SearchClasses(const std::vector<uint32_t>& classes, uint32_t shape_id, const ReplicaShape& rs,
                            Time end, Candidate& best) {
   const bool host = rs.cpu_milli > 0 || rs.memory_mib > 0;
   const bool levels = rs.cpu_milli > 0 && s_.policy().HostLevels(rs.flavor) > 1;
-  const bool nodes = s_.policy().ScoresNodes(rs.flavor);
+  if (s_.policy().ScoresNodes(rs.flavor)) {
+    SearchNodes(classes, shape_id, rs, end, best);
+    return;
+  }
   for (uint32_t cls : classes) {
     const Option& o = OptionFor(shape_id, cls);
     if (!o.fits) continue;
-    if (nodes) {
-      // Every member scores on its own; the class's option at its own level bounds them all.
-      const TaskShape& t = shapes_[shape_id];
-      const int64_t gpu_milli = t.kind == ShapeKind::kWholeGpus ? int64_t{1000} * t.gpus
-                                : t.kind == ShapeKind::kGpuFraction ? t.milli : 0;
-      const FlavorId f = s_.pool(s_.cls(cls).pool).flavor;
-      if (best.node != Session::kNone &&
-          s_.policy().NodeScoreBound(f, t, o.from, o.to, gpu_milli) + (o.score - s_.policy().Score(f, o.from, o.to)) >
-              best.option.score) {
-        continue;
-      }
-      for (uint32_t n : s_.members(cls)) {
-        if (!HostFits(s_.slot(n), rs, end)) continue;
-        const Option& at = levels ? OptionAt(shape_id, cls, AfterLevel(n, rs)) : o;
-        if (!at.fits) continue;
-        const Option scored = OnNode(at, n, cls, shapes_[shape_id], rs);
-        if (Better(scored, n, best)) best = {n, scored};
-      }
-      continue;
-    }
     // The class's option at its own level bounds its members' from below (PlacementPolicy).
     if (best.node != Session::kNone && o.score > best.option.score) continue;
     const std::set<uint32_t>& members = s_.members(cls);

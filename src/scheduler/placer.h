@@ -85,6 +85,9 @@ class Placer {
   // Best option over these linked node classes (their first member that fits the host needs).
   void SearchClasses(const std::vector<uint32_t>& classes, uint32_t shape_id, const ReplicaShape& rs,
                      Time end, Candidate& best);
+  // The same for a policy that scores nodes (PlacementPolicy::ScoresNodes): every member.
+  void SearchNodes(const std::vector<uint32_t>& classes, uint32_t shape_id, const ReplicaShape& rs,
+                   Time end, Candidate& best);
   // Evaluates one single-GPU transition and keeps it in `best` if it scores lower.
   void Keep(const Option& o, Option& best) const;
   // Whether the node's CPU and memory take a replica of a job that ends at `end`.
@@ -125,7 +128,8 @@ class Placer {
   // Options and values at a host level below the class's own (rare: only jobs with CPU).
   std::unordered_map<std::tuple<uint32_t, uint32_t, Level>, Option, TripleHash> level_memo_;
   std::unordered_map<std::pair<uint32_t, Level>, int64_t, PairHash> value_memo_;
-  Option host_only_;  // OptionFor's answer for a host-only shape, valid until the next call
+  Option host_only_;
+  std::vector<std::pair<int64_t, uint32_t>> bound_scratch_;  // SearchNodes' (bound, class)  // OptionFor's answer for a host-only shape, valid until the next call
 };
 
 }  // namespace gpupool
