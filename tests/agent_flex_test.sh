@@ -9,13 +9,16 @@
 #    journal);
 #  - SIGSTOP of the dynamic node's agent past the heartbeat timeout: its jobs are requeued, not
 #    lost; after SIGCONT they run there again, on a shared GPU and on the flavor chosen before.
+# The scheduler runs placement gpupool with flavor_choice best, and the fraction asks for CPU,
+# so the node-scored stranding term, host levels and the probing of flavors by score are the
+# code under kill -9 and SIGSTOP.
 # Usage: agent_flex_test.sh GPUPOOL_BINARY
 set -u
 bin=${1:?usage: agent_flex_test.sh GPUPOOL_BINARY}
 . "$(dirname "$0")/lib/e2e.sh"
 
 cat > "$tmp/config.yaml" << 'EOF'
-scheduler: {tick_ms: 50}
+scheduler: {tick_ms: 50, placement: gpupool, flavor_choice: best}
 priority_classes:
   - {name: training, value: 500, preemptible: true, may_borrow: true, grace_period_s: 1, default: true}
 tenants:
@@ -69,6 +72,7 @@ for d in json.load(sys.stdin)["devices"]: print("%d:%s:%s" % (d["index"], d["mod
 frac=$(submit_file 'tenant: research
 name: frac
 resources: {flavor: h100-80gb, gpu_fraction: 0.5, memory_gb: 10}
+cpu_milli: 1000
 duration_estimate_s: 600
 command: [sh, -c, "echo frac on $CUDA_VISIBLE_DEVICES; sleep 300"]')
 [ -n "$frac" ] || fail "fraction submit failed"

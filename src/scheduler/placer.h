@@ -10,6 +10,8 @@
 // domain at a time, tightest-fitting domain first.
 //
 // The placements are applied to the session; the caller commits or rolls back to its mark.
+// Code: placer.cc (gangs, replicas, applying an option), placer_search.cc (the searches),
+// placer_options.cc (options and their scores, memoised).
 #pragma once
 
 #include <string>
@@ -47,6 +49,11 @@ class Placer {
   static TaskShape TaskOf(const State& state, const Job& job);
   // A replica that needs no GPU, only CPU and memory on a node of its flavor (gpus: 0).
   static bool HostOnly(const TaskShape& t) { return t.kind == ShapeKind::kWholeGpus && t.gpus == 0; }
+  // The milli-GPUs one replica takes (0 for MIG: PlacementPolicy::NodeScore scores it by class).
+  static int64_t GpuMilli(const TaskShape& t) {
+    return t.kind == ShapeKind::kWholeGpus ? int64_t{1000} * t.gpus
+           : t.kind == ShapeKind::kGpuFraction ? t.milli : 0;
+  }
 
  private:
   struct Option {
@@ -54,6 +61,7 @@ class Placer {
     int64_t score = 0;
     GpuKey before, after;  // for whole GPUs: one of `gpus` identical transitions
     int64_t from = 0, to = 0;  // the class's value before and after (for NodeScore)
+    int64_t penalty = 0;       // what `score` adds to the policy's (re-partitioning)
   };
   struct Candidate {
     uint32_t node = Session::kNone;
@@ -94,6 +102,10 @@ class Placer {
   bool HostFits(const Session::NodeSlot& s, const ReplicaShape& shape, Time end) const;
   void Consider(uint32_t node, uint32_t cls, uint32_t shape_id, const ReplicaShape& rs, Time end,
                 Candidate& best);
+  // Whether the replica's best option can be found over GPU states (KeyIndex) instead of nodes:
+  // a MIG or fraction shape, a policy that scores differences of a key alone, and a flavor
+  // whose nodes it scores by class with one host level.
+  bool KeySearchable(const ReplicaShape& rs) const;
   bool PlaceReplica(const Job& job, uint32_t shape_id, const std::vector<uint32_t>& pools,
                     const std::vector<uint32_t>* domain, Time end, Outcome& out);
   // Takes the option on the node for a job that ends at `end` (past a hold: the held GPUs offer

@@ -117,7 +117,8 @@ void Session::TakeHost(uint32_t node, int64_t cpu_milli, int64_t memory_mib, boo
   if (s.mem_free != kUntracked) s.mem_free -= memory_mib;
   if (past_hold && s.hold_cpu != kUntracked) s.hold_cpu -= cpu_milli;
   if (past_hold && s.hold_mem != kUntracked) s.hold_mem -= memory_mib;
-  Reindex(node, before);  // the host level may have changed
+  // Only CPU and memory changed: the class changes only with the host level.
+  if (s.pool != kNone && LevelOf(s.pool, s.cpu_free) != before.level) Reindex(node, before);
 }
 
 GpuKey Session::IdleKey(uint32_t node, int gpu) const {

@@ -122,11 +122,13 @@ class FgdPolicy final : public PlacementPolicy {
   // fragmentation in milli-GPUs (the value over W, in GpuEq units of 7 per milli), negated so
   // that lower is better. Growths within about 40 milli score equal and go to the lowest node.
   int64_t Score(FlavorId f, int64_t before, int64_t after) const override {
-    const int64_t w = TotalWeight(f);
-    if (w == 0) return after - before;
-    const double growth_milli = static_cast<double>(after - before) /
-                                (static_cast<double>(w) * (GpuEq::kUnitsPerGpu / 1000));
-    return -static_cast<int64_t>(100.0 / (1.0 + std::exp(growth_milli / 1000.0)));
+    if (TotalWeight(f) == 0) return after - before;
+    return -static_cast<int64_t>(100.0 / (1.0 + std::exp(GrowthMilli(f, before, after) / 1000.0)));
+  }
+  // A value change as growth of expected fragmentation, in milli-GPUs. REQUIRES: TotalWeight(f) > 0.
+  double GrowthMilli(FlavorId f, int64_t before, int64_t after) const {
+    return static_cast<double>(after - before) /
+           (static_cast<double>(TotalWeight(f)) * (GpuEq::kUnitsPerGpu / 1000));
   }
   bool ScoresDifferences() const override { return true; }
   // W: the mix's weight for a flavor (0 without one).
@@ -244,8 +246,9 @@ class GpupoolPolicy final : public PlacementPolicy {
   int64_t NodeScore(FlavorId f, const TaskShape& t, int64_t before, int64_t after,
                     const HostMove& m) const override {
     auto it = host_.find(f);
-    const int64_t w = fgd_.TotalWeight(f);
-    if (it == host_.end() || w == 0 || t.kind == ShapeKind::kMigProfile) return Score(f, before, after);
+    if (it == host_.end() || fgd_.TotalWeight(f) == 0 || t.kind == ShapeKind::kMigProfile) {
+      return Score(f, before, after);
+    }
     const PerMilli& pm = it->second;
     auto usable = [&](double idle, int64_t cpu, int64_t mem) {
       double u = idle;
@@ -257,19 +260,16 @@ class GpupoolPolicy final : public PlacementPolicy {
     const double idle = static_cast<double>(m.idle_milli), g = static_cast<double>(m.gpu_milli);
     const double stranded = usable(idle, m.cpu_free, m.mem_free) -
                             usable(idle - g, less(m.cpu_free, m.cpu_milli), less(m.mem_free, m.memory_mib)) - g;
-    const double growth = static_cast<double>(after - before) /
-                          (static_cast<double>(w) * (GpuEq::kUnitsPerGpu / 1000));
-    return Form(t, growth, stranded);
+    return Form(t, fgd_.GrowthMilli(f, before, after), stranded);
   }
   // Stranding is never below minus the replica's own GPU milli (U only shrinks), nor below 0
   // for a replica of no GPU, and each form grows with it.
   int64_t NodeScoreBound(FlavorId f, const TaskShape& t, int64_t before, int64_t after,
                          int64_t gpu_milli) const override {
-    const int64_t w = fgd_.TotalWeight(f);
-    if (host_.count(f) == 0 || w == 0 || t.kind == ShapeKind::kMigProfile) return Score(f, before, after);
-    const double growth = static_cast<double>(after - before) /
-                          (static_cast<double>(w) * (GpuEq::kUnitsPerGpu / 1000));
-    return Form(t, growth, -static_cast<double>(gpu_milli));
+    if (host_.count(f) == 0 || fgd_.TotalWeight(f) == 0 || t.kind == ShapeKind::kMigProfile) {
+      return Score(f, before, after);
+    }
+    return Form(t, fgd_.GrowthMilli(f, before, after), -static_cast<double>(gpu_milli));
   }
 
  private:
