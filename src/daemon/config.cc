@@ -14,8 +14,9 @@ namespace {
 
 using Json = nlohmann::json;
 
-Status Nodes(State& s, const Json& nodes) {
+Status Nodes(State& s, const Json& nodes, const ConfigLimits& limits) {
   if (!nodes.is_array()) return InvalidArgument("'nodes' must be a list");
+  int64_t total_nodes = 0, total_gpus = 0, total_labels = 0, total_label_bytes = 0;
   for (size_t i = 0; i < nodes.size(); ++i) {
     const Json& n = nodes[i];
     const std::string where = "nodes[" + std::to_string(i) + "]";
@@ -58,14 +59,37 @@ Status Nodes(State& s, const Json& nodes) {
                                           : k == "nvlink_domain" ? t.nvlink_domain
                                                                  : t.dedicated_to) = *v;
     }
+    int64_t label_bytes = 0;
     if (n.contains("labels")) {
-      if (!n["labels"].is_array()) return InvalidArgument(where + ": 'labels' must be a list of key=value");
-      for (const Json& l : n["labels"]) {
-        if (!l.is_string()) return InvalidArgument(where + ": 'labels' must be a list of key=value");
+      const Json& labels = n["labels"];
+      if (!labels.is_array() || labels.size() > kMaxLabelsPerNode) {
+        return InvalidArgument(where + ": 'labels' must be a list of at most " + std::to_string(kMaxLabelsPerNode) +
+                               " key=value");
+      }
+      for (const Json& l : labels) {
+        if (!l.is_string() || l.get_ref<const std::string&>().size() > kMaxLabelBytes) {
+          return InvalidArgument(where + ": 'labels' must be key=value strings of at most " +
+                                 std::to_string(kMaxLabelBytes) + " bytes");
+        }
         t.labels.push_back(l.get<std::string>());
+        label_bytes += static_cast<int64_t>(t.labels.back().size());
       }
     }
     const int copies = *count == 0 ? 1 : static_cast<int>(*count);
+    total_nodes += copies;
+    total_gpus += int64_t{copies} * t.gpus;
+    if (total_nodes > limits.nodes || total_gpus > limits.gpus) {
+      return InvalidArgument(where + ": the cluster would have " + std::to_string(total_nodes) + " nodes and " +
+                             std::to_string(total_gpus) + " GPUs; at most " + std::to_string(limits.nodes) +
+                             " nodes and " + std::to_string(limits.gpus) + " GPUs in all");
+    }
+    total_labels += int64_t{copies} * static_cast<int64_t>(t.labels.size());
+    total_label_bytes += int64_t{copies} * label_bytes;
+    if (total_labels > limits.labels || total_label_bytes > limits.label_bytes) {
+      return InvalidArgument(where + ": the nodes would carry " + std::to_string(total_labels) + " labels of " +
+                             std::to_string(total_label_bytes) + " bytes; at most " + std::to_string(limits.labels) +
+                             " labels and " + std::to_string(limits.label_bytes) + " bytes in all");
+    }
     for (int c = 0; c < copies; ++c) {
       const std::string node_name = *count == 0 ? *name : *name + "-" + std::to_string(c);
       Result<NodeId> id = AddNode(s, node_name, t);
@@ -221,7 +245,7 @@ Status Executors(const Catalogue& cat, const Json& list, DaemonConfig& out) {
 
 }  // namespace
 
-Result<DaemonConfig> ParseDaemonConfig(const std::string& yaml_text) {
+Result<DaemonConfig> ParseDaemonConfig(const std::string& yaml_text, const ConfigLimits& limits) {
   Result<Json> parsed = YamlToJson(yaml_text);
   if (!parsed.ok()) return parsed.error();
   const Json& root = *parsed;
@@ -295,7 +319,7 @@ Result<DaemonConfig> ParseDaemonConfig(const std::string& yaml_text) {
       if (!id.ok()) return InvalidArgument("tenants: " + id.error().message);
     }
   }
-  if (root.contains("nodes")) GP_RETURN_IF_ERROR(Nodes(s, root["nodes"]));
+  if (root.contains("nodes")) GP_RETURN_IF_ERROR(Nodes(s, root["nodes"], limits));
   if (root.contains("burst")) GP_RETURN_IF_ERROR(DecodeBurstSettings(s.catalogue(), root["burst"], &out.burst));
   if (root.contains("executors")) GP_RETURN_IF_ERROR(Executors(s.catalogue(), root["executors"], out));
   if (root.contains("prices")) {

@@ -74,8 +74,20 @@ struct DaemonConfig {
   std::vector<ExecutorSettings> executors;
 };
 
+// How large a cluster file may make the cluster, in all: a few lines of `count:` must not build
+// millions of nodes. The defaults are above the largest clusters built today; labels are
+// counted on every node they are copied to.
+struct ConfigLimits {
+  int64_t nodes = 100000;
+  int64_t gpus = 800000;
+  int64_t labels = 1000000;
+  int64_t label_bytes = int64_t{32} << 20;
+};
+inline constexpr size_t kMaxLabelsPerNode = 64;   // per `nodes:` entry
+inline constexpr size_t kMaxLabelBytes = 256;     // per label
+
 Result<DaemonConfig> LoadDaemonConfig(const std::string& path);
-// The same from YAML text (tests).
-Result<DaemonConfig> ParseDaemonConfig(const std::string& yaml_text);
+// The same from YAML text (tests; the fuzzer passes smaller limits).
+Result<DaemonConfig> ParseDaemonConfig(const std::string& yaml_text, const ConfigLimits& limits = {});
 
 }  // namespace gpupool

@@ -598,6 +598,36 @@ TEST(DaemonConfig, ReadsTlsFilesAndRefusesUnknownKeys) {
   EXPECT_FALSE(ParseDaemonConfig("tls: {client_ca_file: [a]}\n").ok());
 }
 
+// Found by fuzz_decoders: three lines of `count: 100000` built 300,000 nodes and ran the
+// fuzzer out of memory. The total is bounded before any node is built.
+TEST(DaemonConfig, RefusesAClusterBeyondItsTotalBoundsBeforeBuildingIt) {
+  Result<DaemonConfig> many = ParseDaemonConfig(
+      "nodes:\n  - {name: a, count: 100000, flavor: h100-80gb, gpus: 1}\n"
+      "  - {name: b, count: 1, flavor: h100-80gb, gpus: 1}\n");
+  ASSERT_FALSE(many.ok());
+  EXPECT_NE(many.error().message.find("nodes[1]: the cluster would have 100001 nodes"), std::string::npos)
+      << many.error().message;
+  Result<DaemonConfig> gpus = ParseDaemonConfig(
+      "nodes:\n  - {name: a, count: 50000, flavor: h100-80gb, gpus: 16}\n"
+      "  - {name: b, flavor: h100-80gb, gpus: 1}\n");
+  ASSERT_FALSE(gpus.ok());
+  EXPECT_NE(gpus.error().message.find("800001 GPUs; at most 100000 nodes and 800000 GPUs"), std::string::npos)
+      << gpus.error().message;
+  Result<DaemonConfig> at_limit =
+      ParseDaemonConfig("nodes:\n  - {name: a, count: 50000, flavor: h100-80gb, gpus: 16}\n");
+  ASSERT_TRUE(at_limit.ok()) << at_limit.error().message;
+  EXPECT_EQ(at_limit->cluster.nodes().size(), 50000u);
+  Result<DaemonConfig> labels = ParseDaemonConfig(
+      "nodes:\n  - {name: a, count: 100000, flavor: h100-80gb, gpus: 1, labels: [a=1, b=2, c=3, d=4, e=5, f=6, "
+      "g=7, h=8, i=9, j=10, k=11]}\n");
+  ASSERT_FALSE(labels.ok());
+  EXPECT_NE(labels.error().message.find("1100000 labels"), std::string::npos) << labels.error().message;
+  Result<DaemonConfig> long_label = ParseDaemonConfig(
+      "nodes:\n  - {name: a, flavor: h100-80gb, labels: [a=" + std::string(300, 'x') + "]}\n");
+  ASSERT_FALSE(long_label.ok());
+  EXPECT_NE(long_label.error().message.find("at most 256 bytes"), std::string::npos) << long_label.error().message;
+}
+
 TEST(DaemonConfig, ReadsTheFlavorChoice) {
   Result<DaemonConfig> plain = ParseDaemonConfig("scheduler: {placement: gpupool}");
   ASSERT_TRUE(plain.ok()) << plain.error().message;
