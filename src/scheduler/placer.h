@@ -140,8 +140,11 @@ class Placer {
   // Options and values at a host level below the class's own (rare: only jobs with CPU).
   std::unordered_map<std::tuple<uint32_t, uint32_t, Level>, Option, TripleHash> level_memo_;
   std::unordered_map<std::pair<uint32_t, Level>, int64_t, PairHash> value_memo_;
-  Option host_only_;
-  std::vector<std::pair<int64_t, uint32_t>> bound_scratch_;  // SearchNodes' (bound, class)  // OptionFor's answer for a host-only shape, valid until the next call
+  Option host_only_;  // OptionFor's answer for a host-only shape, valid until the next call
+  std::vector<std::pair<int64_t, uint32_t>> bound_scratch_;  // SearchNodes' (bound, class)
+  // SearchNodes' (free CPU, free memory) of the members of one class already scored.
+  static constexpr size_t kMaxHostStates = 16;
+  std::vector<std::pair<int64_t, int64_t>> host_scratch_;
 };
 
 }  // namespace gpupool

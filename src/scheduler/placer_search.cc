@@ -49,8 +49,20 @@ void Placer::SearchNodes(const std::vector<uint32_t>& classes, uint32_t shape_id
   for (const auto& [bound, cls] : order) {
     if (best.node != Session::kNone && bound > best.option.score) break;
     const Option o = OptionFor(shape_id, cls);
+    // Members of a class differ only in free CPU and memory, and those decide their score: of
+    // members with the same, the first (lowest id) is the only one that can win. The first
+    // kMaxHostStates distinct ones are remembered; past them every member is scored.
+    std::vector<std::pair<int64_t, int64_t>>& seen = host_scratch_;
+    seen.clear();
     for (uint32_t n : s_.members(cls)) {
-      if (!HostFits(s_.slot(n), rs, end)) continue;
+      // Members come in id order: past the best's node, a member at the bound can only tie,
+      // and ties go to the lower id.
+      if (best.node != Session::kNone && n > best.node && bound >= best.option.score) break;
+      const Session::NodeSlot& slot = s_.slot(n);
+      const std::pair<int64_t, int64_t> host{slot.cpu_free, slot.mem_free};
+      if (std::find(seen.begin(), seen.end(), host) != seen.end()) continue;
+      if (seen.size() < kMaxHostStates) seen.push_back(host);
+      if (!HostFits(slot, rs, end)) continue;
       const Option& at = levels ? OptionAt(shape_id, cls, AfterLevel(n, rs)) : o;
       if (!at.fits) continue;
       const Option scored = OnNode(at, n, cls, t, rs);
