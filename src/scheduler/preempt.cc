@@ -264,44 +264,40 @@ std::optional<ReclaimWait> PendingReclaim(Session& s, const Job& job, const std:
   const State& state = s.state();
   const Catalogue& cat = state.catalogue();
   const FlavorId f = job.spec.shape.flavor;
-  struct Young {
-    Time from;
-    GpuEq eq;
-    TenantId tenant;
+  // Borrowed preemptible work of other tenants that is not old enough yet, by when it will
+  // be, on the pools the job may use (the session's list is the snapshot's, in that order).
+  const std::vector<Session::YoungJob>& young = s.YoungJobs(f, cfg.min_runtime);
+  auto usable = [&](const Session::YoungJob& y) {
+    return y.job->spec.tenant != job.spec.tenant && s.running_quota().borrowing(y.job->spec.tenant, f) &&
+           OnPools(s, *y.job, pools);
   };
-  std::vector<Young> young;
-  for (const Job* v : s.ActiveJobs(f)) {
-    if (v->spec.tenant == job.spec.tenant || v->admitted_as == AdmissionKind::kDedicated) continue;
-    const PriorityClass& pc = state.priority_class(v->spec.priority_class);
-    if (!pc.preemptible || !s.running_quota().borrowing(v->spec.tenant, f)) continue;
-    const Time from = Session::PreemptibleFrom(*v, pc.min_runtime.value_or(cfg.min_runtime));
-    if (from <= s.now() || !OnPools(s, *v, pools)) continue;  // a candidate now, or of no use
-    young.push_back({from, v->Eq(cat), v->spec.tenant});
-  }
-  if (young.empty()) return std::nullopt;
-  std::sort(young.begin(), young.end(), [](const Young& a, const Young& b) {
-    return std::tie(a.from, a.tenant) < std::tie(b.from, b.tenant);
-  });
-  GpuEq free;
-  for (uint32_t p : pools) {
-    for (uint32_t cls : s.active(p, job.spec.shape.kind)) {
-      free += s.cls(cls).free * static_cast<int64_t>(s.members(cls).size());
+  // What the job misses: the free capacity it could use, counted once one such job is found.
+  auto missing_of = [&] {
+    GpuEq free;
+    for (uint32_t p : pools) {
+      for (uint32_t cls : s.active(p, job.spec.shape.kind)) {
+        free += s.cls(cls).free * static_cast<int64_t>(s.members(cls).size());
+      }
     }
-  }
-  const GpuEq need = job.Eq(cat);
-  const GpuEq missing = need > free ? need - free : need;  // fragmented: count the whole job
+    const GpuEq need = job.Eq(cat);
+    return need > free ? need - free : need;  // fragmented: count the whole job
+  };
+  std::optional<GpuEq> missing;
   // Another tenant gives up at most what it borrows.
   std::map<TenantId, GpuEq> left;
   ReclaimWait out;
-  for (const Young& y : young) {
-    auto [it, fresh] = left.try_emplace(y.tenant, s.running_quota().borrowed(y.tenant, f));
-    const GpuEq take = Min(y.eq, it->second);
+  for (const Session::YoungJob& y : young) {
+    if (!usable(y)) continue;
+    if (!missing) missing = missing_of();
+    const TenantId tenant = y.job->spec.tenant;
+    auto [it, fresh] = left.try_emplace(tenant, s.running_quota().borrowed(tenant, f));
+    const GpuEq take = Min(y.job->Eq(cat), it->second);
     if (take <= GpuEq()) continue;
     it->second = it->second - take;
     out.amount += take;
-    if (std::find(out.from.begin(), out.from.end(), y.tenant) == out.from.end()) out.from.push_back(y.tenant);
-    if (out.amount >= missing) {
-      out.amount = missing;
+    if (std::find(out.from.begin(), out.from.end(), tenant) == out.from.end()) out.from.push_back(tenant);
+    if (out.amount >= *missing) {
+      out.amount = *missing;
       out.earliest = y.from;
       std::sort(out.from.begin(), out.from.end());
       return out;

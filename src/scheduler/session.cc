@@ -241,4 +241,25 @@ const std::vector<const Job*>& Session::PreemptibleJobs(FlavorId f, Duration min
   return out;
 }
 
+const std::vector<Session::YoungJob>& Session::YoungJobs(FlavorId f, Duration min_runtime) {
+  if (young_ready_.empty()) {
+    young_.resize(state_.catalogue().size());
+    young_ready_.resize(state_.catalogue().size(), false);
+  }
+  std::vector<YoungJob>& out = young_[f.value()];
+  if (young_ready_[f.value()]) return out;
+  young_ready_[f.value()] = true;
+  for (const Job* j : ActiveJobs(f)) {
+    if (j->admitted_as == AdmissionKind::kDedicated) continue;
+    const PriorityClass& pc = state_.priority_class(j->spec.priority_class);
+    if (!pc.preemptible) continue;
+    const Time from = PreemptibleFrom(*j, pc.min_runtime.value_or(min_runtime));
+    if (from > now_) out.push_back({j, from});
+  }
+  std::sort(out.begin(), out.end(), [](const YoungJob& a, const YoungJob& b) {
+    return std::tie(a.from, a.job->spec.tenant) < std::tie(b.from, b.job->spec.tenant);
+  });
+  return out;
+}
+
 }  // namespace gpupool

@@ -156,6 +156,14 @@ class Session {
   // dedicated nodes; in victim order (policy/priority/ordering.h).
   // REQUIRES: the same min_runtime on every call of a session.
   const std::vector<const Job*>& PreemptibleJobs(FlavorId f, Duration min_runtime);
+  // The others of preemptible class not on dedicated nodes: those that become victims later
+  // this cycle's `now`, with when (PreemptibleFrom), ordered by (from, tenant).
+  // REQUIRES: the same min_runtime on every call of a session.
+  struct YoungJob {
+    const Job* job = nullptr;
+    Time from;
+  };
+  const std::vector<YoungJob>& YoungJobs(FlavorId f, Duration min_runtime);
   // When a job holding resources has run its minimum runtime: from its start (its admission
   // while not yet started).
   static Time PreemptibleFrom(const Job& j, Duration min_runtime) {
@@ -246,6 +254,8 @@ class Session {
   std::vector<std::vector<const Job*>> active_by_flavor_;  // built on first use
   std::vector<std::vector<const Job*>> preemptible_;         // by flavor, built on first use
   std::vector<bool> preemptible_ready_;
+  std::vector<std::vector<YoungJob>> young_;  // by flavor, built on first use
+  std::vector<bool> young_ready_;
   struct PoolCaps {
     int max_whole = 0;  // most healthy whole-mode GPUs on one node
     bool mig = false, shared = false;
