@@ -76,11 +76,11 @@ const char* const kAgentUsage =
     "  certificate the daemon's --tls-client-ca signed, naming this node, instead of a token\n";
 
 const char* const kDemoUsage =
-    "usage: gpupool demo [--hours H (8)] [--policy P (fgd)] [--seed S (7)] [--every MINUTES (60)]\n"
+    "usage: gpupool demo [--hours H (8)] [--policy P (gpupool)] [--seed S (7)] [--every MINUTES (60)]\n"
     "  Schedules a generated day of work on a small demo cluster and prints what happened.\n";
 
 #define GP_REPLAY_USAGE                                                                               \
-  "usage: gpupool sim replay --jobs JOBS.csv --tenants TENANTS.csv [--policy fgd] [--partitioned]\n" \
+  "usage: gpupool sim replay --jobs JOBS.csv --tenants TENANTS.csv [--policy gpupool] [--partitioned]\n" \
   "                          [--capacity-scale X] [--json F] [--csv F] [--svg F] [--no-estimates]\n" \
   "                          [--no-timing] [--burst FILE.yaml [--burst-budgets A,B,C]]\n"            \
   "                          [--queue-policy fifo|las|srsf|sjf] [--starvation-after-h H (168)]\n"    \

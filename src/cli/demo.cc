@@ -92,7 +92,7 @@ int Demo(const std::vector<std::string>& argv) {
     }
   }
   SchedulerConfig cfg;
-  cfg.placement = args->Str("policy", "fgd");
+  cfg.placement = args->Str("policy", "gpupool");
   if (Status st = Validate(cfg); !st.ok()) {
     std::cerr << "gpupool demo: " << st.error().message << "\n";
     return 2;

@@ -324,7 +324,7 @@ int Replay(const std::vector<std::string>& argv) {
     return 2;
   }
   ReplayOptions opt;
-  opt.scheduler.placement = args->Str("policy", "fgd");
+  opt.scheduler.placement = args->Str("policy", "gpupool");
   opt.partitioned = args->Has("partitioned");
   opt.estimates = !args->Has("no-estimates");
   const std::string scale = args->Str("capacity-scale", "1");

@@ -34,7 +34,7 @@ struct BackfillConfig {
 enum class FlavorChoice : uint8_t { kOrder, kBest };
 
 struct SchedulerConfig {
-  std::string placement = "fgd";
+  std::string placement = "gpupool";  // FGD with CPU, stranding and pairing (policies.h)
   FlavorChoice flavor_choice = FlavorChoice::kOrder;
   QueuePolicyConfig queue;  // the order inside each tenant's queue (policy/priority/queue_policy.h)
   FairShareConfig fair_share;

@@ -3,12 +3,13 @@
 // src/scheduler; a policy only says how good a node state is.
 //
 //   fgd       fragmentation gradient descent (Weng et al., USENIX ATC'23): minimise the growth
-//             of expected fragmentation w.r.t. the current workload mix (default)
+//             of expected fragmentation w.r.t. the current workload mix
 //   bestfit   leave the least free capacity on the chosen node
 //   spread    leave the most free capacity (worst fit)
 //   firstfit  lowest node id that fits
-//   gpupool   FGD plus a pairing term: a fraction goes where its GPU is then least likely to
-//             waste milli-GPUs for good, as learned from recent submissions (pairing.h)
+//   gpupool   the default: FGD plus a pairing term (a fraction goes where its GPU is then least
+//             likely to waste milli-GPUs for good, as learned from recent submissions, pairing.h)
+//             and, when the mix asks CPU or memory, a stranding term scored per node
 // The math is in docs/design/placement.md.
 #pragma once
 
