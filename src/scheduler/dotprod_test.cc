@@ -1,5 +1,6 @@
-// placement: dotprod, the FGD paper's baseline ported into Schedule(): the node whose free CPU
-// and GPU line up least with the request, and on a node the tightest GPU that fits a fraction.
+// placement: dotprod and bestfit_host, the FGD paper's baselines ported into Schedule(): the
+// node whose free CPU and GPU line up least with the request, or that is left with the least
+// free CPU and GPU as shares; on a node, the tightest GPU that fits a fraction.
 #include <gtest/gtest.h>
 
 #include "model/builder.h"
@@ -52,6 +53,22 @@ TEST_F(DotProdTest, TakesTheNodeWhoseFreeCpuAndGpuAlignLeastWithTheRequest) {
   Cycle();
   ASSERT_EQ(s_.FindJob(j)->state, JobState::kRunning);
   EXPECT_EQ(NodeOf(j), 1u);
+}
+
+// n0 has 64 CPUs and 8 GPUs free, n1 8 and 8. A 1-GPU job asking 4 CPUs leaves n1 with
+// r = (4000/128000 + 7000/8000) / 2 = 0.453 (score -54) and n0 with 0.672 (-32): bestfit_host
+// takes n1. bestfit, exact on GPUs only, takes the lower id.
+TEST_F(DotProdTest, BestFitHostLeavesTheLeastFreeCpuAndGpu) {
+  cfg_.placement = "bestfit_host";
+  const JobId j = Submit1(*WholeGpus(s_, "h100-80gb", 1), 4000);
+  Cycle();
+  ASSERT_EQ(s_.FindJob(j)->state, JobState::kRunning);
+  EXPECT_EQ(NodeOf(j), 1u);
+  // n1 has 4 CPUs left: a job asking 6 cannot go there, whatever it scores.
+  const JobId k = Submit1(*WholeGpus(s_, "h100-80gb", 1), 6000);
+  Cycle();
+  ASSERT_EQ(s_.FindJob(k)->state, JobState::kRunning);
+  EXPECT_EQ(NodeOf(k), 0u);
 }
 
 // On one node, a fraction goes to the GPU with the least room that still fits it.
