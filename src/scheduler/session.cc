@@ -221,45 +221,42 @@ const std::vector<const Job*>& Session::ActiveJobs(FlavorId f) {
   return active_by_flavor_[f.value()];
 }
 
-const std::vector<const Job*>& Session::PreemptibleJobs(FlavorId f, Duration min_runtime) {
-  if (preemptible_ready_.empty()) {
+// One pass per flavor sorts the snapshot's preemptible work into victims now and victims later.
+void Session::SplitPreemptible(FlavorId f, Duration min_runtime) {
+  if (victims_ready_.empty()) {
     preemptible_.resize(state_.catalogue().size());
-    preemptible_ready_.resize(state_.catalogue().size(), false);
-  }
-  std::vector<const Job*>& out = preemptible_[f.value()];
-  if (preemptible_ready_[f.value()]) return out;
-  preemptible_ready_[f.value()] = true;
-  for (const Job* j : ActiveJobs(f)) {
-    if (j->admitted_as == AdmissionKind::kDedicated) continue;
-    const PriorityClass& pc = state_.priority_class(j->spec.priority_class);
-    if (!pc.preemptible) continue;
-    if (now_ < PreemptibleFrom(*j, pc.min_runtime.value_or(min_runtime))) continue;
-    out.push_back(j);
-  }
-  std::sort(out.begin(), out.end(),
-            [this](const Job* a, const Job* b) { return VictimBefore(state_, *a, *b); });
-  return out;
-}
-
-const std::vector<Session::YoungJob>& Session::YoungJobs(FlavorId f, Duration min_runtime) {
-  if (young_ready_.empty()) {
     young_.resize(state_.catalogue().size());
-    young_ready_.resize(state_.catalogue().size(), false);
+    victims_ready_.resize(state_.catalogue().size(), false);
   }
-  std::vector<YoungJob>& out = young_[f.value()];
-  if (young_ready_[f.value()]) return out;
-  young_ready_[f.value()] = true;
+  if (victims_ready_[f.value()]) return;
+  victims_ready_[f.value()] = true;
+  std::vector<const Job*>& now = preemptible_[f.value()];
+  std::vector<YoungJob>& later = young_[f.value()];
   for (const Job* j : ActiveJobs(f)) {
     if (j->admitted_as == AdmissionKind::kDedicated) continue;
     const PriorityClass& pc = state_.priority_class(j->spec.priority_class);
     if (!pc.preemptible) continue;
     const Time from = PreemptibleFrom(*j, pc.min_runtime.value_or(min_runtime));
-    if (from > now_) out.push_back({j, from});
+    if (from <= now_) {
+      now.push_back(j);
+    } else {
+      later.push_back({j, from});
+    }
   }
-  std::sort(out.begin(), out.end(), [](const YoungJob& a, const YoungJob& b) {
+  std::sort(now.begin(), now.end(), [this](const Job* a, const Job* b) { return VictimBefore(state_, *a, *b); });
+  std::sort(later.begin(), later.end(), [](const YoungJob& a, const YoungJob& b) {
     return std::tie(a.from, a.job->spec.tenant) < std::tie(b.from, b.job->spec.tenant);
   });
-  return out;
+}
+
+const std::vector<const Job*>& Session::PreemptibleJobs(FlavorId f, Duration min_runtime) {
+  SplitPreemptible(f, min_runtime);
+  return preemptible_[f.value()];
+}
+
+const std::vector<Session::YoungJob>& Session::YoungJobs(FlavorId f, Duration min_runtime) {
+  SplitPreemptible(f, min_runtime);
+  return young_[f.value()];
 }
 
 }  // namespace gpupool

@@ -156,7 +156,7 @@ class Session {
   // dedicated nodes; in victim order (policy/priority/ordering.h).
   // REQUIRES: the same min_runtime on every call of a session.
   const std::vector<const Job*>& PreemptibleJobs(FlavorId f, Duration min_runtime);
-  // The others of preemptible class not on dedicated nodes: those that become victims later
+  // The others of preemptible class not on dedicated nodes: those that become victims after
   // this cycle's `now`, with when (PreemptibleFrom), ordered by (from, tenant).
   // REQUIRES: the same min_runtime on every call of a session.
   struct YoungJob {
@@ -252,10 +252,11 @@ class Session {
   std::map<std::tuple<uint32_t, uint16_t, std::string>, std::vector<uint32_t>> selected_;
   std::map<TopologyLevel, std::map<std::string, std::vector<uint32_t>>> domains_;
   std::vector<std::vector<const Job*>> active_by_flavor_;  // built on first use
-  std::vector<std::vector<const Job*>> preemptible_;         // by flavor, built on first use
-  std::vector<bool> preemptible_ready_;
-  std::vector<std::vector<YoungJob>> young_;  // by flavor, built on first use
-  std::vector<bool> young_ready_;
+  // By flavor, built together on first use (SplitPreemptible): PreemptibleJobs, YoungJobs.
+  void SplitPreemptible(FlavorId f, Duration min_runtime);
+  std::vector<std::vector<const Job*>> preemptible_;
+  std::vector<std::vector<YoungJob>> young_;
+  std::vector<bool> victims_ready_;
   struct PoolCaps {
     int max_whole = 0;  // most healthy whole-mode GPUs on one node
     bool mig = false, shared = false;
