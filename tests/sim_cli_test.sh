@@ -12,7 +12,7 @@ P=$traces/philly-pcs-per-vc
 fail() { echo "FAIL: $*" >&2; exit 1; }
 for run in a b; do
   "$bin" sim packing --nodes "$O/openb_node_list_gpu_node.csv" --pods "$O/openb_pod_list_multigpu50.csv" \
-    --policy gpupool --seeds 42-43 --json "$tmp/p$run.json" --csv "$tmp/p$run.csv" --svg "$tmp/p$run.svg" \
+    --policy gpupool --seeds 42 --json "$tmp/p$run.json" --csv "$tmp/p$run.csv" --svg "$tmp/p$run.svg" \
     --no-timing > "$tmp/p$run.txt" || fail "packing run $run"
   head -n 3000 "$P/philly_pcs_shared_jobs.csv" > "$tmp/jobs.csv"
   "$bin" sim replay --jobs "$tmp/jobs.csv" --tenants "$P/tenants.csv" --capacity-scale 0.25 \

@@ -92,11 +92,11 @@ const char* const kDemoUsage =
   "usage: gpupool sim packing --nodes NODES.csv --pods PODS.csv [--policy NAME|all (gpupool)]\n"     \
   "                           [--seeds 42-51] [--json F] [--csv F] [--svg F] [--offline]\n"          \
   "                           [--threads 2] [--published SUMMARY.csv] [--no-timing]\n"               \
-  "  The FGD paper's packing experiment: unallocated GPU % by arrived workload per policy\n"         \
-  "  (random, dotprod, clustering, packing, bestfit, fgd, gpupool), beside the published\n"          \
-  "  figures. --offline adds a hindsight reference. --policy takes a comma-separated list, and\n"   \
-  "  schedule:NAME runs the protocol through the daemon's scheduler with placement NAME\n"         \
-  "  (fgd, gpupool, bestfit, ...). docs/design/simulator.md.\n"
+  "  The FGD paper's packing experiment through the daemon's scheduler: unallocated GPU % by\n"    \
+  "  arrived workload per placement policy, beside the published figures. --policy takes a\n"      \
+  "  comma-separated list of placement policies; all: the paper's six (random, dotprod,\n"         \
+  "  clustering, packing, bestfit_host, fgd) and gpupool. --offline adds a hindsight reference\n" \
+  "  (slow: four runs a seed). docs/design/simulator.md.\n"
 
 const char* const kReplayUsage = GP_REPLAY_USAGE;
 const char* const kPackingUsage = GP_PACKING_USAGE;

@@ -48,6 +48,8 @@ struct SchedulerConfig {
   // placement gpupool: the pairing table is learned from the fractions among the last this
   // many submitted jobs (RecentFractions), so it follows the mix as it changes.
   size_t pairing_window = 1000;
+  // placement random: the seed of its draws (the same seed and state, the same plan).
+  uint64_t placement_seed = 0;
   // The workload the fgd and gpupool policies weigh, given instead of the one read from the
   // state (pending and active jobs; for gpupool, its recent fractions when this has none): the
   // packing experiment gives its pod list's typical pods. Null in the daemon.

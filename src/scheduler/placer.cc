@@ -62,6 +62,7 @@ bool Placer::KeySearchable(const ReplicaShape& rs) const {
 bool Placer::PlaceReplica(const Job& job, uint32_t shape_id, const std::vector<uint32_t>& pools,
                           const std::vector<uint32_t>* domain, Time end, Outcome& out) {
   const ReplicaShape& rs = job.spec.shape;
+  salt_ = (uint64_t{job.id.value()} << 16) ^ out.placement.size();
   Candidate best;
   auto in_pools = [&](uint32_t p) { return std::find(pools.begin(), pools.end(), p) != pools.end(); };
   if (domain != nullptr) {
@@ -155,6 +156,7 @@ void Placer::Apply(uint32_t node, const Option& opt, const Job& job, const TaskS
     rp.grants.push_back(grant);
   }
   s_.TakeHost(node, job.spec.shape.cpu_milli, job.spec.shape.memory_mib, past_hold);
+  if (s_.policy().UsesTags()) s_.AddTag(node, AffinityTag(t));
   out.placement.push_back(std::move(rp));
 }
 

@@ -145,6 +145,7 @@ class Placer {
   // SearchNodes' (free CPU, free memory) of the members of one class already scored.
   static constexpr size_t kMaxHostStates = 16;
   std::vector<std::pair<int64_t, int64_t>> host_scratch_;
+  uint64_t salt_ = 0;  // names the replica being placed (HostMove::salt)
 };
 
 }  // namespace gpupool

@@ -55,8 +55,25 @@ Placer::Option Placer::OnNode(const Option& o, uint32_t node, uint32_t cls, cons
   m.gpu_milli = GpuMilli(t);
   m.cpu_milli = rs.cpu_milli;
   m.memory_mib = rs.memory_mib;
+  m.node = node;
+  m.tags = slot.tags;
+  m.salt = salt_;
+  m.model = &s_.model(f);
+  m.keys = s_.cls(cls).keys.data();
+  m.gpus = s_.cls(cls).n;
   Option out = o;
   out.score = policy.NodeScore(f, t, o.from, o.to, m) + o.penalty;
+  if (t.kind == ShapeKind::kGpuFraction && policy.DrawsGpus()) {
+    // The GPU the policy draws among those with room, instead of the class's best; a node's
+    // GPUs of one key are alike, so the key is what the option names.
+    uint64_t lowest = UINT64_MAX;
+    for (int g = 0; g < m.gpus; ++g) {
+      const GpuKey k = m.keys[g];
+      if (!SharedFits(k, t)) continue;
+      const uint64_t draw = policy.GpuDraw(m, g);
+      if (draw < lowest) lowest = draw, out.before = k, out.after = SharedAfter(k, t);
+    }
+  }
   return out;
 }
 

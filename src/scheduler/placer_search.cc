@@ -37,6 +37,7 @@ void Placer::SearchNodes(const std::vector<uint32_t>& classes, uint32_t shape_id
   const TaskShape& t = shapes_[shape_id];
   const int64_t gpu_milli = GpuMilli(t);
   const bool levels = rs.cpu_milli > 0 && policy.HostLevels(rs.flavor) > 1;
+  const bool by_host = policy.ScoresHostOnly(rs.flavor);
   std::vector<std::pair<int64_t, uint32_t>>& order = bound_scratch_;
   order.clear();
   for (uint32_t cls : classes) {
@@ -49,9 +50,10 @@ void Placer::SearchNodes(const std::vector<uint32_t>& classes, uint32_t shape_id
   for (const auto& [bound, cls] : order) {
     if (best.node != Session::kNone && bound > best.option.score) break;
     const Option o = OptionFor(shape_id, cls);
-    // Members of a class differ only in free CPU and memory, and those decide their score: of
-    // members with the same, the first (lowest id) is the only one that can win. The first
-    // kMaxHostStates distinct ones are remembered; past them every member is scored.
+    // Members of a class differ only in free CPU and memory, and for most policies those decide
+    // their score: of members with the same, the first (lowest id) is the only one that can
+    // win. The first kMaxHostStates distinct ones are remembered; past them every member is
+    // scored (and every member for a policy whose score depends on the node itself).
     std::vector<std::pair<int64_t, int64_t>>& seen = host_scratch_;
     seen.clear();
     for (uint32_t n : s_.members(cls)) {
@@ -60,8 +62,10 @@ void Placer::SearchNodes(const std::vector<uint32_t>& classes, uint32_t shape_id
       if (best.node != Session::kNone && n > best.node && bound >= best.option.score) break;
       const Session::NodeSlot& slot = s_.slot(n);
       const std::pair<int64_t, int64_t> host{slot.cpu_free, slot.mem_free};
-      if (std::find(seen.begin(), seen.end(), host) != seen.end()) continue;
-      if (seen.size() < kMaxHostStates) seen.push_back(host);
+      if (by_host) {
+        if (std::find(seen.begin(), seen.end(), host) != seen.end()) continue;
+        if (seen.size() < kMaxHostStates) seen.push_back(host);
+      }
       if (!HostFits(slot, rs, end)) continue;
       const Option& at = levels ? OptionAt(shape_id, cls, AfterLevel(n, rs)) : o;
       if (!at.fits) continue;

@@ -103,7 +103,7 @@ Plan Schedule(const State& state, const SchedulerConfig& config, Time now,
   }
   if (config.placement == "gpupool" && mix.fractions.empty()) mix.fractions = RecentFractions(state, config.pairing_window);
   Result<std::unique_ptr<PlacementPolicy>> policy =
-      MakePlacementPolicy(config.placement, std::move(mix), config.mig_reconfigure);
+      MakePlacementPolicy(config.placement, std::move(mix), config.mig_reconfigure, config.placement_seed);
   GP_CHECK(policy.ok());
   cycle_internal::Cycle cycle(state, config, **policy, now, deadlines);
   return cycle.Run();

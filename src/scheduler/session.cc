@@ -20,8 +20,14 @@ Session::Session(const State& state, const PlacementPolicy& policy, Time now,
   const size_t n = state.nodes().size();
   slots_.resize(n);
   shared_.resize(n);
+  const bool tags = policy.UsesTags();
   for (JobId id : state.active()) {
     const Job& j = *state.FindJob(id);
+    if (tags) {
+      const ReplicaShape& rs = j.spec.shape;
+      const uint16_t tag = AffinityTag({.kind = rs.kind, .gpus = rs.gpus});
+      for (const ReplicaPlacement& rp : j.placement) slots_[rp.node.value()].tags |= tag;
+    }
     if (j.spec.shape.kind != ShapeKind::kGpuFraction) continue;
     for (const ReplicaPlacement& rp : j.placement) {
       for (const GpuGrant& g : rp.grants) {

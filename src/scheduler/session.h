@@ -50,6 +50,10 @@ class Session {
     bool held = false;
     uint8_t n = 0;
     PlacementPolicy::Level level = PlacementPolicy::kAllFit;  // of cpu_free
+    // The affinity tags of the replicas on the node (AffinityTag), for a policy that reads
+    // them (PlacementPolicy::UsesTags; 0 otherwise). A replica released within the cycle
+    // (preempted) keeps its tag there until the next cycle's session.
+    uint16_t tags = 0;
     Time hold_until;
     int64_t cpu_free = kUntracked, mem_free = kUntracked;
     Keys keys{};
@@ -184,6 +188,8 @@ class Session {
   // `past_hold`: the job ends after the node's hold starts, so it takes from the hold's room too.
   void TakeHost(uint32_t node, int64_t cpu_milli, int64_t memory_mib, bool past_hold = false);
   void AddShared(uint32_t node, const SharedOcc& occ);
+  // Adds a placed replica's affinity tag to the node's (only for a policy that reads them).
+  void AddTag(uint32_t node, uint16_t tag);
   void QuotaAdd(TenantId t, FlavorId f, GpuEq amount, GpuEq on_capacity);
   void QuotaAdd(TenantId t, FlavorId f, GpuEq amount) { QuotaAdd(t, f, amount, amount); }
   // Frees everything `job` holds under `placement` (a running job being preempted).

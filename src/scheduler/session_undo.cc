@@ -162,6 +162,12 @@ void Session::AddShared(uint32_t node, const SharedOcc& occ) {
   Reindex(node, before);
 }
 
+void Session::AddTag(uint32_t node, uint16_t tag) {
+  if ((slots_[node].tags & tag) == tag) return;
+  SaveNode(node);
+  slots_[node].tags |= tag;  // not part of the class: no re-index
+}
+
 void Session::QuotaAdd(TenantId t, FlavorId f, GpuEq amount, GpuEq on_capacity) {
   Undo u;
   u.kind = Undo::kQuota;

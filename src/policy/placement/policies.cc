@@ -7,6 +7,7 @@
 #include <string>
 #include <tuple>
 
+#include "policy/placement/baselines.h"
 #include "policy/placement/pairing.h"
 
 namespace gpupool {
@@ -340,65 +341,16 @@ class FirstFitPolicy final : public PlacementPolicy {
   bool ScoresDifferences() const override { return true; }
 };
 
-// The FGD paper's per-node baselines, scored on the node's free CPU and GPU as shares of the
-// paper's largest node (128 CPUs, 8 GPUs), ties to the lower node id. On a node they take the
-// tightest GPU that fits a fraction: the value -FreeEq(g)^2 makes a GPU with less room the
-// smaller change.
-class SharesPolicy : public PlacementPolicy {
- public:
-  int64_t KeyValue(FlavorId, const GpuModel& model, GpuKey key, Level) const override {
-    const int64_t free = FreeEq(model, key).units();
-    return -free * free;
-  }
-  int64_t WholeTerm(FlavorId, int, Level) const override { return 0; }
-  int64_t Score(FlavorId, int64_t before, int64_t after) const override { return after - before; }
-  bool ScoresNodes(FlavorId) const override { return true; }
-  // No useful bound: the score depends on each member's free CPU.
-  int64_t NodeScoreBound(FlavorId, const TaskShape&, int64_t, int64_t, int64_t) const override {
-    return INT64_MIN;
-  }
-
- protected:
-  static double CpuShare(int64_t milli) {
-    return milli == INT64_MAX ? 0.0 : static_cast<double>(milli) / 128000.0;  // INT64_MAX: untracked
-  }
-  static double GpuShare(int64_t milli) { return static_cast<double>(milli) / 8000.0; }
-};
-
-// dotprod (after Tetris, Grandl et al. SIGCOMM'14): the node whose free CPU and GPU line up
-// least with the request,
-//   d = (cpu_free share x cpu share + idle share x gpu share) / 2,   score -int(100 (1 - d))
-class DotProdPolicy final : public SharesPolicy {
- public:
-  std::string_view name() const override { return "dotprod"; }
-  int64_t NodeScore(FlavorId, const TaskShape&, int64_t, int64_t, const HostMove& m) const override {
-    const double d = (CpuShare(m.cpu_free) * CpuShare(m.cpu_milli) + GpuShare(m.idle_milli) * GpuShare(m.gpu_milli)) / 2.0;
-    return -static_cast<int64_t>(100.0 * (1.0 - d));
-  }
-};
-
-// bestfit_host (the paper's BestFit): the node left with the least free CPU and GPU, as shares,
-//   r = (cpu left share + idle left share) / 2,   score -int(100 (1 - r))
-// The daemon's `bestfit` sees GPUs only, exactly.
-class BestFitHostPolicy final : public SharesPolicy {
- public:
-  std::string_view name() const override { return "bestfit_host"; }
-  int64_t NodeScore(FlavorId, const TaskShape&, int64_t, int64_t, const HostMove& m) const override {
-    const double cpu_left = m.cpu_free == INT64_MAX ? 0.0 : CpuShare(m.cpu_free - m.cpu_milli);
-    const double r = 0.5 * cpu_left + 0.5 * GpuShare(m.idle_milli - m.gpu_milli);
-    return -static_cast<int64_t>((1.0 - r) * 100.0);
-  }
-};
-
 }  // namespace
 
 const std::vector<std::string_view>& PlacementPolicyNames() {
-  static const std::vector<std::string_view> names = {"fgd", "bestfit", "spread", "firstfit", "gpupool", "dotprod", "bestfit_host"};
+  static const std::vector<std::string_view> names = {"fgd",     "bestfit",      "spread", "firstfit",   "gpupool",
+                                                      "dotprod", "bestfit_host", "random", "clustering", "packing"};
   return names;
 }
 
-Result<std::unique_ptr<PlacementPolicy>> MakePlacementPolicy(std::string_view name,
-                                                             WorkloadMix mix, bool mig_reconfig) {
+Result<std::unique_ptr<PlacementPolicy>> MakePlacementPolicy(std::string_view name, WorkloadMix mix,
+                                                             bool mig_reconfig, uint64_t seed) {
   std::unique_ptr<PlacementPolicy> p;
   if (name == "fgd") {
     p = std::make_unique<FgdPolicy>(std::move(mix), mig_reconfig);
@@ -410,10 +362,8 @@ Result<std::unique_ptr<PlacementPolicy>> MakePlacementPolicy(std::string_view na
     p = std::make_unique<FirstFitPolicy>();
   } else if (name == "gpupool") {
     p = std::make_unique<GpupoolPolicy>(std::move(mix), mig_reconfig);
-  } else if (name == "dotprod") {
-    p = std::make_unique<DotProdPolicy>();
-  } else if (name == "bestfit_host") {
-    p = std::make_unique<BestFitHostPolicy>();
+  } else if (std::unique_ptr<PlacementPolicy> b = MakeBaselinePolicy(name, seed)) {
+    p = std::move(b);
   } else {
     std::string known;
     for (std::string_view n : PlacementPolicyNames()) known += (known.empty() ? "" : ", ") + std::string(n);

@@ -10,7 +10,8 @@
 //   gpupool   the default: FGD plus a pairing term (a fraction goes where its GPU is then least
 //             likely to waste milli-GPUs for good, as learned from recent submissions, pairing.h)
 //             and, when the mix asks CPU or memory, a stranding term scored per node
-// The math is in docs/design/placement.md.
+// and the FGD paper's per-node baselines, for comparison (baselines.h): dotprod, bestfit_host,
+// random, clustering, packing. The math is in docs/design/placement.md.
 #pragma once
 
 #include <map>
@@ -37,10 +38,28 @@ struct TaskType {
 // What one replica does to its node beyond the node's class, for policies that score nodes
 // (PlacementPolicy::ScoresNodes): the node's free GPU capacity, CPU and memory before, and what
 // the replica takes of each. Session::kUntracked CPU or memory counts as unlimited.
+// The node itself comes too, for the baselines whose score depends on more than that: its id,
+// the affinity tags of what runs there (AffinityTag), its GPU keys (the class's, sorted), and a
+// number that names the replica being placed (the random policy's draw).
 struct HostMove {
   int64_t idle_milli = 0, cpu_free = 0, mem_free = 0;
   int64_t gpu_milli = 0, cpu_milli = 0, memory_mib = 0;
+  uint32_t node = 0;
+  uint16_t tags = 0;
+  uint64_t salt = 0;
+  const GpuModel* model = nullptr;
+  const GpuKey* keys = nullptr;
+  int gpus = 0;
 };
+
+// GpuClustering's affinity tag of a replica, as a bit: bit 0 for one that shares a GPU (a
+// fraction or a MIG instance), bit k for one of k whole GPUs (k above 15 counts as 15), none
+// for one of no GPU. A node's tags are the union over its replicas (Session::NodeSlot::tags).
+inline uint16_t AffinityTag(const TaskShape& t) {
+  if (t.kind != ShapeKind::kWholeGpus) return 1;
+  if (t.gpus == 0) return 0;
+  return static_cast<uint16_t>(1u << (t.gpus > 15 ? 15 : t.gpus));
+}
 
 struct WorkloadMix {
   std::map<FlavorId, std::vector<TaskType>> by_flavor;
@@ -77,6 +96,16 @@ class PlacementPolicy {
   // Whether the score of a flavor's node depends on more than its class: then the scheduler
   // scores every member of a class with NodeScore (and does not search GPU keys).
   virtual bool ScoresNodes(FlavorId) const { return false; }
+  // For such a policy: whether NodeScore depends on the node's class and free CPU and memory
+  // alone, so that of a class's members with the same of those only the first needs scoring.
+  virtual bool ScoresHostOnly(FlavorId) const { return true; }
+  // Whether NodeScore reads HostMove::tags (the scheduler gathers them only then).
+  virtual bool UsesTags() const { return false; }
+  // For such a policy: whether it draws the GPU a fraction takes on a node instead of taking
+  // the class's best option, and the draw of GPU `g` (an index into HostMove::keys): of the
+  // GPUs that fit, the lowest draw is taken.
+  virtual bool DrawsGpus() const { return false; }
+  virtual uint64_t GpuDraw(const HostMove&, int /*g*/) const { return 0; }
   // The score of an option that moves the node's class value from `before` to `after` and
   // does `move` to the node, for a replica of shape `t` (gpus 0: no GPU).
   virtual int64_t NodeScore(FlavorId f, const TaskShape& /*t*/, int64_t before, int64_t after,
@@ -98,10 +127,10 @@ class PlacementPolicy {
   int64_t Value(const NodeClassView& c) const;
 };
 
-// `mig_reconfig`: whether idle MIG GPUs count as usable by any profile.
-// An unknown name is an error listing the known ones.
-Result<std::unique_ptr<PlacementPolicy>> MakePlacementPolicy(std::string_view name,
-                                                             WorkloadMix mix, bool mig_reconfig);
+// `mig_reconfig`: whether idle MIG GPUs count as usable by any profile. `seed`: the random
+// policy's. An unknown name is an error listing the known ones.
+Result<std::unique_ptr<PlacementPolicy>> MakePlacementPolicy(std::string_view name, WorkloadMix mix,
+                                                             bool mig_reconfig, uint64_t seed = 0);
 const std::vector<std::string_view>& PlacementPolicyNames();
 
 // Fragmentation of one node class w.r.t. one task type, in GPU-equivalents: the free capacity

@@ -1,41 +1,54 @@
 #include "sim/packing/experiment.h"
 
-#include "sim/packing/through_schedule.h"
-
 #include <algorithm>
-#include <cmath>
+#include <memory>
 #include <numeric>
-#include <random>
-#include <unordered_map>
+
+#include "model/builder.h"
+#include "policy/placement/policies.h"
+#include "scheduler/schedule.h"
 
 namespace gpupool::packing {
 namespace {
 
-
 bool ByName(const OpenbPod& a, const OpenbPod& b) { return a.name < b.name; }
 
-// What a node's score can depend on (the pod count only matters to Fits).
-struct NodeKey {
-  int64_t cpu, mem;
-  int model, gpus;
-  std::array<int32_t, kMaxGpusPerNode> idle;
-  std::array<int32_t, kMaxGpusPerNode + 1> tags;
-  friend bool operator==(const NodeKey&, const NodeKey&) = default;
-};
-struct NodeKeyHash {
-  size_t operator()(const NodeKey& k) const {
-    uint64_t h = 1469598103934665603ull;
-    auto mix = [&h](uint64_t v) { h = (h ^ v) * 1099511628211ull; };
-    mix(static_cast<uint64_t>(k.cpu));
-    mix(static_cast<uint64_t>(k.mem));
-    mix((static_cast<uint64_t>(k.model) << 8) | static_cast<uint64_t>(k.gpus));
-    for (int g = 0; g < k.gpus; ++g) mix(static_cast<uint64_t>(k.idle[g]));
-    for (int32_t t : k.tags) mix(static_cast<uint64_t>(t));
-    return static_cast<size_t>(h);
-  }
-};
+constexpr uint32_t kModelMemoryMib = 32768;  // openb gives none; fractions ask for none
 
-NodeKey KeyOf(const NodeState& n) { return {n.cpu_left, n.mem_left, n.model, n.gpus, n.idle, n.tags}; }
+// The list's typical pods (FGD's target workload) as the core's mix, per flavor.
+WorkloadMix MixOf(const std::vector<OpenbPod>& originals, const std::vector<FlavorId>& flavor_of_model,
+                  bool one_flavor) {
+  WorkloadMix mix;
+  for (const TypicalPod& t : TypicalPods(originals)) {
+    TaskType type;
+    type.weight = t.count;
+    type.cpu_milli = t.cpu_milli;
+    type.memory_mib = t.memory_mib;
+    if (t.num_gpu == 0) {
+      type.shape.gpus = 0;  // CPU-only: all free GPU is fragment for it
+    } else if (t.gpu_milli >= kMilliPerGpu) {
+      type.shape.kind = ShapeKind::kWholeGpus;
+      type.shape.gpus = static_cast<uint8_t>(t.num_gpu);
+    } else {
+      type.shape.kind = ShapeKind::kGpuFraction;
+      type.shape.milli = static_cast<uint16_t>(t.gpu_milli);
+    }
+    for (size_t m = 0; m < flavor_of_model.size(); ++m) {
+      if (one_flavor ? m == 0 : (t.models == 0 || ((t.models >> m) & 1))) {
+        mix.by_flavor[flavor_of_model[m]].push_back(type);
+      }
+    }
+  }
+  for (const OpenbPod& p : originals) {
+    if (p.num_gpu != 1 || p.gpu_milli <= 0 || p.gpu_milli >= kMilliPerGpu) continue;
+    for (size_t m = 0; m < flavor_of_model.size(); ++m) {
+      if (one_flavor ? m == 0 : (p.models == 0 || ((p.models >> m) & 1))) {
+        mix.fractions[flavor_of_model[m]].push_back(p.gpu_milli);
+      }
+    }
+  }
+  return mix;
+}
 
 }  // namespace
 
@@ -69,88 +82,119 @@ std::vector<OpenbPod> PodOrder(const OpenbTrace& trace, uint64_t seed, double tu
   return order;
 }
 
-Result<SeedRun> RunSeed(const OpenbTrace& trace, const std::string& policy_name, uint64_t seed,
+Result<SeedRun> RunSeed(const OpenbTrace& trace, const std::string& placement, uint64_t seed,
                         double tune_ratio) {
-  if (policy_name.rfind("schedule:", 0) == 0) {  // the daemon's scheduler (through_schedule.h)
-    return RunSeedThroughSchedule(trace, policy_name.substr(9), seed, tune_ratio);
-  }
   if (!(tune_ratio > 0) || tune_ratio > 10) return InvalidArgument("tune ratio out of range");
-  std::vector<NodeState> nodes = EmptyNodes(trace);
   std::vector<int> priority;
   const std::vector<OpenbPod> order = PodOrder(trace, seed, tune_ratio, &priority);
+  return RunOrder(trace, order, priority, placement, seed);
+}
+
+Result<SeedRun> RunOrder(const OpenbTrace& trace, const std::vector<OpenbPod>& order,
+                         const std::vector<int>& priority, const std::string& placement,
+                         uint64_t seed, std::vector<PodPlacement>* placed) {
+  if (priority.size() != trace.nodes.size()) return InvalidArgument("node priority of the wrong size");
   std::vector<OpenbPod> originals = trace.pods;
   std::sort(originals.begin(), originals.end(), ByName);
-  const std::vector<TypicalPod> types = TypicalPods(originals);
-  PolicyContext ctx{&nodes, &types, &originals, seed};
-  Result<std::unique_ptr<PackPolicy>> policy = MakePackPolicy(policy_name, ctx);
-  if (!policy.ok()) return policy.error();
+  const bool one_flavor = std::all_of(trace.pods.begin(), trace.pods.end(), [](const OpenbPod& p) { return p.models == 0; });
+
+  Catalogue catalogue = Catalogue::BuiltIn();
+  std::vector<FlavorId> flavor_of_model;
+  for (size_t m = 0; m < (one_flavor ? 1 : trace.models.size()); ++m) {
+    Result<FlavorId> f = catalogue.Add({.name = "openb-" + (one_flavor ? std::string("any") : trace.models[m]),
+                                        .memory_mib = kModelMemoryMib});
+    if (!f.ok()) return f.error();
+    flavor_of_model.push_back(*f);
+  }
+  State state(std::move(catalogue));
+  AddDefaultPriorityClasses(state);
+  // Nodes in name order (which `priority` indexes), added by priority.
+  std::vector<const OpenbNode*> by_name;
+  for (const OpenbNode& n : trace.nodes) by_name.push_back(&n);
+  std::sort(by_name.begin(), by_name.end(), [](const OpenbNode* a, const OpenbNode* b) { return a->name < b->name; });
+  std::vector<size_t> by_priority(by_name.size());
+  std::iota(by_priority.begin(), by_priority.end(), 0);
+  std::sort(by_priority.begin(), by_priority.end(), [&](size_t a, size_t b) { return priority[a] < priority[b]; });
+  std::vector<int> name_index;  // by node id
+  std::map<FlavorId, int64_t> gpus;
+  for (size_t i : by_priority) {
+    const OpenbNode& on = *by_name[i];
+    Node n;
+    n.name = on.name;
+    n.flavor = flavor_of_model[one_flavor ? 0 : static_cast<size_t>(on.model)];
+    n.cpu_milli = on.cpu_milli;
+    n.memory_mib = on.memory_mib;
+    n.gpus.resize(static_cast<size_t>(on.gpus));
+    for (Gpu& g : n.gpus) g.dynamic = true;
+    Result<NodeId> id = state.AddNode(std::move(n));
+    if (!id.ok()) return id.error();
+    if (name_index.size() <= id->value()) name_index.resize(id->value() + 1, -1);
+    name_index[id->value()] = static_cast<int>(i);
+    gpus[state.node(*id).flavor] += on.gpus;
+  }
+  std::map<std::string, QuotaGpus> quotas;
+  for (const auto& [f, g] : gpus) quotas[state.catalogue().model(f).name] = {g};
+  Result<TenantId> tenant = AddTenant(state, "t", quotas);
+  if (!tenant.ok()) return tenant.error();
+
+  SchedulerConfig cfg;
+  cfg.placement = placement;
+  cfg.preemption.enabled = false;
+  cfg.backfill.enabled = false;
+  cfg.mig_reconfigure = false;
+  cfg.placement_seed = seed;
+  cfg.flavor_choice = FlavorChoice::kBest;  // a pod of several models: the best node over them
+  cfg.workload = std::make_shared<const WorkloadMix>(MixOf(originals, flavor_of_model, one_flavor));
+  GP_RETURN_IF_ERROR(Validate(cfg));
 
   SeedRun run;
   run.seed = seed;
   run.capacity_milli = trace.TotalGpuMilli();
   run.pods = static_cast<int>(order.size());
-  run.rows.reserve(order.size());
-  std::vector<double> frag(nodes.size());
-  double frag_total = 0;
-  int64_t idle_total = 0;
-  for (size_t i = 0; i < nodes.size(); ++i) {
-    frag[i] = NodeFrag(nodes[i], types);
-    frag_total += frag[i];
-    idle_total += nodes[i].IdleTotal();
-  }
   int64_t arrived = 0, used = 0;
-  std::vector<int> feasible;
-  std::unordered_map<NodeKey, std::pair<int64_t, GpuPick>, NodeKeyHash> memo;
+  Time now;
   for (const OpenbPod& p : order) {
+    now = now + Duration::Seconds(1);
     arrived += p.GpuMilliTotal();
-    feasible.clear();
-    for (int i = 0; i < static_cast<int>(nodes.size()); ++i) {
-      if (Fits(nodes[i], p)) feasible.push_back(i);
+    JobSubmitted e;
+    e.id = state.NextJobId();
+    e.at = now;
+    e.spec.tenant = *tenant;
+    e.spec.priority_class = *state.FindPriorityClass("training");
+    e.spec.name = p.name;
+    ReplicaShape& s = e.spec.shape;
+    if (p.num_gpu > 0 && p.gpu_milli < kMilliPerGpu) {
+      s.kind = ShapeKind::kGpuFraction;
+      s.milli = static_cast<uint16_t>(p.gpu_milli);
+    } else {
+      s.gpus = static_cast<uint8_t>(p.num_gpu);
     }
-    int chosen = -1;
-    GpuPick pick;
-    if (!feasible.empty()) {
-      (*policy)->BeginPod(p);
-      chosen = (*policy)->ChooseNode(feasible);
-      if (chosen >= 0) {
-        (*policy)->Score(chosen, nodes[chosen], p, pick);
-      } else {
-        // Scores are functions of the node's state: nodes in the same state are scored once.
-        memo.clear();
-        int64_t best = 0;
-        for (int i : feasible) {
-          GpuPick candidate;
-          int64_t s;
-          auto [it, fresh] = memo.try_emplace(KeyOf(nodes[i]), 0, GpuPick{});
-          if (fresh) {
-            s = (*policy)->Score(i, nodes[i], p, candidate);
-            it->second = {s, candidate};
-          } else {
-            s = it->second.first;
-            candidate = it->second.second;
-          }
-          if (chosen < 0 || s > best || (s == best && priority[i] < priority[chosen])) {
-            chosen = i;
-            best = s;
-            pick = candidate;
-          }
-        }
+    s.cpu_milli = p.cpu_milli;
+    s.memory_mib = p.memory_mib;
+    if (p.num_gpu == 0 && s.cpu_milli == 0 && s.memory_mib == 0) s.memory_mib = 1;
+    for (size_t m = 0; m < flavor_of_model.size(); ++m) {
+      if (one_flavor || p.models == 0 || ((p.models >> m) & 1)) e.spec.flavors.push_back(flavor_of_model[m]);
+    }
+    s.flavor = e.spec.flavors.front();
+    GP_RETURN_IF_ERROR(Apply(state, e));
+    const Plan plan = Schedule(state, cfg, now);
+    ApplyPlan(plan, now, state, [&](const Event& ev) { return Apply(state, ev); },
+              {.start_placed = true, .record_reasons = false});
+    const Job& job = *state.FindJob(e.id);
+    if (job.state == JobState::kPending) {
+      ++run.failed;
+      GP_RETURN_IF_ERROR(Apply(state, JobFinished{e.id, JobState::kCancelled, now}));
+      if (placed != nullptr) placed->push_back({});
+    } else {
+      used += p.GpuMilliTotal();
+      if (placed != nullptr) {
+        PodPlacement pp;
+        pp.node = name_index[job.placement.front().node.value()];
+        for (const GpuGrant& g : job.placement.front().grants) pp.gpu[pp.gpus++] = static_cast<int8_t>(g.gpu);
+        placed->push_back(pp);
       }
     }
-    if (chosen < 0) {
-      ++run.failed;
-    } else {
-      NodeState& n = nodes[chosen];
-      idle_total -= n.IdleTotal();
-      Place(n, p, pick);
-      idle_total += n.IdleTotal();
-      used += p.GpuMilliTotal();
-      (*policy)->Placed(chosen, n);
-      frag_total -= frag[chosen];
-      frag[chosen] = NodeFrag(n, types);
-      frag_total += frag[chosen];
-    }
-    run.rows.push_back({arrived, used, frag_total, static_cast<double>(idle_total)});
+    run.rows.push_back({arrived, used});
   }
   return run;
 }
@@ -177,18 +221,20 @@ Curve Windowed(const SeedRun& run) {
       }
     }
     if (rows.empty()) continue;
-    double alloc = 0, frag = 0, ratio = 0;
-    for (const PodRecord* r : rows) {
-      alloc += static_cast<double>(r->used_milli) / cap * 100.0;
-      frag += r->frag_milli / cap * 100.0;
-      ratio += r->idle_milli > 0 ? 100.0 * r->frag_milli / r->idle_milli : 0.0;
-    }
-    const double n = static_cast<double>(rows.size());
-    c.unallocated_pct[a] = 100.0 - alloc / n;
-    c.frag_pct[a] = frag / n;
-    c.frag_ratio_pct[a] = ratio / n;
+    double alloc = 0;
+    for (const PodRecord* r : rows) alloc += static_cast<double>(r->used_milli) / cap * 100.0;
+    c.unallocated_pct[a] = 100.0 - alloc / static_cast<double>(rows.size());
   }
   return c;
+}
+
+uint64_t Below(std::mt19937_64& rng, uint64_t n) {
+  const uint64_t limit = UINT64_MAX - UINT64_MAX % n;
+  uint64_t x;
+  do {
+    x = rng();
+  } while (x >= limit);
+  return x % n;
 }
 
 }  // namespace gpupool::packing

@@ -1,12 +1,67 @@
 #include "sim/packing/offline.h"
 
 #include <algorithm>
+#include <array>
 #include <map>
 
-#include "sim/packing/gap_waste.h"
+#include "core/check.h"
+#include "policy/placement/pairing.h"
 
 namespace gpupool::packing {
 namespace {
+
+// The repair pass's model of a node: what the pods Schedule() placed leave of it.
+struct NodeState {
+  int model = 0;
+  int gpus = 0;
+  int64_t cpu_left = 0, mem_left = 0;
+  std::array<int32_t, kMaxGpusPerNode> idle{};  // free milli per GPU
+};
+
+struct GpuPick {
+  int count = 0;
+  std::array<int8_t, kMaxGpusPerNode> gpu{};
+};
+
+// CPU, memory, GPU model, and GPU room: a fraction needs one GPU with room, whole GPUs must be
+// fully free (the experiment's filters, which the core's options meet on these nodes).
+bool Fits(const NodeState& n, const OpenbPod& p) {
+  if (n.cpu_left < p.cpu_milli || n.mem_left < p.memory_mib) return false;
+  if (p.num_gpu == 0) return true;
+  if (p.models != 0 && !((p.models >> n.model) & 1)) return false;
+  int room = 0;
+  for (int g = 0; g < n.gpus; ++g) room += n.idle[g] >= p.gpu_milli;
+  return room >= p.num_gpu;
+}
+
+// The GPUs a moved pod takes: the tightest with room for a fraction, the lowest free ones for
+// whole GPUs.
+GpuPick PickFor(const NodeState& n, const OpenbPod& p) {
+  GpuPick pick;
+  if (p.num_gpu == 0) return pick;
+  if (p.gpu_milli < kMilliPerGpu) {
+    int best = -1;
+    for (int g = 0; g < n.gpus; ++g) {
+      if (n.idle[g] >= p.gpu_milli && (best < 0 || n.idle[g] < n.idle[best])) best = g;
+    }
+    pick.gpu[pick.count++] = static_cast<int8_t>(best);
+    return pick;
+  }
+  for (int g = 0; g < n.gpus && pick.count < p.num_gpu; ++g) {
+    if (n.idle[g] == kMilliPerGpu) pick.gpu[pick.count++] = static_cast<int8_t>(g);
+  }
+  return pick;
+}
+
+void Place(NodeState& n, const OpenbPod& p, const GpuPick& pick) {
+  GP_CHECK(pick.count == p.num_gpu) << "pick of " << pick.count << " GPUs for " << p.name;
+  n.cpu_left -= p.cpu_milli;
+  n.mem_left -= p.memory_mib;
+  for (int i = 0; i < pick.count; ++i) {
+    GP_CHECK(n.idle[pick.gpu[i]] >= p.gpu_milli) << "bad GPU pick for " << p.name;
+    n.idle[pick.gpu[i]] -= p.gpu_milli;
+  }
+}
 
 struct Packing {
   std::vector<NodeState> nodes;
@@ -15,37 +70,38 @@ struct Packing {
   int64_t used = 0;
 };
 
-// Greedy: each pod in `order` on the best node by gpupool's policy (ties: the run's node
-// priority, so the arrival-order start is the online packing itself).
-Packing Greedy(const OpenbTrace& trace, const std::vector<OpenbPod>& order,
-               const std::vector<OpenbPod>& originals, const std::vector<int>& priority) {
+// Greedy: the pods in `order` through Schedule() with the gpupool policy (ties: the run's node
+// priority, so the arrival-order start is the online packing itself), read back as a Packing.
+Result<Packing> Greedy(const OpenbTrace& trace, const std::vector<OpenbPod>& order,
+                       const std::vector<int>& priority, uint64_t seed) {
+  std::vector<PodPlacement> placed;
+  Result<SeedRun> run = RunOrder(trace, order, priority, "gpupool", seed, &placed);
+  if (!run.ok()) return run.error();
   Packing pk;
-  pk.nodes = EmptyNodes(trace);
+  std::vector<const OpenbNode*> by_name;
+  for (const OpenbNode& n : trace.nodes) by_name.push_back(&n);
+  std::sort(by_name.begin(), by_name.end(), [](const OpenbNode* a, const OpenbNode* b) { return a->name < b->name; });
+  for (const OpenbNode* n : by_name) {
+    NodeState s;
+    s.model = n->model;
+    s.gpus = n->gpus;
+    s.cpu_left = n->cpu_milli;
+    s.mem_left = n->memory_mib;
+    for (int g = 0; g < n->gpus; ++g) s.idle[g] = kMilliPerGpu;
+    pk.nodes.push_back(s);
+  }
   pk.on.resize(pk.nodes.size());
-  const std::vector<TypicalPod> types = TypicalPods(originals);
-  PolicyContext ctx{&pk.nodes, &types, &originals, 0};
-  std::unique_ptr<PackPolicy> policy = std::move(MakePackPolicy("gpupool", ctx).value());
-  for (const OpenbPod& p : order) {
-    int chosen = -1;
-    int64_t best = 0;
-    GpuPick pick;
-    for (int i = 0; i < static_cast<int>(pk.nodes.size()); ++i) {
-      if (!Fits(pk.nodes[i], p)) continue;
-      GpuPick c;
-      const int64_t s = policy->Score(i, pk.nodes[i], p, c);
-      if (chosen < 0 || s > best || (s == best && priority[i] < priority[chosen])) {
-        chosen = i;
-        best = s;
-        pick = c;
-      }
-    }
-    if (chosen < 0) {
+  for (size_t i = 0; i < order.size(); ++i) {
+    const OpenbPod& p = order[i];
+    if (placed[i].node < 0) {
       pk.failed.push_back(p);
       continue;
     }
-    Place(pk.nodes[chosen], p, pick);
-    policy->Placed(chosen, pk.nodes[chosen]);
-    pk.on[chosen].push_back({p, pick});
+    GpuPick pick;
+    pick.count = placed[i].gpus;
+    pick.gpu = placed[i].gpu;
+    Place(pk.nodes[placed[i].node], p, pick);
+    pk.on[placed[i].node].push_back({p, pick});
     pk.used += p.GpuMilliTotal();
   }
   return pk;
@@ -56,10 +112,7 @@ NodeState Without(const NodeState& n, const OpenbPod& p, const GpuPick& pick) {
   NodeState out = n;
   out.cpu_left += p.cpu_milli;
   out.mem_left += p.memory_mib;
-  --out.pods;
   for (int i = 0; i < pick.count; ++i) out.idle[pick.gpu[i]] += p.gpu_milli;
-  const int tag = AffinityTag(p);
-  if (tag >= 0) --out.tags[tag];
   return out;
 }
 
@@ -81,11 +134,11 @@ int Repair(Packing& pk) {
         if (!Fits(freed, p)) continue;
         for (size_t b = 0; b < pk.nodes.size(); ++b) {
           if (b == a || !Fits(pk.nodes[b], victim)) continue;
-          const GpuPick moved = BestFitPick(pk.nodes[b], victim);
+          const GpuPick moved = PickFor(pk.nodes[b], victim);
           Place(pk.nodes[b], victim, moved);
           pk.on[b].push_back({victim, moved});
           pk.on[a].erase(pk.on[a].begin() + static_cast<long>(q));
-          const GpuPick placed = BestFitPick(freed, p);
+          const GpuPick placed = PickFor(freed, p);
           Place(freed, p, placed);
           pk.nodes[a] = freed;
           pk.on[a].push_back({p, placed});
@@ -179,9 +232,6 @@ Result<OfflineResult> OfflineReference(const OpenbTrace& trace, uint64_t seed) {
     total += p.GpuMilliTotal();
     arrived.push_back(p);
   }
-  std::vector<OpenbPod> originals = trace.pods;
-  std::sort(originals.begin(), originals.end(),
-            [](const OpenbPod& a, const OpenbPod& b) { return a.name < b.name; });
   std::vector<std::pair<std::string, std::vector<OpenbPod>>> orders;
   orders.push_back({"arrival", arrived});
   std::vector<OpenbPod> by_gpu = arrived;
@@ -198,10 +248,11 @@ Result<OfflineResult> OfflineReference(const OpenbTrace& trace, uint64_t seed) {
   Packing best_pk;
   int64_t best_used = -1;
   for (auto& [name, order] : orders) {
-    Packing pk = Greedy(trace, order, originals, priority);
-    if (pk.used > best_used) {
-      best_used = pk.used;
-      best_pk = std::move(pk);
+    Result<Packing> pk = Greedy(trace, order, priority, seed);
+    if (!pk.ok()) return pk.error();
+    if (pk->used > best_used) {
+      best_used = pk->used;
+      best_pk = std::move(*pk);
       best.best_order = name;
     }
   }
