@@ -35,5 +35,29 @@ TEST(GapWaste, MeanFinalWasteOfTheGpusThatPassedThroughTheGap) {
   EXPECT_DOUBLE_EQ(GapWaste()(400), 400);
 }
 
+TEST(GapWaste, MinimumBinSlackFillsEachGpuAsFullAsItsLargestRequestAllows) {
+  // Best fit decreasing: 550 takes 370 (80 left), 460 takes both 220s (100 left), 160 alone:
+  // three GPUs. Minimum bin slack: 550 with 220 + 220 (990), 460 with 370 + 160 (990): two.
+  const std::vector<int> r = {220, 460, 160, 550, 370, 220};
+  EXPECT_EQ(BestFitDecreasing(r).size(), 3u);
+  EXPECT_EQ(MinimumBinSlack(r), (std::vector<std::vector<int>>{{550, 220, 220}, {460, 370, 160}}));
+  // Of equal fills, the most of the largest requests: 500 + 500 before 500 + 250 + 250; and a
+  // fill is repeated while its requests last (three GPUs of 810 + 160, then 810s alone).
+  EXPECT_EQ(MinimumBinSlack({250, 500, 250, 500}), (std::vector<std::vector<int>>{{500, 500}, {250, 250}}));
+  EXPECT_EQ(MinimumBinSlack({810, 810, 810, 810, 160, 160, 160}),
+            (std::vector<std::vector<int>>{{810, 160}, {810, 160}, {810, 160}, {810}}));
+  // Outside (0, 1000]: ignored.
+  EXPECT_EQ(MinimumBinSlack({0, -5, 1001, 1000}), (std::vector<std::vector<int>>{{1000}}));
+  EXPECT_TRUE(MinimumBinSlack({}).empty());
+}
+
+TEST(GapWaste, TheTableLearnedAgainIsTheSame) {
+  // Built from the same requests in another order (the per-thread cache), and from others.
+  const GapWaste a({650, 320, 470, 470}), b({470, 650, 470, 320}), c({810, 160});
+  EXPECT_EQ(a, b);
+  EXPECT_FALSE(a == c);
+  EXPECT_EQ(GapWaste({650, 320, 470, 470}), a);
+}
+
 }  // namespace
 }  // namespace gpupool

@@ -220,8 +220,8 @@ class FgdPolicy final : public PlacementPolicy {
 //   U(idle, cpu, mem) = max(0, min(idle, cpu / cpu_per_milli, mem / mem_per_milli))
 //   stranded = U(before) - U(after) - the replica's own GPU milli
 // (negative when the replica is leaner than the mix and the node short of CPU or memory), and
-// with G the value's growth in milli-GPUs (FGD's gradient plus 8 x pairing):
-//   fraction      -int(100 sigmoid(-(G / 4 + stranded) / 1000))   the experiment's 1/4 and 2
+// with G the value's growth in milli-GPUs (FGD's gradient plus 16 x pairing):
+//   fraction      -int(100 sigmoid(-(G / 4 + stranded) / 1000))   1/4 on FGD, 4 on pairing
 //   whole GPUs    round((G + stranded) / 200)
 //   no GPU        round(stranded / 1000) first, then round(G / 200)
 //   MIG           FGD's score
