@@ -33,9 +33,15 @@ WorkloadMix MixOf(const std::vector<OpenbPod>& originals, const std::vector<Flav
       type.shape.kind = ShapeKind::kGpuFraction;
       type.shape.milli = static_cast<uint16_t>(t.gpu_milli);
     }
-    for (size_t m = 0; m < flavor_of_model.size(); ++m) {
-      if (one_flavor ? m == 0 : (t.models == 0 || ((t.models >> m) & 1))) {
+    for (size_t m = 0; m < (one_flavor ? 1 : flavor_of_model.size()); ++m) {
+      if (one_flavor || t.models == 0 || ((t.models >> m) & 1)) {
         mix.by_flavor[flavor_of_model[m]].push_back(type);
+      } else {
+        // The paper weighs every type on every node: one that cannot use this model sees all
+        // of the node's free GPU as fragment, as a type of no GPU does.
+        TaskType refuses = type;
+        refuses.shape = TaskShape{.kind = ShapeKind::kWholeGpus, .gpus = 0};
+        mix.by_flavor[flavor_of_model[m]].push_back(refuses);
       }
     }
   }
