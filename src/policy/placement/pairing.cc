@@ -74,8 +74,9 @@ std::vector<std::vector<int>> MinimumBinSlack(std::vector<int> requests) {
       for (size_t j = 0; j < n; ++j) {
         if (take[j] > 0 && (left[kinds[j].first] -= take[j]) == 0) left.erase(kinds[j].first);
       }
+      // Again only with `big` still the largest left and, besides the anchor, every take there.
       if (left.empty() || left.begin()->first != big) break;
-      bool again = left.begin()->second >= 1 + (take.empty() || kinds[0].first != big ? 0 : take[0]);
+      bool again = true;
       for (size_t j = 0; j < n && again; ++j) {
         auto it = left.find(kinds[j].first);
         again = take[j] == 0 || (it != left.end() && it->second >= take[j] + (kinds[j].first == big));

@@ -157,11 +157,15 @@ TEST(Offline, TheReferencePlacesAtLeastWhatTheOnlineRunDoes) {
   EXPECT_GE(off->unallocated_pct, off->lower_bound_pct);
 }
 
+Result<OpenbTrace> DefaultList(const std::string& dir) {
+  const std::string csv = dir + "/alibaba-gpu-v2023-openb/csv/";
+  return LoadOpenb(csv + "openb_node_list_gpu_node.csv", csv + "openb_pod_list_default.csv");
+}
+
 TEST(Golden, DefaultListSeed42) {
   const std::string dir = TraceDir();
   if (dir.empty()) GTEST_SKIP() << "../shared/traces not found (set GPUPOOL_TRACES)";
-  Result<OpenbTrace> t = LoadOpenb(dir + "/alibaba-gpu-v2023-openb/csv/openb_node_list_gpu_node.csv",
-                                   dir + "/alibaba-gpu-v2023-openb/csv/openb_pod_list_default.csv");
+  Result<OpenbTrace> t = DefaultList(dir);
   ASSERT_TRUE(t.ok()) << t.error().message;
   EXPECT_EQ(t->nodes.size(), 1213u);
   EXPECT_EQ(t->TotalGpuMilli(), 6212000);
@@ -183,8 +187,7 @@ TEST(Golden, DefaultListSeed42) {
 TEST(Golden, MinimumBinSlackPacksTheDefaultListsFractionsInTheFewestGpus) {
   const std::string dir = TraceDir();
   if (dir.empty()) GTEST_SKIP() << "../shared/traces not found (set GPUPOOL_TRACES)";
-  Result<OpenbTrace> t = LoadOpenb(dir + "/alibaba-gpu-v2023-openb/csv/openb_node_list_gpu_node.csv",
-                                   dir + "/alibaba-gpu-v2023-openb/csv/openb_pod_list_default.csv");
+  Result<OpenbTrace> t = DefaultList(dir);
   ASSERT_TRUE(t.ok()) << t.error().message;
   std::vector<int> fractions;
   for (const OpenbPod& p : t->pods) {
