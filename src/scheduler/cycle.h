@@ -60,7 +60,16 @@ class Cycle {
       : state_(state),
         cfg_(cfg),
         now_(now),
-        session_(state, policy, now, deadlines),
+        own_(std::in_place, state, policy, now, deadlines),
+        session_(*own_),
+        placer_(session_, cfg.mig_reconfigure, cfg.key_search),
+        backfill_(session_, placer_) {}
+  // Over a session the caller keeps (KeptScheduler): built on `state` at `now`, or advanced to it.
+  Cycle(const State& state, const SchedulerConfig& cfg, Session& session, Time now)
+      : state_(state),
+        cfg_(cfg),
+        now_(now),
+        session_(session),
         placer_(session_, cfg.mig_reconfigure, cfg.key_search),
         backfill_(session_, placer_) {}
 
@@ -106,7 +115,8 @@ class Cycle {
   const State& state_;
   const SchedulerConfig& cfg_;
   Time now_;
-  Session session_;
+  std::optional<Session> own_;  // the cycle's own session, unless the caller keeps one
+  Session& session_;
   Placer placer_;
   Backfill backfill_;
   Plan plan_;

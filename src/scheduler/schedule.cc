@@ -109,4 +109,45 @@ Plan Schedule(const State& state, const SchedulerConfig& config, Time now,
   return cycle.Run();
 }
 
+KeptScheduler::KeptScheduler(SchedulerConfig config, int check_every)
+    : config_(std::move(config)), check_every_(check_every) {
+  GP_CHECK(Validate(config_).ok()) << "unvalidated scheduler config";
+  GP_CHECK(config_.workload != nullptr) << "KeptScheduler needs a fixed workload mix";
+  GP_CHECK(!config_.preemption.enabled && !config_.backfill.enabled && !config_.mig_reconfigure)
+      << "KeptScheduler: preemption, backfill and MIG re-partitioning must be off";
+  WorkloadMix mix = *config_.workload;
+  GP_CHECK(config_.placement != "gpupool" || !mix.fractions.empty())
+      << "KeptScheduler: the gpupool policy needs the mix's fractions (not learned per cycle)";
+  Result<std::unique_ptr<PlacementPolicy>> policy =
+      MakePlacementPolicy(config_.placement, std::move(mix), config_.mig_reconfigure, config_.placement_seed);
+  GP_CHECK(policy.ok());
+  policy_ = std::move(*policy);
+}
+
+KeptScheduler::~KeptScheduler() = default;
+
+Plan KeptScheduler::Cycle(const State& state, Time now) {
+  const bool check = check_every_ > 0 && cycles_ % check_every_ == 0;
+  if (session_ == nullptr) {
+    state_ = &state;
+    session_ = std::make_unique<Session>(state, *policy_, now);
+  } else {
+    GP_CHECK(state_ == &state) << "KeptScheduler: another state";
+    session_->Advance(now);
+    if (check) {
+      const Session fresh(state, *policy_, now);
+      const std::string diff = session_->DifferenceFrom(fresh);
+      GP_CHECK(diff.empty()) << "KeptScheduler: the kept session differs from a rebuilt one after "
+                             << cycles_ << " cycles: " << diff;
+    }
+  }
+  ++cycles_;
+  Plan plan = cycle_internal::Cycle(state, config_, *session_, now).Run();
+  if (check) {
+    GP_CHECK(plan == Schedule(state, config_, now))
+        << "KeptScheduler: cycle " << cycles_ << " planned otherwise than Schedule()";
+  }
+  return plan;
+}
+
 }  // namespace gpupool

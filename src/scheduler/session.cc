@@ -265,4 +265,70 @@ const std::vector<Session::YoungJob>& Session::YoungJobs(FlavorId f, Duration mi
   return young_[f.value()];
 }
 
+void Session::Advance(Time now) {
+  GP_CHECK(held_.empty()) << "Session::Advance after a hold";
+  GP_CHECK(!released_) << "Session::Advance after a release";
+  undo_.clear();
+  now_ = now;
+  // The jobs placed in the cycle are now the state's active jobs, running.
+  if (!state_.reservations().empty()) quota_ = QuotaBook(state_, now);
+  running_ = quota_;
+  // Built from the jobs active at the cycle's start, or from the nodes' modes: built again.
+  active_by_flavor_.clear();
+  preemptible_.clear();
+  young_.clear();
+  victims_ready_.clear();
+  caps_.clear();
+  domains_.clear();
+  eligible_.clear();
+  eligible_ready_.clear();
+  selected_.clear();
+}
+
+std::string Session::DifferenceFrom(const Session& fresh) const {
+  if (slots_.size() != fresh.slots_.size()) return "node count";
+  auto keys_text = [](const Keys& k, int n) {
+    std::string out;
+    for (int i = 0; i < n; ++i) out += (i ? "," : "") + std::to_string(k[i].bits());
+    return out;
+  };
+  for (uint32_t i = 0; i < slots_.size(); ++i) {
+    const NodeSlot& a = slots_[i];
+    const NodeSlot& b = fresh.slots_[i];
+    const std::string node = "node " + std::to_string(i) + ": ";
+    if (a.pool != b.pool || a.n != b.n || a.held != b.held) return node + "pool, size or hold";
+    if (a.level != b.level || a.cpu_free != b.cpu_free || a.mem_free != b.mem_free) {
+      return node + "host (cpu " + std::to_string(a.cpu_free) + " against " + std::to_string(b.cpu_free) + ")";
+    }
+    if (a.tags != b.tags) return node + "tags";
+    if (!std::equal(a.keys.begin(), a.keys.begin() + a.n, b.keys.begin())) {
+      return node + "keys " + keys_text(a.keys, a.n) + " against " + keys_text(b.keys, b.n);
+    }
+    if ((a.cls == kNone) != (b.cls == kNone)) return node + "class";
+    if (a.cls != kNone) {
+      const ClassInfo& ca = classes_[a.cls];
+      const ClassInfo& cb = fresh.classes_[b.cls];
+      if (ca.pool != cb.pool || ca.n != cb.n || ca.level != cb.level || ca.kinds != cb.kinds ||
+          ca.free != cb.free || !std::equal(ca.keys.begin(), ca.keys.begin() + ca.n, cb.keys.begin())) {
+        return node + "class content";
+      }
+      if (members_[a.cls].count(i) != fresh.members_[b.cls].count(i)) return node + "class membership";
+    }
+    const std::vector<SharedOcc>& sa = shared_[i];
+    const std::vector<SharedOcc>& sb = fresh.shared_[i];
+    const bool same_shared = std::equal(sa.begin(), sa.end(), sb.begin(), sb.end(), [](const SharedOcc& x, const SharedOcc& y) {
+      return x.gpu == y.gpu && x.job == y.job && x.tenant == y.tenant && x.milli == y.milli &&
+             x.memory_mib == y.memory_mib;
+    });
+    if (!same_shared) return node + "shared occupants";
+  }
+  // The class lists: as many linked classes per pool and list.
+  for (size_t l = 0; l < active_.size() && l < fresh.active_.size(); ++l) {
+    if (active_[l].size() != fresh.active_[l].size()) return "class list " + std::to_string(l);
+  }
+  if (!(quota_ == fresh.quota_)) return "quota book";
+  if (!(running_ == fresh.running_)) return "running quota book";
+  return "";
+}
+
 }  // namespace gpupool

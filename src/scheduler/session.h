@@ -176,6 +176,19 @@ class Session {
   // Schedulable nodes grouped by their domain at a level, domain names in order.
   const std::map<std::string, std::vector<uint32_t>>& Domains(TopologyLevel level);
 
+  // Makes this the session a new cycle at `now` would build, once the caller has applied the
+  // last cycle's plan to the state in full (ApplyPlan with start_placed) and changed nothing
+  // else but pending jobs: the cycle's placements are then the state's. Forgets the undo
+  // history and what was built from the jobs active when the cycle began; re-reads the quota
+  // book only if the state has reservations. A cycle then costs what placing its jobs costs,
+  // not a pass over every node and job (KeptScheduler, schedule.h).
+  // REQUIRES: no mark held, no hold, nothing released (no preemption) since construction or
+  // the last Advance.
+  void Advance(Time now);
+  // Where this session differs from `fresh` (one built on the same state): nodes' free state,
+  // classes, shared occupants, quota books. Empty when they agree (the check of Advance).
+  std::string DifferenceFrom(const Session& fresh) const;
+
   // --- undoable mutation -------------------------------------------------------------------
   size_t Mark() const { return undo_.size(); }
   void RollbackTo(size_t mark);
@@ -270,6 +283,7 @@ class Session {
   };
   std::vector<PoolCaps> caps_;  // by pool, built on first use
   std::vector<Undo> undo_;
+  bool released_ = false;  // Release was called (Advance cannot follow)
 };
 
 }  // namespace gpupool

@@ -181,6 +181,7 @@ void Session::QuotaAdd(TenantId t, FlavorId f, GpuEq amount, GpuEq on_capacity) 
 
 void Session::Release(const Job& job, const std::vector<ReplicaPlacement>& placement) {
   const ReplicaShape& shape = job.spec.shape;
+  released_ = true;
   for (const ReplicaPlacement& rp : placement) {
     const uint32_t node = rp.node.value();
     SaveNode(node);

@@ -74,6 +74,8 @@ class QuotaBook {
   // A sentence explaining a failed verdict, with the numbers.
   std::string Explain(const State& state, TenantId t, FlavorId f, GpuEq demand,
                       ReasonCode code) const;
+  // Every cell and total equal (a session kept across cycles against a rebuilt one).
+  friend bool operator==(const QuotaBook&, const QuotaBook&) = default;
 
  private:
   void AddReservations(const State& state, Time now);
@@ -86,6 +88,7 @@ class QuotaBook {
       if (!lend_capped) return GpuEq();
       return Max(GpuEq(), guaranteed - usage - lend_limit);
     }
+    friend bool operator==(const Cell&, const Cell&) = default;
   };
   const Cell& cell(TenantId t, FlavorId f) const { return cells_[t.value() * flavors_ + f.value()]; }
   Cell& cell(TenantId t, FlavorId f) { return cells_[t.value() * flavors_ + f.value()]; }

@@ -89,16 +89,16 @@ std::vector<OpenbPod> PodOrder(const OpenbTrace& trace, uint64_t seed, double tu
 }
 
 Result<SeedRun> RunSeed(const OpenbTrace& trace, const std::string& placement, uint64_t seed,
-                        double tune_ratio) {
+                        double tune_ratio, int check_every) {
   if (!(tune_ratio > 0) || tune_ratio > 10) return InvalidArgument("tune ratio out of range");
   std::vector<int> priority;
   const std::vector<OpenbPod> order = PodOrder(trace, seed, tune_ratio, &priority);
-  return RunOrder(trace, order, priority, placement, seed);
+  return RunOrder(trace, order, priority, placement, seed, nullptr, check_every);
 }
 
 Result<SeedRun> RunOrder(const OpenbTrace& trace, const std::vector<OpenbPod>& order,
                          const std::vector<int>& priority, const std::string& placement,
-                         uint64_t seed, std::vector<PodPlacement>* placed) {
+                         uint64_t seed, std::vector<PodPlacement>* placed, int check_every) {
   if (priority.size() != trace.nodes.size()) return InvalidArgument("node priority of the wrong size");
   std::vector<OpenbPod> originals = trace.pods;
   std::sort(originals.begin(), originals.end(), ByName);
@@ -152,6 +152,8 @@ Result<SeedRun> RunOrder(const OpenbTrace& trace, const std::vector<OpenbPod>& o
   cfg.flavor_choice = FlavorChoice::kBest;  // a pod of several models: the best node over them
   cfg.workload = std::make_shared<const WorkloadMix>(MixOf(originals, flavor_of_model, one_flavor));
   GP_RETURN_IF_ERROR(Validate(cfg));
+  // One pod a cycle, each plan applied in full: the session is kept between cycles.
+  KeptScheduler scheduler(cfg, check_every);
 
   SeedRun run;
   run.seed = seed;
@@ -183,7 +185,7 @@ Result<SeedRun> RunOrder(const OpenbTrace& trace, const std::vector<OpenbPod>& o
     }
     s.flavor = e.spec.flavors.front();
     GP_RETURN_IF_ERROR(Apply(state, e));
-    const Plan plan = Schedule(state, cfg, now);
+    const Plan plan = scheduler.Cycle(state, now);
     ApplyPlan(plan, now, state, [&](const Event& ev) { return Apply(state, ev); },
               {.start_placed = true, .record_reasons = false});
     const Job& job = *state.FindJob(e.id);

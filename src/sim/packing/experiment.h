@@ -44,9 +44,11 @@ struct SeedRun {
 std::vector<OpenbPod> PodOrder(const OpenbTrace& trace, uint64_t seed, double tune_ratio,
                                std::vector<int>* node_priority);
 
-// One seed of the protocol with a placement policy of Schedule() (PlacementPolicyNames()).
+// One seed of the protocol with a placement policy of Schedule() (PlacementPolicyNames()),
+// one cycle per pod through a KeptScheduler (scheduler/schedule.h); `check_every` > 0 checks
+// its kept session against a rebuilt one every that many cycles.
 Result<SeedRun> RunSeed(const OpenbTrace& trace, const std::string& placement, uint64_t seed,
-                        double tune_ratio = 1.3);
+                        double tune_ratio = 1.3, int check_every = 0);
 
 // Where Schedule() put one pod: its node by index in name order (-1: not placed) and its GPUs.
 struct PodPlacement {
@@ -59,7 +61,8 @@ struct PodPlacement {
 // pod of `order`) when given.
 Result<SeedRun> RunOrder(const OpenbTrace& trace, const std::vector<OpenbPod>& order,
                          const std::vector<int>& node_priority, const std::string& placement,
-                         uint64_t seed, std::vector<PodPlacement>* placed = nullptr);
+                         uint64_t seed, std::vector<PodPlacement>* placed = nullptr,
+                         int check_every = 0);
 
 struct Curve {
   std::map<int, double> unallocated_pct;  // by arrived %

@@ -184,6 +184,30 @@ TEST(Golden, DefaultListSeed42) {
   EXPECT_LT(g, 4.77) << "below published FGD";
 }
 
+TEST(Golden, TheKeptSessionPlansAsScheduleDoesForEveryPolicy) {
+  // The experiment keeps its session between one-pod cycles (KeptScheduler). Every 29th cycle
+  // of seed 43 on the default list, the kept session must equal one rebuilt from the state, and
+  // the cycle's plan Schedule()'s own (the run aborts where either differs): every policy, and
+  // a gpu_spec-style run (several flavors) on the tiny trace at every cycle.
+  const std::string dir = TraceDir();
+  if (dir.empty()) GTEST_SKIP() << "../shared/traces not found (set GPUPOOL_TRACES)";
+  Result<OpenbTrace> t = DefaultList(dir);
+  ASSERT_TRUE(t.ok()) << t.error().message;
+  for (const char* placement : {"fgd", "gpupool", "bestfit", "dotprod", "bestfit_host", "random", "clustering", "packing"}) {
+    SCOPED_TRACE(placement);
+    Result<SeedRun> r = RunSeed(*t, placement, 43, 1.3, /*check_every=*/29);
+    ASSERT_TRUE(r.ok()) << r.error().message;
+    EXPECT_GT(r->pods - r->failed, 8000) << "most pods are placed";
+  }
+  OpenbTrace spec = TinyTrace();
+  spec.pods.push_back(Pod("p7", 1, 1000, 1000, 1024, /*models=*/0b10));
+  spec.pods.push_back(Pod("p8", 1, 500, 1000, 1024, /*models=*/0b01));
+  for (const char* placement : {"fgd", "gpupool", "clustering"}) {
+    SCOPED_TRACE(placement);
+    ASSERT_TRUE(RunSeed(spec, placement, 7, 1.3, /*check_every=*/1).ok());
+  }
+}
+
 TEST(Golden, MinimumBinSlackPacksTheDefaultListsFractionsInTheFewestGpus) {
   const std::string dir = TraceDir();
   if (dir.empty()) GTEST_SKIP() << "../shared/traces not found (set GPUPOOL_TRACES)";
