@@ -212,6 +212,27 @@ TEST_F(QuotaTest, MaintenanceTakesCapacityOutOfThePool) {
   EXPECT_EQ(after.Check(b, f_, GpuEq::Gpus(8), false).kind, AdmissionKind::kGuaranteed);
 }
 
+TEST_F(QuotaTest, WorkOnAnUnhealthyGpuIsNotCountedOnCapacityTwice) {
+  // a runs 4 GPUs of n0; then GPU 0, one of them, fails. C leaves the GPU out (15), and so must
+  // P (3, not 4): else the failed GPU would lower what b may borrow twice.
+  const TenantId a = T("a", {8});
+  const TenantId b = T("b", {0});
+  Result<JobId> job = Submit(s_, {.tenant = "a", .shape = *WholeGpus(s_, "h100-80gb", 4)}, Time());
+  ASSERT_TRUE(job.ok()) << job.error().message;
+  ASSERT_TRUE(Apply(s_, JobAdmitted{*job, {{NodeId(0), {{.gpu = 0}, {.gpu = 1}, {.gpu = 2}, {.gpu = 3}}}},
+                                    AdmissionKind::kGuaranteed, Time()})
+                  .ok());
+  const QuotaBook before(s_);
+  EXPECT_EQ(before.usage_on_capacity(f_), GpuEq::Gpus(4));
+  EXPECT_EQ(before.lendable_to(b, f_), GpuEq::Gpus(12));
+  ASSERT_TRUE(Apply(s_, GpuHealthChanged{NodeId(0), 0, false, Time::FromSeconds(1)}).ok());
+  const QuotaBook after(s_);
+  EXPECT_EQ(after.capacity(f_), GpuEq::Gpus(15));
+  EXPECT_EQ(after.usage(a, f_), GpuEq::Gpus(4)) << "the tenant is still charged its 4";
+  EXPECT_EQ(after.usage_on_capacity(f_), GpuEq::Gpus(3));
+  EXPECT_EQ(after.lendable_to(b, f_), GpuEq::Gpus(12)) << "15 - 3: the failed GPU counted once";
+}
+
 TEST_F(QuotaTest, MaintenanceLargerThanTheHealthyPoolLeavesNoCapacity) {
   T("a", {8});
   Reserve(TenantId(), 10, 0, 100);
