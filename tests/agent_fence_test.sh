@@ -5,9 +5,11 @@
 #    does the daemon start another attempt (elsewhere); SIGCONT changes nothing;
 #  - SIGSTOP of the daemon past the lease: every replica is fenced by its shim; the jobs run
 #    again once the daemon does;
+#  - a drain of a job's node while the job ignores SIGTERM through its grace: its next attempt
+#    starts on another node only once the old one is gone (DESIGN.md §4);
 #  - ROUNDS (20) randomised rounds of kill -9 and restart of an agent, SIGSTOP/SIGCONT of one,
-#    kill -9 and restart of the daemon and SIGSTOP/SIGCONT of it, over two jobs on three one-GPU
-#    nodes.
+#    kill -9 and restart of the daemon, SIGSTOP/SIGCONT of it, and a drain and uncordon of a
+#    job's node, over two jobs on three one-GPU nodes.
 # Every attempt appends "JOB ATTEMPT DEVICE NANOS" to a beats file every 0.1 s; at the end no two
 # attempts of a job, and no two jobs on one GPU, may have beaten in overlapping intervals.
 # Usage: agent_fence_test.sh GPUPOOL_BINARY [ROUNDS] [SEED]
@@ -62,7 +64,7 @@ beats="$tmp/beats"
 : > "$beats"
 submit() {
   "$bin" submit --tenant research --name "beat-$1" --flavor h100-80gb --gpus 1 --duration 3600 -o json -- \
-    sh -c 'a="$GPUPOOL_ATTEMPT.$$"; while :; do echo "$GPUPOOL_JOB $a $CUDA_VISIBLE_DEVICES $(date +%s%N)" >> "$0"; sleep 0.1; done' "$beats" |
+    sh -c 'trap "" TERM; a="$GPUPOOL_ATTEMPT.$$"; while :; do echo "$GPUPOOL_JOB $a $CUDA_VISIBLE_DEVICES $(date +%s%N)" >> "$0"; sleep 0.1; done' "$beats" |
     python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])'
 }
 jobs=($(submit a) $(submit b))
@@ -104,6 +106,24 @@ first_new=$(awk -v j="$j" -v a="$stale" '$1 == j && $2 != a && !seen {t=$4; seen
   fail "the stale attempt beat at $last_stale, the new one from $first_new"
 echo "SIGSTOP of the agent of $node: the stale replica stopped $(( (first_new - last_stale) / 1000000 )) ms before the next attempt began"
 
+# 2b. Drain of the job's node. The job ignores SIGTERM, so its replica beats on through the 1 s
+# grace until SIGKILL; the daemon requeues it at once and places it on another node, which is
+# told to start it only once the old node reports the replica gone.
+until_ok 30 job_running "$j" || fail "job $j is not running before step 2b"
+node=$(job_node "$j")
+stale=$(awk -v j="$j" '$1 == j {a=$2} END {print a}' "$beats")
+"$bin" drain "$node" > /dev/null || fail "drain $node"
+until_ok 15 sh -c "'$bin' describe job $j -o json | python3 -c 'import json,sys; d=json.load(sys.stdin); sys.exit(0 if d[\"state\"] == \"running\" and d[\"placement\"][0][\"node\"] != \"$node\" else 1)'" ||
+  fail "job $j did not run again off the drained $node"
+"$bin" uncordon "$node" > /dev/null || fail "uncordon $node"
+sleep 0.5
+last_stale=$(awk -v j="$j" -v a="$stale" '$1 == j && $2 == a {t=$4} END {print t}' "$beats")
+# The first beat of an attempt that began after the drained one (not of those before it).
+first_new=$(awk -v j="$j" -v a="$stale" '$1 == j && $2 == a && !t0 {t0=$4} $1 == j && $2 != a && t0 && $4 > t0 && !seen {t=$4; seen=1} END {print t}' "$beats")
+[ -n "$first_new" ] && [ "$last_stale" -lt "$first_new" ] ||
+  fail "drain: the old attempt beat until $last_stale, the new one from $first_new"
+echo "drain of $node: the old attempt (deaf to SIGTERM) stopped $(( (first_new - last_stale) / 1000000 )) ms before the next began elsewhere"
+
 # 3. SIGSTOP of the daemon past the lease and the grace: no agent can renew its lease, so every
 # shim stops its replica; once the daemon runs again the jobs run again, one attempt at a time
 # (the check at the end).
@@ -126,7 +146,7 @@ for ((round = 1; round <= rounds; round++)); do
   j=${jobs[$((RANDOM % 2))]}
   node=$(job_node "$j")
   [ -n "$node" ] || node=n-$((RANDOM % 3))
-  case $((RANDOM % 4)) in
+  case $((RANDOM % 5)) in
     0) pause=$((RANDOM % 30))
        echo "round $round: kill -9 of the agent of $node, restart after 0.$(printf %02d $pause)0 s"
        kill -9 "${agent_pid[$node]}"; wait "${agent_pid[$node]}" 2>/dev/null; sleep "0.$(printf %02d $pause)"; start_agent "$node" ;;
@@ -139,6 +159,9 @@ for ((round = 1; round <= rounds; round++)); do
     3) pause=$((5 + RANDOM % 25))
        echo "round $round: SIGSTOP of the daemon for $((pause / 10)).$((pause % 10)) s"
        kill -STOP "$daemon_pid"; sleep "$((pause / 10)).$((pause % 10))"; kill -CONT "$daemon_pid" ;;
+    4) pause=$((RANDOM % 20))
+       echo "round $round: drain of $node, uncordon after $((pause / 10)).$((pause % 10)) s"
+       "$bin" drain "$node" > /dev/null; sleep "$((pause / 10)).$((pause % 10))"; "$bin" uncordon "$node" > /dev/null ;;
   esac
   for k in "${jobs[@]}"; do until_ok 30 job_running "$k" || fail "round $round: job $k is not running again"; done
   sleep 0.5

@@ -361,10 +361,18 @@ class ControlPlane {
   // The target layouts of the node's MIG GPUs that differ from what the agent last reported;
   // `pending` gets those GPUs.
   std::vector<MigTarget> MigTargets(NodeId node, const AgentRecorded& a, std::set<int>& pending) const;
-  // What the node should run and has not reported, except replicas on a MIG GPU in `pending`.
+  // What the node should run and has not reported, except replicas on a MIG GPU in `pending`
+  // and the jobs in `held` (an earlier attempt may still run).
   std::vector<ReplicaStart> StartList(NodeId node, const AgentRecorded& a,
                                       const std::set<std::pair<uint64_t, int>>& occupied,
-                                      const std::set<int>& pending) const;
+                                      const std::set<int>& pending, const std::set<JobId>& held) const;
+  // Why an earlier attempt of `job` may still run on some node, or nothing: a replica an agent
+  // still reports (until it reports it gone, or its node has been silent past the lease, the
+  // grace and the margin); after a daemon restart, for a job past its first attempt, an agent
+  // that has not reported since (within the same bound). Forgets what is surely gone.
+  std::optional<std::string> EarlierAttemptMayRun(const Job& job, Time now);
+  // A heartbeat's replicas reported running on `node` replace what it reported before.
+  void RecordRunning(NodeId node, std::map<std::pair<JobId, int>, int64_t> running);
   // Nodes the provider has ready join the cluster (journaled "burst_node"); what an
   // asynchronous provider failed at is handled as a synchronous one's errors are.
   void BurstJoin(Time now);
@@ -428,6 +436,7 @@ class ControlPlane {
   struct AgentHeard {
     Time last_heartbeat;
     std::map<int, std::string> mig_error;  // GPU -> the agent's refusal of its target (logged once)
+    bool beat = false;                     // a heartbeat (with its replica reports) came since this start
   };
   // Registration's parts (control_plane_agents.cc): the reported GPUs (and their MIG layouts) as GPUs
   // of `model`; a node that registers for the first time.
@@ -443,6 +452,18 @@ class ControlPlane {
   // Replicas of the current attempt an agent has reported running (memory only: every
   // heartbeat reports them again); forgotten when the attempt ends.
   std::map<JobId, std::set<int>> started_;
+  // What each agent reported running in its last heartbeat, by node, (job, replica) -> attempt;
+  // and the same by job, (node, replica) -> attempt. A replica drained, preempted or lost away
+  // stays here until its node reports it gone (or is silent past its lease and grace), and the
+  // job's next attempt starts on no node until then, also where it went to another node: two
+  // attempts of a replica are never alive at once (DESIGN.md §4). Memory only; after a restart,
+  // re-attempts wait for every agent's first report (EarlierAttemptMayRun).
+  std::map<NodeId, std::map<std::pair<JobId, int>, int64_t>> reported_running_;
+  std::map<JobId, std::map<std::pair<NodeId, int>, int64_t>> running_where_;
+  // When each admitted job's start was last held back for an earlier attempt: its start
+  // deadline counts from then, so the node it waits on is not blamed.
+  std::map<JobId, Time> start_held_;
+  bool all_reported_ = false;  // every agent known at start has reported since (or is surely fenced)
   std::optional<Duration> start_deadline_;  // set: agents are the executor
   std::optional<Time> deadlines_from_;      // the first tick with agents as the executor
   std::map<JobId, std::map<int, ReplicaLogs>> logs_;

@@ -143,7 +143,8 @@ Reply ControlPlane::RegisterAgent(const CallContext& c, const std::string& body)
   const bool passed = !req->acceptance || req->acceptance->passed;
   const std::string output = req->acceptance ? req->acceptance->output.substr(0, kAgentAcceptanceBytes) : "";
   Result<NodeId> id = state().FindNode(name);
-  if (!id.ok()) {
+  const bool new_node = !id.ok();
+  if (new_node) {
     if (Status st = AddRegisteredNode(c, *req, *flavor, std::move(built)); !st.ok()) return Err(st.error());
     id = state().FindNode(name);
   } else if (Status st = CheckKnownNode(state().node(*id), *flavor, built); !st.ok()) {
@@ -163,7 +164,11 @@ Reply ControlPlane::RegisterAgent(const CallContext& c, const std::string& body)
   if (!to.ok()) return Err(to.error());
   agent.node = *id;
   if (Status s = Commit(agent); !s.ok()) return Err(s.error());
-  heard_[*id] = AgentHeard{c.now, {}};
+  // A node new to the cluster runs no earlier attempt of anything; a known one has reported what
+  // it runs once it has sent a heartbeat since this daemon started (EarlierAttemptMayRun).
+  const auto before = heard_.find(*id);
+  const bool beat = new_node || (before != heard_.end() && before->second.beat);
+  heard_[*id] = AgentHeard{c.now, {}, beat};
   RegisterReply reply;
   reply.node = name;
   reply.condition = std::string(NodeConditionName(*to));

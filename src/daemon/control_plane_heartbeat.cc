@@ -126,6 +126,7 @@ Reply ControlPlane::AgentHeartbeat(const CallContext& c, const std::string& name
   if (!gpus.ok()) return Err(gpus.error());
   AgentHeard& heard = heard_[node];
   heard.last_heartbeat = c.now;
+  heard.beat = true;
   HeartbeatReply out;
   std::set<std::pair<uint64_t, int>> occupied;
   // Log tails are judged before the replica reports: a replica's final tails come in the
@@ -145,7 +146,11 @@ Reply ControlPlane::AgentHeartbeat(const CallContext& c, const std::string& name
   AgentHealth(c, node, hb->health);
   std::set<int> pending;
   out.mig = MigTargets(node, a, pending);
-  out.start = StartList(node, a, occupied, pending);
+  std::set<JobId> held;
+  for (JobId jid : state().node(node).Jobs()) {
+    if (EarlierAttemptMayRun(*state().FindJob(jid), c.now)) held.insert(jid);
+  }
+  out.start = StartList(node, a, occupied, pending, held);
   out.lease_ms = heartbeat_timeout_.millis();
   if (epoch_ > 0) out.epoch = epoch_;
   out.condition = std::string(NodeConditionName(state().node(node).condition));
@@ -157,6 +162,11 @@ Status ControlPlane::AgentReplicas(const CallContext& c, NodeId node, const std:
                                    std::set<std::pair<uint64_t, int>>& occupied) {
   // Every entry was checked by the decoder before any changes anything: a bad second entry
   // leaves no change of the first one staged behind a 400.
+  std::map<std::pair<JobId, int>, int64_t> running_now;  // what this heartbeat says runs here
+  for (const ReplicaReport& r : reports) {
+    if (r.state == ReplicaRunState::kRunning) running_now[{JobOf(r.job), static_cast<int>(r.replica)}] = r.attempt;
+  }
+  RecordRunning(node, std::move(running_now));
   for (const ReplicaReport& r : reports) {
     const JobId jid = JobOf(r.job);
     const int ri = static_cast<int>(r.replica);
@@ -317,11 +327,57 @@ std::vector<MigTarget> ControlPlane::MigTargets(NodeId node, const AgentRecorded
   return out;
 }
 
+void ControlPlane::RecordRunning(NodeId node, std::map<std::pair<JobId, int>, int64_t> running) {
+  std::map<std::pair<JobId, int>, int64_t>& before = reported_running_[node];
+  for (const auto& [key, attempt] : before) {
+    if (running.count(key)) continue;
+    auto it = running_where_.find(key.first);
+    if (it == running_where_.end()) continue;
+    it->second.erase({node, key.second});
+    if (it->second.empty()) running_where_.erase(it);
+  }
+  for (const auto& [key, attempt] : running) running_where_[key.first][{node, key.second}] = attempt;
+  before = std::move(running);
+  if (before.empty()) reported_running_.erase(node);
+}
+
+std::optional<std::string> ControlPlane::EarlierAttemptMayRun(const Job& job, Time now) {
+  const Duration margin = std::max(Duration::Seconds(1), Duration::Millis(heartbeat_timeout_.millis() / 10));
+  // Silent this long after its last heartbeat, a node's shims have surely stopped a replica of
+  // this grace (the lease, then the grace before SIGKILL): FenceDeadline's bound.
+  auto silent_past = [&](NodeId n, Duration grace) {
+    const auto h = heard_.find(n);
+    return h != heard_.end() && now - h->second.last_heartbeat > heartbeat_timeout_ + grace + margin;
+  };
+  const Duration grace = state().priority_class(job.spec.priority_class).grace_period;
+  if (auto it = running_where_.find(job.id); it != running_where_.end()) {
+    for (const auto& [where, attempt] : it->second) {
+      if (attempt >= job.attempt || silent_past(where.first, grace)) continue;
+      return "attempt " + std::to_string(attempt) + " of replica " + std::to_string(where.second) + " still runs on " +
+             state().node(where.first).name + " (told to stop, within its " + ToString(grace) + " grace)";
+    }
+  }
+  if (job.attempt <= 1 || all_reported_) return std::nullopt;
+  // After a restart nothing is known of what runs where until each agent reports (or is surely
+  // fenced); once all have, this stays so for the process.
+  Duration longest;
+  for (const PriorityClass& pc : state().priority_classes()) longest = std::max(longest, pc.grace_period);
+  for (const auto& [id, recorded] : js_->agents()) {
+    const auto h = heard_.find(id);
+    if (h != heard_.end() && h->second.beat) continue;
+    if (state().node(id).condition == NodeCondition::kRetired || silent_past(id, longest)) continue;
+    return "node " + state().node(id).name + "'s agent has not reported what it runs since the daemon started";
+  }
+  all_reported_ = true;
+  return std::nullopt;
+}
+
 std::vector<ReplicaStart> ControlPlane::StartList(NodeId node, const AgentRecorded& a,
                                                   const std::set<std::pair<uint64_t, int>>& occupied,
-                                                  const std::set<int>& pending) const {
+                                                  const std::set<int>& pending, const std::set<JobId>& held) const {
   std::vector<ReplicaStart> start;
   for (JobId jid : state().node(node).Jobs()) {
+    if (held.count(jid)) continue;
     const Job& job = *state().FindJob(jid);
     for (int r : ReplicasOn(job, node)) {
       if (occupied.count({jid.value(), r})) continue;

@@ -48,10 +48,23 @@ void ControlPlane::CheckStartDeadlines(Time now) {
   // A restarted daemon gives every placement a whole deadline from its first tick: agents
   // report what runs in their next heartbeat.
   if (!deadlines_from_) deadlines_from_ = now;
+  std::erase_if(start_held_, [&](const auto& e) {
+    const Job* j = state().FindJob(e.first);
+    return j == nullptr || !HoldsResources(j->state);
+  });
   std::vector<std::pair<JobId, NodeId>> late;
   for (JobId id : state().active()) {
     const Job& j = *state().FindJob(id);
-    if (now - std::max(j.admitted, *deadlines_from_) < *start_deadline_) continue;
+    // A start held back while an earlier attempt may still run (EarlierAttemptMayRun) is not
+    // the node's fault: its deadline counts from the last time it was held.
+    if (j.state == JobState::kAdmitted && !j.placement.empty() && ExecutorFor(j.placement.front().node) == nullptr &&
+        EarlierAttemptMayRun(j, now)) {
+      start_held_[id] = now;
+      continue;
+    }
+    const auto held = start_held_.find(id);
+    const Time from = std::max({j.admitted, *deadlines_from_, held != start_held_.end() ? held->second : Time()});
+    if (now - from < *start_deadline_) continue;
     const auto started = started_.find(id);
     const auto exited = js_->exits().find(id);
     for (size_t r = 0; r < j.placement.size(); ++r) {

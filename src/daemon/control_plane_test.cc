@@ -1746,6 +1746,59 @@ TEST_F(AgentProtocolTest, AStaleAttemptIsStoppedAndNeverTakenForTheNewOne) {
   EXPECT_EQ(Job(j, 10)["state"], "succeeded");
 }
 
+// DESIGN.md §4: two attempts of a replica are never alive at once, also when the new attempt
+// goes to another node. A drained job placed on the other node starts there only once its node
+// reports attempt 1 gone; and the wait does not count against the other node's start deadline.
+TEST_F(AgentProtocolTest, AnAttemptMovedToAnotherNodeStartsOnlyOnceTheOldOneIsGone) {
+  core_->SetAgentExecutor(Duration::Minutes(2));
+  const std::string j = Submit(member_a_, 4, 1);
+  core_->Tick(At(1), false);
+  const std::string node = NodeOf(j, 1), other = node == "g1" ? "g2" : "g1";
+  const Json first = StartOf(Beat(node, 2), j);
+  ASSERT_TRUE(first.is_object());
+  Beat(node, 2, {{"replicas", {Report(first, "running")}}});
+  Beat(other, 2);
+  ASSERT_EQ(core_->NodeAction({&admin_, "", At(3)}, node, "drain").status, 200);
+  core_->Tick(At(3), false);
+  ASSERT_EQ(NodeOf(j, 3), other) << "requeued and placed on the other node";
+  // Attempt 1 still runs (its agent has not heard of the drain yet): no start on the other node.
+  EXPECT_TRUE(StartOf(Beat(other, 4), j).is_null());
+  // Told to stop it, its agent reports it running through the grace: still none, for minutes,
+  // and the other node is not blamed for the wait.
+  Json reply = Beat(node, 5, {{"replicas", {Report(first, "running")}}});
+  ASSERT_EQ(reply["stop"].size(), 1u) << reply.dump();
+  for (int64_t s = 6; s <= 200; s += 5) {
+    Beat(node, s, {{"replicas", {Report(first, "running")}}});
+    EXPECT_TRUE(StartOf(Beat(other, s), j).is_null()) << "at " << s;
+    core_->Tick(At(s), false);
+  }
+  EXPECT_EQ(NodeOf(j, 200), other);
+  EXPECT_EQ(Job(j, 200)["state"], "admitted");
+  EXPECT_EQ(Json::parse(core_->GetNode({&admin_, "", At(200)}, other).body)["condition"], "ready");
+  // Gone: attempt 2 starts.
+  Beat(node, 201, {{"replicas", {Report(first, "exited", 143)}}});
+  const Json second = StartOf(Beat(other, 201), j);
+  ASSERT_TRUE(second.is_object());
+  EXPECT_EQ(second["attempt"], 2);
+}
+
+// The same with the old node falling silent after its last report: the new attempt starts once
+// that node's lease, the class's grace (120 s) and the margin (1 s) have passed since then.
+TEST_F(AgentProtocolTest, AnAttemptOnASilentNodeIsTakenAsGoneOnlyAfterItsLeaseAndGrace) {
+  const std::string j = Submit(member_a_, 4, 1);
+  core_->Tick(At(1), false);
+  const std::string node = NodeOf(j, 1), other = node == "g1" ? "g2" : "g1";
+  const Json first = StartOf(Beat(node, 2), j);
+  Beat(node, 2, {{"replicas", {Report(first, "running")}}});
+  ASSERT_EQ(core_->NodeAction({&admin_, "", At(3)}, node, "drain").status, 200);
+  core_->Tick(At(3), false);
+  ASSERT_EQ(NodeOf(j, 3), other);
+  EXPECT_TRUE(StartOf(Beat(other, 133), j).is_null()) << "131 s after node's last heartbeat";
+  const Json second = StartOf(Beat(other, 134), j);
+  ASSERT_TRUE(second.is_object()) << "132 s after it: surely fenced";
+  EXPECT_EQ(second["attempt"], 2);
+}
+
 // The attempt is a counter of placements (issue 16 item 10): the first placement of a job is
 // attempt 1, its placement after a requeue attempt 2, whatever the clock says (both placements
 // here fall in the same second, a clock stepped back would not matter either), and a restart
@@ -1766,11 +1819,16 @@ TEST_F(AgentProtocolTest, AttemptsCountPlacementsAndSurviveARestart) {
 
   Restart();
   // Attempt 1 is still the stale one after the replay: told to stop, then forgotten, and
-  // attempt 2 starts.
+  // attempt 2 starts once every agent has reported what it runs since the restart (the other
+  // node's could have run attempt 1 for all the restarted daemon knows).
+  const std::string other = node == "g1" ? "g2" : "g1";
   Json reply = Beat(node, 2, {{"replicas", {Report(first, "running")}}});
   ASSERT_EQ(reply["stop"].size(), 1u) << reply.dump();
   EXPECT_EQ(reply["stop"][0]["attempt"], 1);
   reply = Beat(node, 3, {{"replicas", {Report(first, "exited", 143)}}});
+  EXPECT_TRUE(StartOf(reply, j).is_null()) << "held until " << other << " reports: " << reply.dump();
+  Beat(other, 3);
+  reply = Beat(node, 3);
   const Json second = StartOf(reply, j);
   ASSERT_TRUE(second.is_object()) << reply.dump();
   EXPECT_EQ(second["attempt"], 2);
