@@ -271,6 +271,15 @@ std::map<SlurmExecutor::Key, SlurmExecutor::Ours> SlurmExecutor::ReadJobs(const 
   return ours;
 }
 
+std::string EarlierAttemptAlive(const std::vector<SlurmAttempt>& listed, int64_t attempt) {
+  for (const SlurmAttempt& a : listed) {
+    if (a.attempt >= attempt || !Active(a.state)) continue;
+    return "waiting for attempt " + std::to_string(a.attempt) + " (Slurm job " + std::to_string(a.slurm_id) + ", " +
+           a.state + ") to end";
+  }
+  return "";
+}
+
 std::set<SlurmExecutor::Key> SlurmExecutor::Drive(const std::vector<Placement>& want, const std::map<Key, Ours>& ours,
                                                    int64_t listed_ms, Observation* obs, std::string* error) {
   std::set<Key> wanted;
@@ -302,6 +311,17 @@ std::set<SlurmExecutor::Key> SlurmExecutor::Drive(const std::vector<Placement>& 
     }
     if (sub != submitted_.end()) {  // accepted a moment ago, not listed yet
       st.detail = "submitted to Slurm as job " + std::to_string(sub->second.first);
+      obs->attempts.push_back(st);
+      continue;
+    }
+    // An earlier attempt Slurm still has (cancelled, within its grace, or completing): the next
+    // one is submitted only once it has ended, so two attempts never run at once (DESIGN.md §4).
+    std::vector<SlurmAttempt> listed;
+    for (auto it = ours.lower_bound({p.job, INT64_MIN}); it != ours.end() && it->first.first == p.job; ++it) {
+      listed.push_back({it->first.second, it->second.slurm_id, it->second.state});
+    }
+    if (std::string older = EarlierAttemptAlive(listed, p.attempt); !older.empty()) {
+      st.detail = older;
       obs->attempts.push_back(st);
       continue;
     }

@@ -81,6 +81,16 @@ std::optional<std::vector<std::string>> ExpandHostlist(const std::string& list, 
 std::vector<int> GpusPerNode(size_t nodes, const std::vector<std::string>& gres_detail, int total);
 // The GPUs of a TRES string ("cpu=1,gres/gpu:h100=4,gres/gpu=4"): the untyped gres/gpu counts.
 int TresGpus(const std::string& tres);
+// An attempt of one gpupool job that Slurm lists: its number, the Slurm job and its state.
+struct SlurmAttempt {
+  int64_t attempt = 0;
+  uint64_t slurm_id = 0;
+  std::string state;
+};
+// Why attempt `attempt` of a job may not be submitted yet: an earlier one that Slurm still has
+// alive (cancelled and within its grace, completing, ...): "waiting for attempt 1 (Slurm job 7,
+// COMPLETING) to end". Empty when there is none: two attempts never run at once (DESIGN.md §4).
+std::string EarlierAttemptAlive(const std::vector<SlurmAttempt>& listed, int64_t attempt);
 // A JWT for Slurm's auth/jwt, HS256 with `key`: {"exp": now + lifetime, "iat": now, "sun": user}.
 std::string MintSlurmToken(const std::string& key, const std::string& user, int64_t now_s, int64_t lifetime_s);
 

@@ -59,6 +59,21 @@ TEST(SlurmMapping, JobStatesMapOntoTheJobsLife) {
   EXPECT_EQ(RunStateOf("PREEMPTED"), RunState::kLost);
 }
 
+TEST(SlurmMapping, AnAttemptWaitsForAnEarlierOneSlurmStillHas) {
+  // Attempt 1 was cancelled with SIGTERM and is within its grace (still RUNNING, then
+  // COMPLETING): attempt 2 is not submitted, whatever node it was placed on.
+  EXPECT_EQ(EarlierAttemptAlive({{1, 7, "RUNNING"}}, 2), "waiting for attempt 1 (Slurm job 7, RUNNING) to end");
+  EXPECT_NE(EarlierAttemptAlive({{1, 7, "COMPLETING"}}, 3), "");
+  EXPECT_NE(EarlierAttemptAlive({{1, 7, "PENDING"}}, 2), "") << "not yet cancelled";
+  // Ended, or the attempt itself or a later one: nothing to wait for.
+  for (const char* ended : {"CANCELLED", "COMPLETED", "FAILED", "NODE_FAIL", "TIMEOUT", "PREEMPTED"}) {
+    EXPECT_EQ(EarlierAttemptAlive({{1, 7, ended}}, 2), "") << ended;
+  }
+  EXPECT_EQ(EarlierAttemptAlive({{2, 8, "RUNNING"}}, 2), "");
+  EXPECT_EQ(EarlierAttemptAlive({{3, 9, "RUNNING"}}, 2), "");
+  EXPECT_EQ(EarlierAttemptAlive({}, 2), "");
+}
+
 // Runs `script` through /bin/sh with `exec` replaced by printf, so the words the command gets
 // are printed one per line.
 std::string Words(const std::string& quoted) {
