@@ -57,10 +57,15 @@ void ControlPlane::CheckStartDeadlines(Time now) {
     const Job& j = *state().FindJob(id);
     // A start held back while an earlier attempt may still run (EarlierAttemptMayRun) is not
     // the node's fault: its deadline counts from the last time it was held.
-    if (j.state == JobState::kAdmitted && !j.placement.empty() && ExecutorFor(j.placement.front().node) == nullptr &&
-        EarlierAttemptMayRun(j, now)) {
-      start_held_[id] = now;
-      continue;
+    if (j.state == JobState::kAdmitted && !j.placement.empty() && ExecutorFor(j.placement.front().node) == nullptr) {
+      if (std::optional<std::string> why = EarlierAttemptMayRun(j, now)) {
+        if (auto [it, fresh] = start_held_.try_emplace(id, now); fresh) {
+          Log("info", "start held while an earlier attempt may still run", {{"job", std::to_string(id.value())}, {"why", *why}});
+        } else {
+          it->second = now;
+        }
+        continue;
+      }
     }
     const auto held = start_held_.find(id);
     const Time from = std::max({j.admitted, *deadlines_from_, held != start_held_.end() ? held->second : Time()});
