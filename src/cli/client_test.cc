@@ -342,6 +342,13 @@ TEST(DescribeJob, ReasonAndPlacement) {
   const std::string text = admitted.str();
   EXPECT_NE(text.find("Reason:             <none>\n"), std::string::npos) << text;
   EXPECT_NE(text.find("Admitted as:        borrowed\n"), std::string::npos) << text;
+  EXPECT_EQ(text.find("Start held"), std::string::npos) << "shown only when the daemon says so";
+  Json held = jobs[1];
+  held["start_held"] = "attempt 1 of replica 0 still runs on a100-1 (told to stop, within its 120s grace)";
+  std::ostringstream waiting;
+  DescribeJob(held, kNow, waiting);
+  EXPECT_NE(waiting.str().find("Start held:         attempt 1 of replica 0 still runs on a100-1"), std::string::npos)
+      << waiting.str();
   EXPECT_NE(text.find("Command:            sh -c 'echo hi'\n"), std::string::npos) << text;
   EXPECT_NE(text.find("Placement:\n  REPLICA  NODE    GPUS\n        0  a100-0  3:slice6\n"), std::string::npos)
       << text;

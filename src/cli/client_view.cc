@@ -272,6 +272,8 @@ void DescribeJob(const Json& job, int64_t now_ms, std::ostream& out) {
   const std::string message = Str(reason, "message");
   p.Add("Reason", OrNone(Str(reason, "code") + (message.empty() ? "" : ": " + message)));
   if (!Str(job, "admitted_as").empty()) p.Add("Admitted as", Str(job, "admitted_as"));
+  // Why an admitted job has not started yet: an earlier attempt may still run somewhere.
+  if (!Str(job, "start_held").empty()) p.Add("Start held", StripControls(Str(job, "start_held")));
   if (!Str(job, "reservation").empty()) p.Add("Reservation", Str(job, "reservation"));
   p.Add("Resources", ResourcesCell(Field(job, "resources")) + " per replica");
   p.Add("Replicas", Str(job, "replicas"));

@@ -1774,9 +1774,12 @@ TEST_F(AgentProtocolTest, AnAttemptMovedToAnotherNodeStartsOnlyOnceTheOldOneIsGo
   }
   EXPECT_EQ(NodeOf(j, 200), other);
   EXPECT_EQ(Job(j, 200)["state"], "admitted");
+  EXPECT_EQ(Job(j, 200).value("start_held", ""), "attempt 1 of replica 0 still runs on " + node +
+                                                    " (told to stop, within its 120s grace)");
   EXPECT_EQ(Json::parse(core_->GetNode({&admin_, "", At(200)}, other).body)["condition"], "ready");
   // Gone: attempt 2 starts.
   Beat(node, 201, {{"replicas", {Report(first, "exited", 143)}}});
+  EXPECT_FALSE(Job(j, 201).contains("start_held"));
   const Json second = StartOf(Beat(other, 201), j);
   ASSERT_TRUE(second.is_object());
   EXPECT_EQ(second["attempt"], 2);
