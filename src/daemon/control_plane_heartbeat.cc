@@ -351,10 +351,20 @@ std::optional<std::string> ControlPlane::EarlierAttemptMayRun(const Job& job, Ti
   };
   const Duration grace = state().priority_class(job.spec.priority_class).grace_period;
   if (auto it = running_where_.find(job.id); it != running_where_.end()) {
+    std::vector<NodeId> fenced;  // nodes silent past the bound: what they reported is surely gone
     for (const auto& [where, attempt] : it->second) {
-      if (attempt >= job.attempt || silent_past(where.first, grace)) continue;
+      if (attempt >= job.attempt) continue;
+      if (silent_past(where.first, grace)) {
+        fenced.push_back(where.first);
+        continue;
+      }
       return "attempt " + std::to_string(attempt) + " of replica " + std::to_string(where.second) + " still runs on " +
              state().node(where.first).name + " (told to stop, within its " + ToString(grace) + " grace)";
+    }
+    for (NodeId n : fenced) {  // forgotten, so a node that never comes back leaves nothing behind
+      std::map<std::pair<JobId, int>, int64_t> still = reported_running_[n];
+      std::erase_if(still, [&](const auto& e) { return e.first.first == job.id; });
+      RecordRunning(n, std::move(still));
     }
   }
   if (job.attempt <= 1 || all_reported_) return std::nullopt;
