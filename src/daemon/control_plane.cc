@@ -39,7 +39,12 @@ Status ControlPlane::Commit(const Change& c) {
   // What this process remembers of what the change ended goes with it.
   if (const auto* ev = std::get_if<EventChange>(&c)) {
     if (const JobId ended = AttemptEnded(ev->event); ended.valid()) started_.erase(ended);
-    if (const auto* r = std::get_if<NodeRemoved>(&ev->event)) heard_.erase(r->node);
+    if (const auto* r = std::get_if<NodeRemoved>(&ev->event)) {
+      // Its agent is refused from now on; what it last reported running stays until its lease
+      // and grace are surely over (EarlierAttemptMayRun), counted from its last heartbeat.
+      if (const auto h = heard_.find(r->node); h != heard_.end()) removed_heard_[r->node] = h->second.last_heartbeat;
+      heard_.erase(r->node);
+    }
   } else if (const auto* archived = std::get_if<JobArchived>(&c)) {
     logs_.erase(archived->id);  // a finished job: its attempt, and started_, ended with it
   }

@@ -371,6 +371,8 @@ class ControlPlane {
   // grace and the margin); after a daemon restart, for a job past its first attempt, an agent
   // that has not reported since (within the same bound). Forgets what is surely gone.
   std::optional<std::string> EarlierAttemptMayRun(const Job& job, Time now);
+  // Whether `node` has been silent past its lease, `grace` and the margin at `now`.
+  bool SilentPastFence(NodeId node, Duration grace, Time now) const;
   // A heartbeat's replicas reported running on `node` replace what it reported before.
   void RecordRunning(NodeId node, std::map<std::pair<JobId, int>, int64_t> running);
   // Nodes the provider has ready join the cluster (journaled "burst_node"); what an
@@ -462,8 +464,16 @@ class ControlPlane {
   std::map<JobId, std::map<std::pair<NodeId, int>, int64_t>> running_where_;
   // When each admitted job's start was last held back for an earlier attempt: its start
   // deadline counts from then, so the node it waits on is not blamed.
-  std::map<JobId, Time> start_held_;
-  bool all_reported_ = false;  // every agent known at start has reported since (or is surely fenced)
+  struct StartHeld {
+    Time first, last;     // when the hold was first and last seen
+    bool warned = false;  // held past grace + start deadline: logged once
+  };
+  std::map<JobId, StartHeld> start_held_;
+  // Agents known from the journal that have not sent a heartbeat since this daemon started
+  // (built on first use, only shrinks): re-attempts wait for them (EarlierAttemptMayRun).
+  std::optional<std::set<NodeId>> unreported_;
+  // A removed node's last heartbeat: its replicas count as fenced from it (SilentPastFence).
+  std::map<NodeId, Time> removed_heard_;
   std::optional<Duration> start_deadline_;  // set: agents are the executor
   std::optional<Time> deadlines_from_;      // the first tick with agents as the executor
   std::map<JobId, std::map<int, ReplicaLogs>> logs_;

@@ -151,6 +151,14 @@ Reply ControlPlane::AgentHeartbeat(const CallContext& c, const std::string& name
     if (EarlierAttemptMayRun(*state().FindJob(jid), c.now)) held.insert(jid);
   }
   out.start = StartList(node, a, occupied, pending, held);
+  // A start handed out counts as running there from now: the agent may start it at once, and
+  // its next heartbeat says whether it did (RecordRunning replaces this). Otherwise a drain
+  // before that heartbeat could start the next attempt elsewhere beside it.
+  for (const ReplicaStart& st : out.start) {
+    const std::pair<JobId, int> key{JobOf(st.job), static_cast<int>(st.replica)};
+    reported_running_[node][key] = st.attempt;
+    running_where_[key.first][{node, key.second}] = st.attempt;
+  }
   out.lease_ms = heartbeat_timeout_.millis();
   if (epoch_ > 0) out.epoch = epoch_;
   out.condition = std::string(NodeConditionName(state().node(node).condition));
@@ -341,20 +349,29 @@ void ControlPlane::RecordRunning(NodeId node, std::map<std::pair<JobId, int>, in
   if (before.empty()) reported_running_.erase(node);
 }
 
-std::optional<std::string> ControlPlane::EarlierAttemptMayRun(const Job& job, Time now) {
+bool ControlPlane::SilentPastFence(NodeId n, Duration grace, Time now) const {
   const Duration margin = std::max(Duration::Seconds(1), Duration::Millis(heartbeat_timeout_.millis() / 10));
   // Silent this long after its last heartbeat, a node's shims have surely stopped a replica of
-  // this grace (the lease, then the grace before SIGKILL): FenceDeadline's bound.
-  auto silent_past = [&](NodeId n, Duration grace) {
-    const auto h = heard_.find(n);
-    return h != heard_.end() && now - h->second.last_heartbeat > heartbeat_timeout_ + grace + margin;
-  };
+  // this grace (the lease, then the grace before SIGKILL): FenceDeadline's bound. A removed node
+  // counts from its last heartbeat before the removal (its agent is refused since).
+  Time last;
+  if (const auto h = heard_.find(n); h != heard_.end()) {
+    last = h->second.last_heartbeat;
+  } else if (const auto r = removed_heard_.find(n); r != removed_heard_.end()) {
+    last = r->second;
+  } else {
+    return false;  // nothing heard yet: not known to be silent
+  }
+  return now - last > heartbeat_timeout_ + grace + margin;
+}
+
+std::optional<std::string> ControlPlane::EarlierAttemptMayRun(const Job& job, Time now) {
   const Duration grace = state().priority_class(job.spec.priority_class).grace_period;
   if (auto it = running_where_.find(job.id); it != running_where_.end()) {
     std::vector<NodeId> fenced;  // nodes silent past the bound: what they reported is surely gone
     for (const auto& [where, attempt] : it->second) {
       if (attempt >= job.attempt) continue;
-      if (silent_past(where.first, grace)) {
+      if (SilentPastFence(where.first, grace, now)) {
         fenced.push_back(where.first);
         continue;
       }
@@ -367,18 +384,29 @@ std::optional<std::string> ControlPlane::EarlierAttemptMayRun(const Job& job, Ti
       RecordRunning(n, std::move(still));
     }
   }
-  if (job.attempt <= 1 || all_reported_) return std::nullopt;
-  // After a restart nothing is known of what runs where until each agent reports (or is surely
-  // fenced); once all have, this stays so for the process.
-  Duration longest;
-  for (const PriorityClass& pc : state().priority_classes()) longest = std::max(longest, pc.grace_period);
-  for (const auto& [id, recorded] : js_->agents()) {
-    const auto h = heard_.find(id);
-    if (h != heard_.end() && h->second.beat) continue;
-    if (state().node(id).condition == NodeCondition::kRetired || silent_past(id, longest)) continue;
-    return "node " + state().node(id).name + "'s agent has not reported what it runs since the daemon started";
+  if (job.attempt <= 1) return std::nullopt;
+  // After a restart nothing is known of what runs where until each agent known from the journal
+  // reports (or is silent past the bound for this job's grace). The set only shrinks.
+  if (!unreported_) {
+    unreported_.emplace();
+    for (const auto& [id, recorded] : js_->agents()) {
+      const auto h = heard_.find(id);
+      if (h == heard_.end() || !h->second.beat) unreported_->insert(id);
+    }
   }
-  all_reported_ = true;
+  for (auto n = unreported_->begin(); n != unreported_->end();) {
+    const auto h = heard_.find(*n);
+    const bool done = (h != heard_.end() && h->second.beat) || js_->agent(*n) == nullptr ||
+                      state().node(*n).condition == NodeCondition::kRetired;
+    if (done) {
+      n = unreported_->erase(n);
+      continue;
+    }
+    if (!SilentPastFence(*n, grace, now)) {
+      return "node " + state().node(*n).name + "'s agent has not reported what it runs since the daemon started";
+    }
+    ++n;
+  }
   return std::nullopt;
 }
 

@@ -39,6 +39,12 @@ void ControlPlane::CheckHeartbeats(Time now) {
     const Node& n = state().node(id);
     const Duration silent = now - a.last_heartbeat;
     if (silent <= heartbeat_timeout_ || n.condition == NodeCondition::kRetired) continue;
+    // What a node silent past every class's grace last reported running is surely stopped.
+    if (reported_running_.count(id)) {
+      Duration longest;
+      for (const PriorityClass& pc : state().priority_classes()) longest = std::max(longest, pc.grace_period);
+      if (SilentPastFence(id, longest, now)) RecordRunning(id, {});
+    }
     if (n.condition != NodeCondition::kUnreachable) {
       // Its lease is over: nothing new goes there. What runs there is given away only once
       // the shims have surely stopped it (FenceDeadline).

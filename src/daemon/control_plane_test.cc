@@ -1802,6 +1802,44 @@ TEST_F(AgentProtocolTest, AnAttemptOnASilentNodeIsTakenAsGoneOnlyAfterItsLeaseAn
   EXPECT_EQ(second["attempt"], 2);
 }
 
+// A start the daemon handed out counts as running until the agent's next heartbeat says
+// otherwise: a drain in between does not start the next attempt beside it. And a node deleted
+// right after its drain still holds the next attempt until its lease and grace are over.
+TEST_F(AgentProtocolTest, AStartHandedOutOrADeletedNodeStillHoldsTheNextAttempt) {
+  const std::string j = Submit(member_a_, 4, 1);
+  core_->Tick(At(1), false);
+  const std::string node = NodeOf(j, 1), other = node == "g1" ? "g2" : "g1";
+  const Json first = StartOf(Beat(node, 2), j);
+  ASSERT_TRUE(first.is_object());
+  // Drained before the agent reports it: placed on the other node, which must wait.
+  ASSERT_EQ(core_->NodeAction({&admin_, "", At(2)}, node, "drain").status, 200);
+  core_->Tick(At(2), false);
+  ASSERT_EQ(NodeOf(j, 2), other);
+  EXPECT_TRUE(StartOf(Beat(other, 3), j).is_null()) << "attempt 1 was handed out on " << node;
+  // The agent did start it; deleted, its node's reports stop, and the lease (10 s), the
+  // training class's grace (120 s) and the margin (1 s) count from its last heartbeat (at 4).
+  Beat(node, 4, {{"replicas", {Report(first, "running")}}});
+  ASSERT_EQ(core_->DeleteNode({&admin_, "", At(5)}, node).status, 200);
+  EXPECT_TRUE(StartOf(Beat(other, 135), j).is_null()) << "131 s after the deleted node's last heartbeat";
+  const Json second = StartOf(Beat(other, 136), j);
+  ASSERT_TRUE(second.is_object()) << "132 s after it";
+  EXPECT_EQ(second["attempt"], 2);
+}
+
+// A start handed out that the agent did not take (its next heartbeat does not report it) holds
+// nothing.
+TEST_F(AgentProtocolTest, AStartTheAgentDidNotTakeHoldsNothing) {
+  const std::string j = Submit(member_a_, 4, 1);
+  core_->Tick(At(1), false);
+  const std::string node = NodeOf(j, 1), other = node == "g1" ? "g2" : "g1";
+  ASSERT_TRUE(StartOf(Beat(node, 2), j).is_object());
+  ASSERT_EQ(core_->NodeAction({&admin_, "", At(2)}, node, "drain").status, 200);
+  core_->Tick(At(2), false);
+  ASSERT_EQ(NodeOf(j, 2), other);
+  Beat(node, 3);
+  EXPECT_TRUE(StartOf(Beat(other, 3), j).is_object());
+}
+
 // The attempt is a counter of placements (issue 16 item 10): the first placement of a job is
 // attempt 1, its placement after a requeue attempt 2, whatever the clock says (both placements
 // here fall in the same second, a clock stepped back would not matter either), and a restart

@@ -274,6 +274,7 @@ std::map<SlurmExecutor::Key, SlurmExecutor::Ours> SlurmExecutor::ReadJobs(const 
 std::string EarlierAttemptAlive(const std::vector<SlurmAttempt>& listed, int64_t attempt) {
   for (const SlurmAttempt& a : listed) {
     if (a.attempt >= attempt || !Active(a.state)) continue;
+    if (a.slurm_id == 0) return "waiting for attempt " + std::to_string(a.attempt) + " (a submission Slurm has not listed) to end";
     return "waiting for attempt " + std::to_string(a.attempt) + " (Slurm job " + std::to_string(a.slurm_id) + ", " +
            a.state + ") to end";
   }
@@ -319,6 +320,16 @@ std::set<SlurmExecutor::Key> SlurmExecutor::Drive(const std::vector<Placement>& 
     std::vector<SlurmAttempt> listed;
     for (auto it = ours.lower_bound({p.job, INT64_MIN}); it != ours.end() && it->first.first == p.job; ++it) {
       listed.push_back({it->first.second, it->second.slurm_id, it->second.state});
+    }
+    // Earlier attempts Slurm may have without listing them yet: accepted less than 30 s ago, or
+    // a submission that failed (it may have made the job) and whose listings are not all in.
+    for (auto it = submitted_.lower_bound({p.job, INT64_MIN}); it != submitted_.end() && it->first.first == p.job; ++it) {
+      if (!ours.count(it->first) && listed_ms - it->second.second <= 30'000) {
+        listed.push_back({it->first.second, it->second.first, "PENDING"});
+      }
+    }
+    for (auto it = retry_at_.lower_bound({p.job, INT64_MIN}); it != retry_at_.end() && it->first.first == p.job; ++it) {
+      if (!ours.count(it->first) && NowMs() < it->second) listed.push_back({it->first.second, 0, "PENDING"});
     }
     if (std::string older = EarlierAttemptAlive(listed, p.attempt); !older.empty()) {
       st.detail = older;

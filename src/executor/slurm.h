@@ -81,7 +81,8 @@ std::optional<std::vector<std::string>> ExpandHostlist(const std::string& list, 
 std::vector<int> GpusPerNode(size_t nodes, const std::vector<std::string>& gres_detail, int total);
 // The GPUs of a TRES string ("cpu=1,gres/gpu:h100=4,gres/gpu=4"): the untyped gres/gpu counts.
 int TresGpus(const std::string& tres);
-// An attempt of one gpupool job that Slurm lists: its number, the Slurm job and its state.
+// An attempt of one gpupool job that Slurm lists, or may have (slurm_id 0: a submission not
+// listed yet): its number, the Slurm job and its state.
 struct SlurmAttempt {
   int64_t attempt = 0;
   uint64_t slurm_id = 0;

@@ -72,6 +72,7 @@ TEST(SlurmMapping, AnAttemptWaitsForAnEarlierOneSlurmStillHas) {
   EXPECT_EQ(EarlierAttemptAlive({{2, 8, "RUNNING"}}, 2), "");
   EXPECT_EQ(EarlierAttemptAlive({{3, 9, "RUNNING"}}, 2), "");
   EXPECT_EQ(EarlierAttemptAlive({}, 2), "");
+  EXPECT_EQ(EarlierAttemptAlive({{1, 0, "PENDING"}}, 2), "waiting for attempt 1 (a submission Slurm has not listed) to end");
 }
 
 // Runs `script` through /bin/sh with `exec` replaced by printf, so the words the command gets

@@ -268,7 +268,8 @@ const std::vector<Session::YoungJob>& Session::YoungJobs(FlavorId f, Duration mi
 void Session::Advance(Time now) {
   GP_CHECK(held_.empty()) << "Session::Advance after a hold";
   GP_CHECK(!released_) << "Session::Advance after a release";
-  undo_.clear();
+  // A cycle commits what it keeps and rolls back what it tries: nothing may be left to undo.
+  GP_CHECK(undo_.empty()) << "Session::Advance with " << undo_.size() << " changes not committed";
   now_ = now;
   // The jobs placed in the cycle are now the state's active jobs, running.
   if (!state_.reservations().empty()) quota_ = QuotaBook(state_, now);
