@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `gpupool sim` end to end: the same inputs and seed give identical report bytes (JSON, CSV, SVG;
-# replay with and without burst)
+# packing with one thread and with two; replay with and without burst)
 # and bad input fails with a clear message and exit code 2.
 # Usage: sim_cli_test.sh GPUPOOL_BINARY SHARED_TRACES_DIR
 set -u
@@ -11,8 +11,9 @@ O=$traces/alibaba-gpu-v2023-openb/csv
 P=$traces/philly-pcs-per-vc
 fail() { echo "FAIL: $*" >&2; exit 1; }
 for run in a b; do
+  threads=1; [ $run = b ] && threads=2
   "$bin" sim packing --nodes "$O/openb_node_list_gpu_node.csv" --pods "$O/openb_pod_list_multigpu50.csv" \
-    --policy gpupool --seeds 42 --json "$tmp/p$run.json" --csv "$tmp/p$run.csv" --svg "$tmp/p$run.svg" \
+    --policy all --seeds 42-43 --threads $threads --json "$tmp/p$run.json" --csv "$tmp/p$run.csv" --svg "$tmp/p$run.svg" \
     --no-timing > "$tmp/p$run.txt" || fail "packing run $run"
   head -n 3000 "$P/philly_pcs_shared_jobs.csv" > "$tmp/jobs.csv"
   "$bin" sim replay --jobs "$tmp/jobs.csv" --tenants "$P/tenants.csv" --capacity-scale 0.25 \
