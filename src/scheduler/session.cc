@@ -323,9 +323,19 @@ std::string Session::DifferenceFrom(const Session& fresh) const {
     });
     if (!same_shared) return node + "shared occupants";
   }
-  // The class lists: as many linked classes per pool and list.
-  for (size_t l = 0; l < active_.size() && l < fresh.active_.size(); ++l) {
-    if (active_[l].size() != fresh.active_[l].size()) return "class list " + std::to_string(l);
+  // The class lists: the same classes (by content) per pool and list, in any order.
+  if (active_.size() != fresh.active_.size()) return "pool count";
+  auto contents = [&keys_text](const Session& s, const std::vector<uint32_t>& list) {
+    std::vector<std::string> out;
+    for (uint32_t c : list) {
+      const ClassInfo& ci = s.classes_[c];
+      out.push_back(std::to_string(ci.level) + "/" + keys_text(ci.keys, ci.n));
+    }
+    std::sort(out.begin(), out.end());
+    return out;
+  };
+  for (size_t l = 0; l < active_.size(); ++l) {
+    if (contents(*this, active_[l]) != contents(fresh, fresh.active_[l])) return "class list " + std::to_string(l);
   }
   if (!(quota_ == fresh.quota_)) return "quota book";
   if (!(running_ == fresh.running_)) return "running quota book";
