@@ -369,12 +369,19 @@ class ControlPlane {
   // Why an earlier attempt of `job` may still run on some node, or nothing: a replica an agent
   // still reports (until it reports it gone, or its node has been silent past the lease, the
   // grace and the margin); after a daemon restart, for a job past its first attempt, an agent
-  // that has not reported since (within the same bound). Forgets what is surely gone.
+  // that has not reported since (within the same bound).
   std::optional<std::string> EarlierAttemptMayRun(const Job& job, Time now);
   // Whether `node` has been silent past its lease, `grace` and the margin at `now`.
   bool SilentPastFence(NodeId node, Duration grace, Time now) const;
   // A heartbeat's replicas reported running on `node` replace what it reported before.
   void RecordRunning(NodeId node, std::map<std::pair<JobId, int>, int64_t> running);
+  // One more replica counted as running on `node` (a start handed out).
+  void NoteRunning(NodeId node, std::pair<JobId, int> key, int64_t attempt);
+  // Why an admitted job on an agent's node may not start yet (EarlierAttemptMayRun), or nothing:
+  // for the start deadline and the job's view.
+  std::optional<std::string> StartHeldReason(const Job& job, Time now);
+  // The margin FenceDeadline adds for the shims' polling, the kill and the clocks' drift.
+  Duration FenceMargin() const;
   // Nodes the provider has ready join the cluster (journaled "burst_node"); what an
   // asynchronous provider failed at is handled as a synchronous one's errors are.
   void BurstJoin(Time now);

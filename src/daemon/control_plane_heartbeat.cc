@@ -154,11 +154,7 @@ Reply ControlPlane::AgentHeartbeat(const CallContext& c, const std::string& name
   // A start handed out counts as running there from now: the agent may start it at once, and
   // its next heartbeat says whether it did (RecordRunning replaces this). Otherwise a drain
   // before that heartbeat could start the next attempt elsewhere beside it.
-  for (const ReplicaStart& st : out.start) {
-    const std::pair<JobId, int> key{JobOf(st.job), static_cast<int>(st.replica)};
-    reported_running_[node][key] = st.attempt;
-    running_where_[key.first][{node, key.second}] = st.attempt;
-  }
+  for (const ReplicaStart& st : out.start) NoteRunning(node, {JobOf(st.job), static_cast<int>(st.replica)}, st.attempt);
   out.lease_ms = heartbeat_timeout_.millis();
   if (epoch_ > 0) out.epoch = epoch_;
   out.condition = std::string(NodeConditionName(state().node(node).condition));
@@ -349,39 +345,19 @@ void ControlPlane::RecordRunning(NodeId node, std::map<std::pair<JobId, int>, in
   if (before.empty()) reported_running_.erase(node);
 }
 
-bool ControlPlane::SilentPastFence(NodeId n, Duration grace, Time now) const {
-  const Duration margin = std::max(Duration::Seconds(1), Duration::Millis(heartbeat_timeout_.millis() / 10));
-  // Silent this long after its last heartbeat, a node's shims have surely stopped a replica of
-  // this grace (the lease, then the grace before SIGKILL): FenceDeadline's bound. A removed node
-  // counts from its last heartbeat before the removal (its agent is refused since).
-  Time last;
-  if (const auto h = heard_.find(n); h != heard_.end()) {
-    last = h->second.last_heartbeat;
-  } else if (const auto r = removed_heard_.find(n); r != removed_heard_.end()) {
-    last = r->second;
-  } else {
-    return false;  // nothing heard yet: not known to be silent
-  }
-  return now - last > heartbeat_timeout_ + grace + margin;
+void ControlPlane::NoteRunning(NodeId node, std::pair<JobId, int> key, int64_t attempt) {
+  reported_running_[node][key] = attempt;
+  running_where_[key.first][{node, key.second}] = attempt;
 }
 
 std::optional<std::string> ControlPlane::EarlierAttemptMayRun(const Job& job, Time now) {
   const Duration grace = state().priority_class(job.spec.priority_class).grace_period;
+  // What a node silent past the bound reported is surely gone (CheckHeartbeats forgets it).
   if (auto it = running_where_.find(job.id); it != running_where_.end()) {
-    std::vector<NodeId> fenced;  // nodes silent past the bound: what they reported is surely gone
     for (const auto& [where, attempt] : it->second) {
-      if (attempt >= job.attempt) continue;
-      if (SilentPastFence(where.first, grace, now)) {
-        fenced.push_back(where.first);
-        continue;
-      }
+      if (attempt >= job.attempt || SilentPastFence(where.first, grace, now)) continue;
       return "attempt " + std::to_string(attempt) + " of replica " + std::to_string(where.second) + " still runs on " +
              state().node(where.first).name + " (told to stop, within its " + ToString(grace) + " grace)";
-    }
-    for (NodeId n : fenced) {  // forgotten, so a node that never comes back leaves nothing behind
-      std::map<std::pair<JobId, int>, int64_t> still = reported_running_[n];
-      std::erase_if(still, [&](const auto& e) { return e.first.first == job.id; });
-      RecordRunning(n, std::move(still));
     }
   }
   if (job.attempt <= 1) return std::nullopt;
@@ -408,6 +384,14 @@ std::optional<std::string> ControlPlane::EarlierAttemptMayRun(const Job& job, Ti
     ++n;
   }
   return std::nullopt;
+}
+
+std::optional<std::string> ControlPlane::StartHeldReason(const Job& job, Time now) {
+  if (job.state != JobState::kAdmitted || !start_deadline_ || job.placement.empty() ||
+      ExecutorFor(job.placement.front().node) != nullptr) {
+    return std::nullopt;
+  }
+  return EarlierAttemptMayRun(job, now);
 }
 
 std::vector<ReplicaStart> ControlPlane::StartList(NodeId node, const AgentRecorded& a,

@@ -178,11 +178,7 @@ Reply ControlPlane::GetJob(const CallContext& c, const std::string& id) {
   const Job* j = VisibleJob(c, id);
   if (j != nullptr) {
     Json view = JobJson(state(), history(), *c.principal, *j, true, c.now);
-    // Admitted and not started because an earlier attempt may still run (agents as the executor).
-    if (j->state == JobState::kAdmitted && start_deadline_ && !j->placement.empty() &&
-        ExecutorFor(j->placement.front().node) == nullptr) {
-      if (std::optional<std::string> why = EarlierAttemptMayRun(*j, c.now)) view["start_held"] = *why;
-    }
+    if (std::optional<std::string> why = StartHeldReason(*j, c.now)) view["start_held"] = *why;
     return JsonReply(200, view);
   }
   // Out of memory: a finished job past the retention window, from the store's history.

@@ -27,11 +27,40 @@ Duration ControlPlane::FenceDeadline(NodeId id) const {
   for (JobId jid : state().node(id).Jobs()) {
     grace = std::max(grace, state().priority_class(state().FindJob(jid)->spec.priority_class).grace_period);
   }
-  const Duration margin = std::max(Duration::Seconds(1), Duration::Millis(heartbeat_timeout_.millis() / 10));
-  return heartbeat_timeout_ + grace + margin;
+  return heartbeat_timeout_ + grace + FenceMargin();
+}
+
+Duration ControlPlane::FenceMargin() const {
+  return std::max(Duration::Seconds(1), Duration::Millis(heartbeat_timeout_.millis() / 10));
+}
+
+bool ControlPlane::SilentPastFence(NodeId n, Duration grace, Time now) const {
+  // FenceDeadline's bound for one grace. A removed node counts from its last heartbeat before the
+  // removal (its agent is refused since).
+  Time last;
+  if (const auto h = heard_.find(n); h != heard_.end()) {
+    last = h->second.last_heartbeat;
+  } else if (const auto r = removed_heard_.find(n); r != removed_heard_.end()) {
+    last = r->second;
+  } else {
+    return false;  // nothing heard yet: not known to be silent
+  }
+  return now - last > heartbeat_timeout_ + grace + FenceMargin();
 }
 
 void ControlPlane::CheckHeartbeats(Time now) {
+  // What a node silent past every class's grace last reported running is surely stopped: it
+  // holds no next attempt any more (EarlierAttemptMayRun), and a removed node is forgotten.
+  Duration longest;
+  for (const PriorityClass& pc : state().priority_classes()) longest = std::max(longest, pc.grace_period);
+  for (auto r = removed_heard_.begin(); r != removed_heard_.end();) {
+    if (!SilentPastFence(r->first, longest, now)) {
+      ++r;
+      continue;
+    }
+    RecordRunning(r->first, {});
+    r = removed_heard_.erase(r);
+  }
   for (const auto& [id, registered] : js_->agents()) {
     // Known from the journal, not heard since this start: the agent gets a whole timeout from
     // the daemon's first tick.
@@ -39,12 +68,7 @@ void ControlPlane::CheckHeartbeats(Time now) {
     const Node& n = state().node(id);
     const Duration silent = now - a.last_heartbeat;
     if (silent <= heartbeat_timeout_ || n.condition == NodeCondition::kRetired) continue;
-    // What a node silent past every class's grace last reported running is surely stopped.
-    if (reported_running_.count(id)) {
-      Duration longest;
-      for (const PriorityClass& pc : state().priority_classes()) longest = std::max(longest, pc.grace_period);
-      if (SilentPastFence(id, longest, now)) RecordRunning(id, {});
-    }
+    if (reported_running_.count(id) && SilentPastFence(id, longest, now)) RecordRunning(id, {});
     if (n.condition != NodeCondition::kUnreachable) {
       // Its lease is over: nothing new goes there. What runs there is given away only once
       // the shims have surely stopped it (FenceDeadline).

@@ -57,22 +57,20 @@ void ControlPlane::CheckStartDeadlines(Time now) {
     const Job& j = *state().FindJob(id);
     // A start held back while an earlier attempt may still run (EarlierAttemptMayRun) is not
     // the node's fault: its deadline counts from the last time it was held.
-    if (j.state == JobState::kAdmitted && !j.placement.empty() && ExecutorFor(j.placement.front().node) == nullptr) {
-      if (std::optional<std::string> why = EarlierAttemptMayRun(j, now)) {
-        if (auto [it, fresh] = start_held_.try_emplace(id, StartHeld{now, now}); fresh) {
-          Log("info", "start held while an earlier attempt may still run", {{"job", std::to_string(id.value())}, {"why", *why}});
-        } else {
-          it->second.last = now;
-          // Held for longer than its grace and a whole start deadline: the old node is not
-          // stopping it (a process SIGKILL cannot end, an agent that misreports). Said once.
-          const Duration grace = state().priority_class(j.spec.priority_class).grace_period;
-          if (!it->second.warned && now - it->second.first > grace + *start_deadline_) {
-            it->second.warned = true;
-            Log("warn", "start still held: an earlier attempt does not stop", {{"job", std::to_string(id.value())}, {"why", *why}});
-          }
+    if (std::optional<std::string> why = StartHeldReason(j, now)) {
+      if (auto [it, fresh] = start_held_.try_emplace(id, StartHeld{now, now}); fresh) {
+        Log("info", "start held while an earlier attempt may still run", {{"job", std::to_string(id.value())}, {"why", *why}});
+      } else {
+        it->second.last = now;
+        // Held for longer than its grace and a whole start deadline: the old node is not
+        // stopping it (a process SIGKILL cannot end, an agent that misreports). Said once.
+        const Duration grace = state().priority_class(j.spec.priority_class).grace_period;
+        if (!it->second.warned && now - it->second.first > grace + *start_deadline_) {
+          it->second.warned = true;
+          Log("warn", "start still held: an earlier attempt does not stop", {{"job", std::to_string(id.value())}, {"why", *why}});
         }
-        continue;
       }
+      continue;
     }
     const auto held = start_held_.find(id);
     const Time from = std::max({j.admitted, *deadlines_from_, held != start_held_.end() ? held->second.last : Time()});

@@ -1747,20 +1747,31 @@ TEST_F(AgentProtocolTest, AStaleAttemptIsStoppedAndNeverTakenForTheNewOne) {
 }
 
 // DESIGN.md §4: two attempts of a replica are never alive at once, also when the new attempt
-// goes to another node. A drained job placed on the other node starts there only once its node
-// reports attempt 1 gone; and the wait does not count against the other node's start deadline.
-TEST_F(AgentProtocolTest, AnAttemptMovedToAnotherNodeStartsOnlyOnceTheOldOneIsGone) {
+// goes to another node. Each test starts a 4-GPU job on one node (attempt 1 handed out, and
+// reported running when asked), drains that node, and finds the job placed on the other one.
+class AttemptHoldTest : public AgentProtocolTest {
+ protected:
+  void StartThenDrain(bool reported, int64_t drain_s) {
+    j = Submit(member_a_, 4, 1);
+    core_->Tick(At(1), false);
+    node = NodeOf(j, 1);
+    other = node == "g1" ? "g2" : "g1";
+    first = StartOf(Beat(node, 2), j);
+    ASSERT_TRUE(first.is_object());
+    if (reported) Beat(node, 2, {{"replicas", {Report(first, "running")}}});
+    ASSERT_EQ(core_->NodeAction({&admin_, "", At(drain_s)}, node, "drain").status, 200);
+    core_->Tick(At(drain_s), false);
+    ASSERT_EQ(NodeOf(j, drain_s), other) << "requeued and placed on the other node";
+  }
+  std::string j, node, other;
+  Json first;  // attempt 1's start
+};
+
+// The other node starts it only once its node reports attempt 1 gone; the wait does not count
+// against the other node's start deadline.
+TEST_F(AttemptHoldTest, AnAttemptMovedToAnotherNodeStartsOnlyOnceTheOldOneIsGone) {
   core_->SetAgentExecutor(Duration::Minutes(2));
-  const std::string j = Submit(member_a_, 4, 1);
-  core_->Tick(At(1), false);
-  const std::string node = NodeOf(j, 1), other = node == "g1" ? "g2" : "g1";
-  const Json first = StartOf(Beat(node, 2), j);
-  ASSERT_TRUE(first.is_object());
-  Beat(node, 2, {{"replicas", {Report(first, "running")}}});
-  Beat(other, 2);
-  ASSERT_EQ(core_->NodeAction({&admin_, "", At(3)}, node, "drain").status, 200);
-  core_->Tick(At(3), false);
-  ASSERT_EQ(NodeOf(j, 3), other) << "requeued and placed on the other node";
+  StartThenDrain(true, 3);
   // Attempt 1 still runs (its agent has not heard of the drain yet): no start on the other node.
   EXPECT_TRUE(StartOf(Beat(other, 4), j).is_null());
   // Told to stop it, its agent reports it running through the grace: still none, for minutes,
@@ -1785,17 +1796,10 @@ TEST_F(AgentProtocolTest, AnAttemptMovedToAnotherNodeStartsOnlyOnceTheOldOneIsGo
   EXPECT_EQ(second["attempt"], 2);
 }
 
-// The same with the old node falling silent after its last report: the new attempt starts once
-// that node's lease, the class's grace (120 s) and the margin (1 s) have passed since then.
-TEST_F(AgentProtocolTest, AnAttemptOnASilentNodeIsTakenAsGoneOnlyAfterItsLeaseAndGrace) {
-  const std::string j = Submit(member_a_, 4, 1);
-  core_->Tick(At(1), false);
-  const std::string node = NodeOf(j, 1), other = node == "g1" ? "g2" : "g1";
-  const Json first = StartOf(Beat(node, 2), j);
-  Beat(node, 2, {{"replicas", {Report(first, "running")}}});
-  ASSERT_EQ(core_->NodeAction({&admin_, "", At(3)}, node, "drain").status, 200);
-  core_->Tick(At(3), false);
-  ASSERT_EQ(NodeOf(j, 3), other);
+// The old node falls silent after its last report (at 2): the new attempt starts once that
+// node's lease (10 s), the class's grace (120 s) and the margin (1 s) have passed since then.
+TEST_F(AttemptHoldTest, AnAttemptOnASilentNodeIsTakenAsGoneOnlyAfterItsLeaseAndGrace) {
+  StartThenDrain(true, 3);
   EXPECT_TRUE(StartOf(Beat(other, 133), j).is_null()) << "131 s after node's last heartbeat";
   const Json second = StartOf(Beat(other, 134), j);
   ASSERT_TRUE(second.is_object()) << "132 s after it: surely fenced";
@@ -1805,22 +1809,16 @@ TEST_F(AgentProtocolTest, AnAttemptOnASilentNodeIsTakenAsGoneOnlyAfterItsLeaseAn
 // A start the daemon handed out counts as running until the agent's next heartbeat says
 // otherwise: a drain in between does not start the next attempt beside it. And a node deleted
 // right after its drain still holds the next attempt until its lease and grace are over.
-TEST_F(AgentProtocolTest, AStartHandedOutOrADeletedNodeStillHoldsTheNextAttempt) {
-  const std::string j = Submit(member_a_, 4, 1);
-  core_->Tick(At(1), false);
-  const std::string node = NodeOf(j, 1), other = node == "g1" ? "g2" : "g1";
-  const Json first = StartOf(Beat(node, 2), j);
-  ASSERT_TRUE(first.is_object());
-  // Drained before the agent reports it: placed on the other node, which must wait.
-  ASSERT_EQ(core_->NodeAction({&admin_, "", At(2)}, node, "drain").status, 200);
-  core_->Tick(At(2), false);
-  ASSERT_EQ(NodeOf(j, 2), other);
+TEST_F(AttemptHoldTest, AStartHandedOutOrADeletedNodeStillHoldsTheNextAttempt) {
+  StartThenDrain(false, 2);
   EXPECT_TRUE(StartOf(Beat(other, 3), j).is_null()) << "attempt 1 was handed out on " << node;
-  // The agent did start it; deleted, its node's reports stop, and the lease (10 s), the
-  // training class's grace (120 s) and the margin (1 s) count from its last heartbeat (at 4).
+  // The agent did start it; deleted, its node's reports stop, and the lease, the grace and the
+  // margin count from its last heartbeat (at 4).
   Beat(node, 4, {{"replicas", {Report(first, "running")}}});
   ASSERT_EQ(core_->DeleteNode({&admin_, "", At(5)}, node).status, 200);
+  core_->Tick(At(134), false);  // the sweep of silent and removed nodes keeps it until the bound
   EXPECT_TRUE(StartOf(Beat(other, 135), j).is_null()) << "131 s after the deleted node's last heartbeat";
+  core_->Tick(At(136), false);  // past it: the removed node is forgotten
   const Json second = StartOf(Beat(other, 136), j);
   ASSERT_TRUE(second.is_object()) << "132 s after it";
   EXPECT_EQ(second["attempt"], 2);
@@ -1828,14 +1826,8 @@ TEST_F(AgentProtocolTest, AStartHandedOutOrADeletedNodeStillHoldsTheNextAttempt)
 
 // A start handed out that the agent did not take (its next heartbeat does not report it) holds
 // nothing.
-TEST_F(AgentProtocolTest, AStartTheAgentDidNotTakeHoldsNothing) {
-  const std::string j = Submit(member_a_, 4, 1);
-  core_->Tick(At(1), false);
-  const std::string node = NodeOf(j, 1), other = node == "g1" ? "g2" : "g1";
-  ASSERT_TRUE(StartOf(Beat(node, 2), j).is_object());
-  ASSERT_EQ(core_->NodeAction({&admin_, "", At(2)}, node, "drain").status, 200);
-  core_->Tick(At(2), false);
-  ASSERT_EQ(NodeOf(j, 2), other);
+TEST_F(AttemptHoldTest, AStartTheAgentDidNotTakeHoldsNothing) {
+  StartThenDrain(false, 2);
   Beat(node, 3);
   EXPECT_TRUE(StartOf(Beat(other, 3), j).is_object());
 }

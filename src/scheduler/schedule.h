@@ -53,7 +53,6 @@ class KeptScheduler {
   KeptScheduler& operator=(const KeptScheduler&) = delete;
 
   Plan Cycle(const State& state, Time now);
-  int64_t cycles() const { return cycles_; }
 
  private:
   SchedulerConfig config_;
